@@ -1,0 +1,1 @@
+//! MCP side (in progress).

@@ -1,0 +1,252 @@
+//! The scheduler: claims due tasks, runs one step each, saves the result.
+//!
+//! ```text
+//! loop:  store.claim(worker, free slots, lease) ──▶ spawn run_step per task
+//!        run_step: heartbeat every lease/3 ─┐
+//!                  job.step(...) under the tool's step timeout
+//!                  store.checkpoint(attempt = fencing token) ──▶ publish change
+//!        sleep until the next due task, a wake-up, or a finished step
+//! sweeper: every `sweep_every`, expire overdue tasks, delete old ended ones
+//! ```
+//!
+//! Leases make crashes harmless: a task whose process died is claimed again
+//! once its lease runs out, from its last checkpoint. Fencing makes them safe:
+//! a worker whose lease was taken over cannot overwrite the new owner's work.
+
+mod runner;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, broadcast};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::registry::ToolRegistry;
+use crate::store::TaskStore;
+use crate::task::TaskId;
+
+/// Scheduler settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// This process's name in leases; unique per running instance.
+    pub worker_id: String,
+    /// Steps run at once by this process.
+    pub concurrency: usize,
+    /// How long a claim is valid without a heartbeat. A crashed process's
+    /// tasks are picked up again after at most this long.
+    pub lease: Duration,
+    /// Longest sleep between looks at the store (other processes may have
+    /// made tasks due).
+    pub idle_poll: Duration,
+    pub sweep_every: Duration,
+    /// How long ended tasks are kept.
+    pub retention: Duration,
+    /// Retryable failures in a row before a task fails.
+    pub max_retries: i64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            worker_id: format!("agentgate-{}", crate::task::TaskId::generate()),
+            concurrency: 64,
+            lease: Duration::from_secs(30),
+            idle_poll: Duration::from_secs(1),
+            sweep_every: Duration::from_secs(30),
+            retention: Duration::from_secs(7 * 24 * 3600),
+            max_retries: 8,
+        }
+    }
+}
+
+/// The engine: store, tools and scheduler, shared by every transport.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn TaskStore>,
+    tools: ToolRegistry,
+    clock: Arc<dyn Clock>,
+    config: EngineConfig,
+    wake: Notify,
+    changes: broadcast::Sender<TaskId>,
+    /// Steps running in this process, to interrupt one when its task is
+    /// cancelled.
+    running: Mutex<HashMap<TaskId, CancellationToken>>,
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        tools: ToolRegistry,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+    ) -> Self {
+        let (changes, _) = broadcast::channel(1024);
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                tools,
+                clock,
+                config,
+                wake: Notify::new(),
+                changes,
+                running: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.inner.tools
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// Tells the scheduler that a task may have become due.
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    /// Announces that a task changed (a step was saved, input or a cancel
+    /// arrived), for inline waiters and long polls in this process.
+    pub fn publish(&self, id: &TaskId) {
+        // No receivers is fine: nobody is waiting on this task.
+        let _ = self.inner.changes.send(id.clone());
+    }
+
+    /// Changes to any task, as they happen in this process.
+    pub fn subscribe(&self) -> broadcast::Receiver<TaskId> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Interrupts the step running for `id` in this process, if any, so a
+    /// cancel is delivered without waiting for a long step to end.
+    pub fn interrupt(&self, id: &TaskId) {
+        if let Some(token) = self.running().get(id) {
+            token.cancel();
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
+        // A poisoned map only means a step panicked while holding the lock;
+        // the map itself is still consistent.
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Runs the scheduler and sweeper until `shutdown` fires, then lets running
+    /// steps finish (up to the lease) and releases every lease still held.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut steps = JoinSet::new();
+        let sweeper = tokio::spawn(self.clone().sweep_loop(shutdown.clone()));
+        let config = self.inner.config.clone();
+        loop {
+            let free = config.concurrency.saturating_sub(steps.len());
+            let mut claimed = 0;
+            if free > 0 {
+                let now = self.inner.clock.now();
+                match self
+                    .inner
+                    .store
+                    .claim(&config.worker_id, free, config.lease, now)
+                    .await
+                {
+                    Ok(tasks) => {
+                        claimed = tasks.len();
+                        for task in tasks {
+                            let token = shutdown.child_token();
+                            self.running().insert(task.id.clone(), token.clone());
+                            steps.spawn(self.clone().run_step(task, token));
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "claiming due tasks failed"),
+                }
+            }
+            if claimed > 0 && claimed == free {
+                // There may be more due work; look again at once.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let sleep = self.until_next_due().await;
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.inner.wake.notified() => {}
+                _ = tokio::time::sleep(sleep) => {}
+                Some(_) = steps.join_next(), if !steps.is_empty() => {}
+            }
+        }
+        // Steps watch the shutdown token and checkpoint an interruption.
+        let drain = tokio::time::timeout(config.lease, async {
+            while steps.join_next().await.is_some() {}
+        });
+        if drain.await.is_err() {
+            steps.abort_all();
+        }
+        sweeper.abort();
+        match self
+            .inner
+            .store
+            .release_all(&config.worker_id, self.inner.clock.now())
+            .await
+        {
+            Ok(n) if n > 0 => tracing::info!(released = n, "released leases on shutdown"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "releasing leases on shutdown failed"),
+        }
+    }
+
+    async fn until_next_due(&self) -> Duration {
+        let idle = self.inner.config.idle_poll;
+        match self.inner.store.next_due().await {
+            Ok(Some(due)) => {
+                let wait = due.saturating_sub(self.inner.clock.now()).max(0) as u64;
+                Duration::from_millis(wait).min(idle)
+            }
+            Ok(None) => idle,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the next due task failed");
+                idle
+            }
+        }
+    }
+
+    async fn sweep_loop(self, shutdown: CancellationToken) {
+        let every = self.inner.config.sweep_every;
+        loop {
+            let now = self.inner.clock.now();
+            match self.inner.store.sweep(now, self.inner.config.retention).await {
+                Ok(report) if report.expired + report.deleted > 0 => {
+                    tracing::info!(
+                        expired = report.expired,
+                        deleted = report.deleted,
+                        "swept tasks"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "sweeping tasks failed"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! One step of one task: pick the input, run the job under a timeout while
+//! heartbeating the lease, and checkpoint what it produced.
+
+use std::time::Duration;
+
+use rmcp::model::ErrorCode;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use crate::job::{Event, Input, JobContext, JobError, Step, error_object};
+use crate::store::StoreError;
+use crate::task::{Outcome, TaskRecord};
+
+impl Engine {
+    pub(super) async fn run_step(self, task: TaskRecord, interrupt: CancellationToken) {
+        let outcome = self.step_outcome(&task, &interrupt).await;
+        self.running().remove(&task.id);
+        let Some(outcome) = outcome else { return };
+        let worker = &self.inner.config.worker_id;
+        let now = self.inner.clock.now();
+        match self
+            .inner
+            .store
+            .checkpoint(&task.id, worker, task.attempt, outcome, now)
+            .await
+        {
+            Ok(saved) => {
+                tracing::debug!(task = %task.id, status = %saved.status, "step saved");
+                self.publish(&task.id);
+                if saved.due_at.is_some_and(|due| due <= now) {
+                    self.wake();
+                }
+            }
+            Err(StoreError::LeaseLost { .. }) => {
+                tracing::warn!(task = %task.id, "lease lost during the step; its result was discarded");
+            }
+            Err(e) => {
+                // The lease runs out and the step is tried again.
+                tracing::error!(task = %task.id, error = %e, "saving a step failed");
+            }
+        }
+    }
+
+    /// Runs the step; `None` means the lease was lost and nothing may be saved.
+    async fn step_outcome(
+        &self,
+        task: &TaskRecord,
+        interrupt: &CancellationToken,
+    ) -> Option<Outcome> {
+        let now = self.inner.clock.now();
+        let Some(spec) = self.inner.tools.get(&task.tool) else {
+            return Some(Outcome::Failed {
+                error: error_object(
+                    ErrorCode::INTERNAL_ERROR.0,
+                    format!("tool `{}` is not served by this instance", task.tool),
+                ),
+            });
+        };
+        let input = match (&task.job_state, task.cancel_requested) {
+            (None, true) => return Some(Outcome::Cancelled),
+            (Some(state), true) => Input::Cancel(state.clone()),
+            (None, false) => Input::Start(task.args.clone()),
+            (Some(state), false) => {
+                let event = if task.input_requests.is_empty() && !task.input_responses.is_empty()
+                {
+                    Event::Input(task.input_responses.clone())
+                } else {
+                    Event::Tick
+                };
+                Input::Resume(state.clone(), event)
+            }
+        };
+        let cx = JobContext {
+            task_id: task.id.clone(),
+            step: task.steps,
+            now,
+        };
+        let timeout = spec.policy.step_timeout;
+        let result = tokio::select! {
+            result = tokio::time::timeout(timeout, spec.job.step(input, &cx)) => result,
+            () = self.heartbeat(task) => return None,
+            () = interrupt.cancelled() => return Some(Outcome::Interrupted),
+        };
+        let now = self.inner.clock.now();
+        Some(match result {
+            Err(_elapsed) => self.retry_or_fail(
+                task,
+                format!("the step did not finish within {}s", timeout.as_secs()),
+                None,
+                now,
+            ),
+            Ok(Err(JobError::Retryable {
+                message,
+                retry_after,
+            })) => self.retry_or_fail(task, message, retry_after, now),
+            Ok(Err(JobError::Fatal(error))) => Outcome::Failed {
+                error: to_json(&error),
+            },
+            Ok(Ok(step)) => into_outcome(step, now),
+        })
+    }
+
+    fn retry_or_fail(
+        &self,
+        task: &TaskRecord,
+        message: String,
+        retry_after: Option<Duration>,
+        now: i64,
+    ) -> Outcome {
+        let attempt = task.failures + 1;
+        let max = self.inner.config.max_retries;
+        if attempt >= max {
+            return Outcome::Failed {
+                error: error_object(
+                    ErrorCode::INTERNAL_ERROR.0,
+                    format!("gave up after {attempt} attempts: {message}"),
+                ),
+            };
+        }
+        // Exponential backoff from 1 s, capped at 5 min; upstream's
+        // Retry-After wins when it asks for longer.
+        let backoff = Duration::from_secs(1u64 << attempt.clamp(0, 8) as u32)
+            .min(Duration::from_secs(300))
+            .max(retry_after.unwrap_or_default());
+        let due_at = now.saturating_add(backoff.as_millis() as i64);
+        tracing::warn!(task = %task.id, attempt, error = %message, "step failed; will retry");
+        Outcome::Retry {
+            status_message: Some(format!(
+                "retrying after an upstream problem ({message}); attempt {} of {max} in {}s",
+                attempt + 1,
+                backoff.as_secs()
+            )),
+            due_at,
+        }
+    }
+
+    /// Extends the lease every third of its length; returns only when the
+    /// lease is lost, so the step can be abandoned.
+    async fn heartbeat(&self, task: &TaskRecord) {
+        let lease = self.inner.config.lease;
+        let mut tick = tokio::time::interval(lease / 3);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let until = self
+                .inner
+                .clock
+                .now()
+                .saturating_add(lease.as_millis() as i64);
+            match self
+                .inner
+                .store
+                .heartbeat(&task.id, &self.inner.config.worker_id, task.attempt, until)
+                .await
+            {
+                Ok(()) => {}
+                Err(StoreError::LeaseLost { .. }) => {
+                    tracing::warn!(task = %task.id, "lease taken over; abandoning the step");
+                    return;
+                }
+                Err(e) => tracing::warn!(task = %task.id, error = %e, "heartbeat failed"),
+            }
+        }
+    }
+}
+
+fn to_json(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn into_outcome(step: Step<Value>, now: i64) -> Outcome {
+    match step {
+        Step::Done(result) => Outcome::Completed {
+            result: to_json(&result),
+        },
+        Step::Fail(error) => Outcome::Failed {
+            error: to_json(&error),
+        },
+        Step::Cancelled => Outcome::Cancelled,
+        Step::Wait {
+            state,
+            status,
+            after,
+        } => Outcome::Waiting {
+            state,
+            status_message: status,
+            due_at: now.saturating_add(after.as_millis() as i64),
+        },
+        Step::Ask {
+            state,
+            status,
+            requests,
+        } => Outcome::InputRequired {
+            state,
+            status_message: status,
+            requests: requests
+                .into_iter()
+                .map(|(key, request)| (key, to_json(&request)))
+                .collect(),
+        },
+    }
+}

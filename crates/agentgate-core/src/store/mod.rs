@@ -1,0 +1,195 @@
+//! The task store: where every task lives, durably, between steps.
+//!
+//! One trait, [`TaskStore`], with one implementation per database. Every
+//! implementation must honour these semantics (the shared suite in
+//! [`suite`] checks them, and is run against each store):
+//!
+//! - **Durable creation.** `create` returns only after the row is committed, so
+//!   a `CreateTaskResult` is never sent for a task `get` cannot find.
+//! - **Ownership.** `get`, `record_input` and `request_cancel` take the caller's
+//!   [`Owner`]; a task of another owner behaves exactly like an unknown id.
+//! - **Expiry.** A task past `created_at + ttl` is invisible to those calls.
+//! - **Input keys** are unique per task: `record_input` accepts an answer only
+//!   for a key that is currently outstanding; unknown or answered keys are
+//!   ignored. When the last outstanding key is answered the task becomes
+//!   `working` and due at once.
+//! - **Leases.** `claim` hands out due, unleased (or lease-expired) tasks and
+//!   increments `attempt`, the fencing token. `heartbeat` and `checkpoint`
+//!   succeed only for the current worker *and* attempt; otherwise they return
+//!   [`StoreError::LeaseLost`] and change nothing.
+//! - **Cancel** is cooperative: `request_cancel` flags a live task and makes it
+//!   due at once; the job decides how to end. It is a no-op on ended tasks.
+//! - **Sweep** marks live tasks past their TTL `failed` and deletes ended tasks
+//!   whose last update is older than the retention window.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::clock::Millis;
+use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord};
+
+mod sqlite;
+pub mod suite;
+mod transition;
+
+pub use sqlite::SqliteStore;
+
+/// Errors a store can return.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The task does not exist, belongs to someone else, or has expired.
+    #[error("unknown or expired task id")]
+    NotFound,
+    /// The caller's lease was taken over: its write was refused.
+    #[error("lease lost: task {task} is now held by another worker or attempt")]
+    LeaseLost { task: TaskId },
+    /// A store URL that cannot be used.
+    #[error("invalid store URL `{url}`: {reason}")]
+    InvalidUrl { url: String, reason: String },
+    /// A stored row that does not decode (written by an incompatible version?).
+    #[error("corrupt task row {task}: {reason}")]
+    Corrupt { task: String, reason: String },
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("could not create the store's directory {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What `record_input` did with the answers it was given.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InputAck {
+    /// Keys that were outstanding and are now answered.
+    pub accepted: Vec<String>,
+    /// True when no outstanding request is left, so the job can resume.
+    pub complete: bool,
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SweepReport {
+    pub expired: u64,
+    pub deleted: u64,
+}
+
+/// Durable storage for tasks; see the module docs for the semantics.
+#[async_trait]
+pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Persists a new `working` task, due at once, and returns it.
+    async fn create(&self, task: NewTask) -> StoreResult<TaskRecord>;
+
+    /// The task, if it exists, belongs to `owner` and has not expired.
+    async fn get(&self, owner: &Owner, id: &TaskId, now: Millis)
+    -> StoreResult<Option<TaskRecord>>;
+
+    /// Records answers to outstanding input requests.
+    async fn record_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+        now: Millis,
+    ) -> StoreResult<InputAck>;
+
+    /// Asks a live task to cancel. Errors with `NotFound` like `get` would.
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()>;
+
+    /// Leases up to `limit` due tasks to `worker` until `now + lease`.
+    async fn claim(
+        &self,
+        worker: &str,
+        limit: usize,
+        lease: Duration,
+        now: Millis,
+    ) -> StoreResult<Vec<TaskRecord>>;
+
+    /// Extends a lease the caller still holds.
+    async fn heartbeat(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        lease_until: Millis,
+    ) -> StoreResult<()>;
+
+    /// Saves what a step produced and releases the lease, if the caller still
+    /// holds it. Returns the updated record.
+    async fn checkpoint(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<TaskRecord>;
+
+    /// Releases every lease `worker` holds (graceful shutdown), making its
+    /// tasks due at once for any other worker.
+    async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64>;
+
+    /// The earliest `due_at` of a live task, to know how long to sleep.
+    async fn next_due(&self) -> StoreResult<Option<Millis>>;
+
+    /// Expires overdue tasks and deletes old ended ones.
+    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;
+
+    /// A named random secret, created on first use and shared by every
+    /// instance on this store (used to seal MRTR `requestState`).
+    async fn secret(&self, name: &str) -> StoreResult<Vec<u8>>;
+}
+
+/// Opens the store a URL names: `sqlite://PATH` (created on first use) or
+/// `sqlite::memory:`. `postgres://` is reserved for the PostgreSQL store.
+pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn TaskStore>> {
+    if url.starts_with("sqlite:") {
+        Ok(std::sync::Arc::new(SqliteStore::open(url).await?))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Err(StoreError::InvalidUrl {
+            url: redact_url(url),
+            reason: "the PostgreSQL store is not built yet; use sqlite://PATH".into(),
+        })
+    } else {
+        Err(StoreError::InvalidUrl {
+            url: redact_url(url),
+            reason: "expected sqlite://PATH (for example sqlite:///var/lib/agentgate/tasks.db)"
+                .into(),
+        })
+    }
+}
+
+/// A URL with any password replaced, fit for logs and errors.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = &url[scheme_end + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redact_url_hides_passwords_only() {
+        assert_eq!(
+            super::redact_url("postgres://app:s3cret@db:5432/x"),
+            "postgres://app:***@db:5432/x"
+        );
+        assert_eq!(super::redact_url("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
+    }
+}

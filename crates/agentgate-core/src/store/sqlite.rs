@@ -1,0 +1,423 @@
+//! The embedded store: one SQLite file in WAL mode.
+//!
+//! Single-statement writes (`create`, `claim`, `heartbeat`) are atomic on their
+//! own. Read-modify-write operations (`record_input`, `checkpoint`) run in a
+//! `BEGIN IMMEDIATE` transaction so a second process on the same file waits for
+//! the write lock instead of failing half-way.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::RngCore as _;
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
+use sqlx::{Connection as _, Row as _, SqlitePool};
+
+use super::{InputAck, StoreError, StoreResult, SweepReport, TaskStore};
+use crate::clock::Millis;
+use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
+
+/// Tasks in a SQLite database file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+const LIVE: &str = "status IN ('working', 'input_required')";
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database a `sqlite:` URL names and
+    /// applies migrations. `sqlite::memory:` gives a private in-memory store.
+    pub async fn open(url: &str) -> StoreResult<Self> {
+        let in_memory = url.contains(":memory:");
+        let mut options =
+            SqliteConnectOptions::from_str(url).map_err(|e| StoreError::InvalidUrl {
+                url: url.to_owned(),
+                reason: e.to_string(),
+            })?;
+        if !in_memory {
+            let path = options.get_filename().to_path_buf();
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+            }
+            create_private_file(&path)?;
+            options = options
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
+        }
+        options = options
+            .create_if_missing(true)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        // An in-memory database exists per connection: keep exactly one.
+        let max = if in_memory { 1 } else { 8 };
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max)
+            .min_connections(if in_memory { 1 } else { 0 })
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    async fn fetch(&self, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(decode).transpose()
+    }
+}
+
+/// Creates the database file readable by its owner only (it holds task
+/// arguments and results), leaving an existing file as it is.
+fn create_private_file(path: &std::path::Path) -> StoreResult<()> {
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        open.mode(0o600);
+    }
+    match open.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+fn json_text(value: &impl serde::Serialize) -> String {
+    // Serializing owned JSON values and maps of them cannot fail.
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
+    let id: String = row.try_get("id")?;
+    let corrupt = |reason: String| StoreError::Corrupt {
+        task: id.clone(),
+        reason,
+    };
+    let parse = |column: &str, raw: Option<String>| -> StoreResult<Option<Value>> {
+        raw.map(|text| {
+            serde_json::from_str(&text).map_err(|e| corrupt(format!("column {column}: {e}")))
+        })
+        .transpose()
+    };
+    let status_raw: String = row.try_get("status")?;
+    let status =
+        TaskStatus::parse(&status_raw).ok_or_else(|| corrupt(format!("status {status_raw}")))?;
+    let map = |column: &str| -> StoreResult<BTreeMap<String, Value>> {
+        let text: String = row.try_get(column)?;
+        serde_json::from_str(&text).map_err(|e| corrupt(format!("column {column}: {e}")))
+    };
+    let used: String = row.try_get("used_input_keys")?;
+    Ok(TaskRecord {
+        id: TaskId::from_client(id.clone()),
+        owner: Owner::new(row.try_get::<String, _>("owner")?),
+        tool: row.try_get("tool")?,
+        args: parse("args", Some(row.try_get("args")?))?.unwrap_or(Value::Null),
+        status,
+        status_message: row.try_get("status_message")?,
+        job_state: parse("job_state", row.try_get("job_state")?)?,
+        input_requests: map("input_requests")?,
+        input_responses: map("input_responses")?,
+        used_input_keys: serde_json::from_str(&used)
+            .map_err(|e| corrupt(format!("column used_input_keys: {e}")))?,
+        cancel_requested: row.try_get("cancel_requested")?,
+        result: parse("result", row.try_get("result")?)?,
+        error: parse("error", row.try_get("error")?)?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        ttl_ms: row
+            .try_get::<Option<i64>, _>("ttl_ms")?
+            .map(|v| v.max(0) as u64),
+        due_at: row.try_get("due_at")?,
+        lease_owner: row.try_get("lease_owner")?,
+        lease_until: row.try_get("lease_until")?,
+        attempt: row.try_get("attempt")?,
+        steps: row.try_get("steps")?,
+        failures: row.try_get("failures")?,
+    })
+}
+
+fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
+    &record.owner == owner && !record.is_expired(now)
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
+        let row = sqlx::query(
+            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+             updated_at, ttl_ms, due_at) VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?) RETURNING *",
+        )
+        .bind(task.id.as_str())
+        .bind(task.owner.as_str())
+        .bind(&task.tool)
+        .bind(json_text(&task.args))
+        .bind(&task.status_message)
+        .bind(task.now)
+        .bind(task.now)
+        .bind(task.ttl_ms.map(|t| t.min(i64::MAX as u64) as i64))
+        .bind(task.now)
+        .fetch_one(&self.pool)
+        .await?;
+        decode(row)
+    }
+
+    async fn get(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> StoreResult<Option<TaskRecord>> {
+        Ok(self.fetch(id).await?.filter(|r| visible(r, owner, now)))
+    }
+
+    async fn record_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+        now: Millis,
+    ) -> StoreResult<InputAck> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(mut task) = row.map(decode).transpose()? else {
+            return Err(StoreError::NotFound);
+        };
+        if !visible(&task, owner, now) {
+            return Err(StoreError::NotFound);
+        }
+        if task.status != TaskStatus::InputRequired {
+            return Ok(InputAck::default());
+        }
+        let mut accepted = Vec::new();
+        for (key, value) in responses {
+            if task.input_requests.remove(&key).is_some() {
+                task.input_responses.insert(key.clone(), value);
+                accepted.push(key);
+            }
+        }
+        let complete = task.input_requests.is_empty();
+        if !accepted.is_empty() {
+            let (status, due) = if complete {
+                (TaskStatus::Working, Some(now))
+            } else {
+                (TaskStatus::InputRequired, task.due_at)
+            };
+            sqlx::query(
+                "UPDATE tasks SET input_requests = ?, input_responses = ?, status = ?, \
+                 due_at = ?, updated_at = ? WHERE id = ?",
+            )
+            .bind(json_text(&task.input_requests))
+            .bind(json_text(&task.input_responses))
+            .bind(status.as_str())
+            .bind(due)
+            .bind(now)
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(InputAck { accepted, complete })
+    }
+
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()> {
+        let Some(task) = self.get(owner, id, now).await? else {
+            return Err(StoreError::NotFound);
+        };
+        if task.status.is_terminal() {
+            return Ok(());
+        }
+        sqlx::query(&format!(
+            "UPDATE tasks SET cancel_requested = 1, due_at = ?, updated_at = ? \
+             WHERE id = ? AND {LIVE}"
+        ))
+        .bind(now)
+        .bind(now)
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        limit: usize,
+        lease: Duration,
+        now: Millis,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(&format!(
+            "UPDATE tasks SET lease_owner = ?, lease_until = ?, attempt = attempt + 1 \
+             WHERE id IN (SELECT id FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
+             AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) \
+             ORDER BY due_at LIMIT ?) RETURNING *"
+        ))
+        .bind(worker)
+        .bind(now.saturating_add(lease.as_millis() as i64))
+        .bind(now)
+        .bind(now)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(decode).collect()
+    }
+
+    async fn heartbeat(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        lease_until: Millis,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND attempt = ?",
+        )
+        .bind(lease_until)
+        .bind(id.as_str())
+        .bind(worker)
+        .bind(attempt)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost { task: id.clone() })
+        }
+    }
+
+    async fn checkpoint(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<TaskRecord> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(mut task) = row.map(decode).transpose()? else {
+            return Err(StoreError::LeaseLost { task: id.clone() });
+        };
+        if task.lease_owner.as_deref() != Some(worker)
+            || task.attempt != attempt
+            || task.status.is_terminal()
+        {
+            return Err(StoreError::LeaseLost { task: id.clone() });
+        }
+        super::transition::apply(&mut task, outcome, now);
+        sqlx::query(
+            "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, input_requests = ?, \
+             input_responses = ?, used_input_keys = ?, result = ?, error = ?, updated_at = ?, \
+             due_at = ?, lease_owner = NULL, lease_until = NULL, steps = ?, failures = ? \
+             WHERE id = ? AND attempt = ?",
+        )
+        .bind(task.status.as_str())
+        .bind(&task.status_message)
+        .bind(task.job_state.as_ref().map(json_text))
+        .bind(json_text(&task.input_requests))
+        .bind(json_text(&task.input_responses))
+        .bind(json_text(&task.used_input_keys))
+        .bind(task.result.as_ref().map(json_text))
+        .bind(task.error.as_ref().map(json_text))
+        .bind(task.updated_at)
+        .bind(task.due_at)
+        .bind(task.steps)
+        .bind(task.failures)
+        .bind(id.as_str())
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        task.lease_owner = None;
+        task.lease_until = None;
+        Ok(task)
+    }
+
+    async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
+             due_at = CASE WHEN due_at IS NULL THEN NULL ELSE MIN(due_at, ?) END \
+             WHERE lease_owner = ?",
+        )
+        .bind(now)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn next_due(&self) -> StoreResult<Option<Millis>> {
+        let due: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT MIN(MAX(due_at, COALESCE(lease_until, 0))) FROM tasks \
+             WHERE {LIVE} AND due_at IS NOT NULL"
+        ))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(due)
+    }
+
+    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
+        let error = json_text(&crate::job::expired_error());
+        let expired = sqlx::query(&format!(
+            "UPDATE tasks SET status = 'failed', error = ?, status_message = 'expired', \
+             due_at = NULL, lease_owner = NULL, lease_until = NULL, input_requests = '{{}}', \
+             updated_at = ? WHERE {LIVE} AND ttl_ms IS NOT NULL AND created_at + ttl_ms <= ?"
+        ))
+        .bind(error)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        let cutoff = now.saturating_sub(retention.as_millis() as i64);
+        let deleted = sqlx::query(&format!(
+            "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= ? \
+             OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= ?))"
+        ))
+        .bind(cutoff)
+        .bind(cutoff)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(SweepReport { expired, deleted })
+    }
+
+    async fn secret(&self, name: &str) -> StoreResult<Vec<u8>> {
+        let mut fresh = vec![0u8; 32];
+        rand::rng().fill_bytes(&mut fresh);
+        sqlx::query("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING")
+            .bind(name)
+            .bind(&fresh)
+            .execute(&self.pool)
+            .await?;
+        let value: Vec<u8> = sqlx::query_scalar("SELECT value FROM secrets WHERE name = ?")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(value)
+    }
+}

@@ -1,0 +1,93 @@
+//! The state machine of a stored task: how a step's [`Outcome`] becomes the
+//! task's next state. Every store calls [`apply`], so the rules live once.
+
+use crate::clock::Millis;
+use crate::task::{Outcome, TaskRecord, TaskStatus};
+
+/// Turns a step's outcome into the task's next state. Shared by every store so
+/// the transition rules live in one place.
+pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
+    if outcome == Outcome::Interrupted {
+        task.due_at = Some(now);
+        return;
+    }
+    task.updated_at = now;
+    task.steps += 1;
+    task.failures = 0;
+    match outcome {
+        Outcome::Interrupted => {}
+        Outcome::Completed { result } => {
+            task.status = TaskStatus::Completed;
+            task.result = Some(result);
+            finish(task);
+        }
+        Outcome::Failed { error } => {
+            task.status = TaskStatus::Failed;
+            task.error = Some(error);
+            finish(task);
+        }
+        Outcome::Cancelled => {
+            task.status = TaskStatus::Cancelled;
+            finish(task);
+        }
+        Outcome::Waiting {
+            state,
+            status_message,
+            due_at,
+        } => {
+            task.status = TaskStatus::Working;
+            task.job_state = Some(state);
+            task.status_message = status_message.or(task.status_message.take());
+            task.input_responses.clear();
+            task.due_at = Some(if task.cancel_requested { now } else { due_at });
+        }
+        Outcome::InputRequired {
+            state,
+            status_message,
+            requests,
+        } => {
+            task.job_state = Some(state);
+            task.status_message = status_message.or(task.status_message.take());
+            task.input_responses.clear();
+            let reused: Vec<_> = requests
+                .keys()
+                .filter(|k| task.used_input_keys.contains(k))
+                .cloned()
+                .collect();
+            if !reused.is_empty() {
+                // A job bug: keys must be unique for the task's lifetime, or a
+                // late answer to the old request would be taken for the new one.
+                task.status = TaskStatus::Failed;
+                task.error = Some(crate::job::error_object(
+                    -32603,
+                    format!("job reused input keys {reused:?}; keys must be unique per task"),
+                ));
+                finish(task);
+                return;
+            }
+            task.used_input_keys.extend(requests.keys().cloned());
+            task.input_requests = requests;
+            task.status = TaskStatus::InputRequired;
+            // A cancel that arrived while the step ran is delivered at once.
+            task.due_at = task.cancel_requested.then_some(now);
+        }
+        Outcome::Retry {
+            status_message,
+            due_at,
+        } => {
+            task.steps -= 1;
+            task.failures += 1;
+            task.status = TaskStatus::Working;
+            if status_message.is_some() {
+                task.status_message = status_message;
+            }
+            task.due_at = Some(if task.cancel_requested { now } else { due_at });
+        }
+    }
+}
+
+fn finish(task: &mut TaskRecord) {
+    task.due_at = None;
+    task.input_requests.clear();
+    task.input_responses.clear();
+}
