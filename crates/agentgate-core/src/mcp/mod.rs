@@ -1,1 +1,26 @@
-//! MCP side (in progress).
+//! The MCP side: an rmcp `ServerHandler` over the engine, and the transports.
+//!
+//! ```text
+//! stdio / Streamable HTTP ──▶ Gateway (ServerHandler)
+//!   tools/call ─┬─ ≥2026-07-28 request declaring the tasks extension:
+//!               │    store.create (durable) ──▶ CreateTaskResult; scheduler runs it
+//!               └─ otherwise: same task, followed inline up to the tool's sync
+//!                    budget (progress, MRTR or elicitation for input)
+//!   tasks/get|update|cancel ──▶ store, scoped to the caller's owner
+//! ```
+//!
+//! - [`gateway`]: the handler and its request path.
+//! - [`wire`]: stored records → the Tasks extension's wire shapes.
+//! - [`inline`]: driving a task for clients without the tasks extension.
+//! - [`task_status`]: the built-in `task_status` tool.
+//! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
+
+mod gateway;
+mod inline;
+mod task_status;
+mod transport;
+mod wire;
+
+pub use gateway::{Gateway, Principal, TransportKind};
+pub use transport::{HttpOptions, http_router, serve_stdio};
+pub use wire::to_detailed_task;

@@ -1,0 +1,299 @@
+//! Following a task inline, for clients without the tasks extension.
+//!
+//! The call creates the same durable task a task-capable client would get,
+//! then waits on it up to the tool's sync budget, sending
+//! `notifications/progress` when the request carries a `progressToken`. If
+//! the job asks for input:
+//! - a 2026-07-28 client gets an MRTR `InputRequiredResult` whose sealed
+//!   `requestState` is bound to the owner, the tool, the task and an expiry;
+//! - a legacy client that declared elicitation gets `elicitation/create`;
+//! - anyone else gets a tool error naming the input that is needed.
+//!
+//! When the budget runs out the result says the work continues and carries
+//! the task id, which the `task_status` tool follows.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, ElicitRequestParams,
+    ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ProgressNotificationParam, SealOptions,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use super::gateway::{Gateway, is_modern, unknown_task};
+use super::wire;
+use crate::job::ToolSpec;
+use crate::task::{Owner, TaskId, TaskRecord, TaskStatus};
+
+/// How long a sealed MRTR `requestState` stays valid.
+const REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Longest wait between store reads while following a task inline: another
+/// instance may be the one running it.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// What a sealed `requestState` carries. It is authenticated, not
+/// encrypted: nothing secret goes in.
+#[derive(Debug, Serialize, Deserialize)]
+struct SealedState {
+    task: TaskId,
+    tool: String,
+}
+
+fn associated_data(owner: &Owner, tool: &str) -> Vec<u8> {
+    format!("agentgate/mrtr\0{owner}\0{tool}").into_bytes()
+}
+
+impl Gateway {
+    pub(super) fn open_request_state(
+        &self,
+        sealed: &str,
+        owner: &Owner,
+        tool: &str,
+    ) -> Result<TaskId, ErrorData> {
+        let state: SealedState = self
+            .sealer
+            .open_json_with(sealed, &associated_data(owner, tool))
+            .map_err(|e| {
+                ErrorData::invalid_params(
+                    format!(
+                        "requestState is not valid for this caller and tool ({e}); call the tool \
+                         again without requestState to start over"
+                    ),
+                    None,
+                )
+            })?;
+        if state.tool != tool {
+            return Err(ErrorData::invalid_params(
+                "requestState belongs to another tool",
+                None,
+            ));
+        }
+        Ok(state.task)
+    }
+
+    fn seal_request_state(&self, owner: &Owner, record: &TaskRecord) -> Result<String, ErrorData> {
+        let ad = associated_data(owner, &record.tool);
+        self.sealer
+            .seal_json_with(
+                &SealedState {
+                    task: record.id.clone(),
+                    tool: record.tool.clone(),
+                },
+                &SealOptions::new()
+                    .associated_data(&ad)
+                    .ttl(REQUEST_STATE_TTL),
+            )
+            .map_err(|e| ErrorData::internal_error(format!("sealing requestState: {e}"), None))
+    }
+
+    /// Waits on the task until it ends, needs input or the budget runs out.
+    pub(super) async fn follow_inline(
+        &self,
+        id: &TaskId,
+        owner: &Owner,
+        spec: &ToolSpec,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Subscribe before the first read so no change slips between them.
+        let mut changes = self.engine.subscribe();
+        let deadline = Instant::now() + spec.policy.sync_budget;
+        let progress_token = cx.meta.get_progress_token();
+        let mut progress = 0u32;
+        let mut last_message: Option<String> = None;
+        loop {
+            let record = self.get_visible(owner, id).await?;
+            match record.status {
+                TaskStatus::Completed => return wire::tool_result(&record).map(Into::into),
+                TaskStatus::Failed => return Err(wire::task_error(&record)),
+                TaskStatus::Cancelled => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "Error: task {id} was cancelled before it finished"
+                    ))])
+                    .into());
+                }
+                TaskStatus::InputRequired => {
+                    if let Some(answer) = self.ask_inline(&record, owner, cx).await? {
+                        return Ok(answer);
+                    }
+                    continue;
+                }
+                TaskStatus::Working => {}
+            }
+            if let Some(token) = &progress_token
+                && record.status_message != last_message
+            {
+                progress += 1;
+                let mut note = ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                note.message = record.status_message.clone();
+                // A client that went away cannot take progress; the task goes on.
+                let _ = cx.peer.notify_progress(note).await;
+                last_message = record.status_message.clone();
+            }
+            tokio::select! {
+                () = wait_for(&mut changes, id) => {}
+                () = tokio::time::sleep(RECHECK) => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    let record = self.get_visible(owner, id).await?;
+                    if record.status.is_terminal() || record.status == TaskStatus::InputRequired {
+                        continue;
+                    }
+                    return Ok(still_running(&record, spec));
+                }
+                () = cx.ct.cancelled() => {
+                    return Err(ErrorData::internal_error(
+                        format!("request cancelled; task {id} keeps running"),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Gets input for a task from a client without the tasks extension.
+    /// `Some` is the answer to send now; `None` means the input was recorded
+    /// and the task should be followed further.
+    async fn ask_inline(
+        &self,
+        record: &TaskRecord,
+        owner: &Owner,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Option<CallToolResponse>, ErrorData> {
+        let requests = wire::input_requests(record)?;
+        let caps = cx.client_capabilities().unwrap_or_default();
+        let missing = missing_capabilities(&requests, &caps);
+        if is_modern(cx) {
+            if missing.is_empty() {
+                let state = self.seal_request_state(owner, record)?;
+                return Ok(Some(
+                    InputRequiredResult::new(Some(requests), Some(state)).into(),
+                ));
+            }
+        } else if missing.is_empty() && all_elicitations(&requests) {
+            let responses = self.elicit_legacy(&requests, cx).await?;
+            self.engine
+                .store()
+                .record_input(owner, &record.id, responses, self.engine.clock().now())
+                .await
+                .map_err(|_| unknown_task())?;
+            self.engine.publish(&record.id);
+            self.engine.wake();
+            return Ok(None);
+        }
+        Ok(Some(needs_input_error(record, &requests).into()))
+    }
+
+    async fn elicit_legacy(
+        &self,
+        requests: &InputRequests,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<InputResponses, ErrorData> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let InputRequest::Elicitation(elicit) = request else {
+                continue;
+            };
+            let answer = cx
+                .peer
+                .create_elicitation(elicit.params.clone())
+                .await
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("elicitation `{key}` failed: {e}"), None)
+                })?;
+            let value = serde_json::to_value(answer)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            responses.insert(key.clone(), value);
+        }
+        Ok(responses)
+    }
+}
+
+async fn wait_for(changes: &mut tokio::sync::broadcast::Receiver<TaskId>, id: &TaskId) {
+    loop {
+        match changes.recv().await {
+            Ok(changed) if &changed == id => return,
+            Ok(_) => {}
+            // Missed some changes: ours may be among them, so look now.
+            Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => std::future::pending::<()>().await,
+        }
+    }
+}
+
+/// Capabilities the client must have declared to answer these requests.
+fn missing_capabilities(requests: &InputRequests, caps: &ClientCapabilities) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    for request in requests.values() {
+        let (ok, name) = match request {
+            InputRequest::Elicitation(_) => (caps.elicitation.is_some(), "elicitation"),
+            InputRequest::CreateMessage(_) => (caps.sampling.is_some(), "sampling"),
+            InputRequest::ListRoots(_) => (caps.roots.is_some(), "roots"),
+            _ => (false, "an input kind this server does not know"),
+        };
+        if !ok && !missing.contains(&name) {
+            missing.push(name);
+        }
+    }
+    missing
+}
+
+fn all_elicitations(requests: &InputRequests) -> bool {
+    requests
+        .values()
+        .all(|r| matches!(r, InputRequest::Elicitation(_)))
+}
+
+/// What a client that cannot answer is told: which input is needed and how
+/// the task can still be finished.
+fn needs_input_error(record: &TaskRecord, requests: &InputRequests) -> CallToolResult {
+    let wanted: Vec<String> = requests
+        .iter()
+        .map(|(key, request)| match request {
+            InputRequest::Elicitation(e) => match &e.params {
+                ElicitRequestParams::FormElicitationParams { message, .. } => {
+                    format!("`{key}`: {message}")
+                }
+                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                    format!("`{key}`: {message} (open {url})")
+                }
+                _ => format!("`{key}`: an elicitation"),
+            },
+            InputRequest::CreateMessage(_) => format!("`{key}`: an LLM sampling response"),
+            InputRequest::ListRoots(_) => format!("`{key}`: the client's roots"),
+            _ => format!("`{key}`: an input of a kind this server does not know"),
+        })
+        .collect();
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "Error: this tool needs input this client did not declare it can give: {}. The work \
+         waits as task {}; answer it from a client that supports the MCP tasks extension \
+         (tasks/update) or elicitation.",
+        wanted.join("; "),
+        record.id
+    ))])
+}
+
+fn still_running(record: &TaskRecord, spec: &ToolSpec) -> CallToolResponse {
+    let status = record
+        .status_message
+        .as_deref()
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+        "The work is still running after {}s and continues as task {}{status}. Call the \
+         `task_status` tool with {{\"task_id\": \"{}\", \"wait_seconds\": 30}} to follow it.",
+        spec.policy.sync_budget.as_secs(),
+        record.id,
+        record.id
+    ))]);
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(
+        "io.agentgate/taskId".to_owned(),
+        serde_json::Value::String(record.id.to_string()),
+    );
+    result.meta = Some(meta);
+    result.into()
+}

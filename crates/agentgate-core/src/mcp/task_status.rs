@@ -1,0 +1,134 @@
+//! The built-in `task_status` tool: how clients without the tasks extension
+//! follow a task. It answers from the store with the same ownership rule as
+//! `tasks/get`, and can long-poll until the task changes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Tool};
+use rmcp::service::{RequestContext, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use super::gateway::Gateway;
+use super::wire;
+use crate::task::TaskId;
+
+pub(super) const NAME: &str = "task_status";
+
+/// Longest long-poll a caller may ask for.
+const MAX_WAIT_SECONDS: f64 = 60.0;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The task id a tool call returned.
+    task_id: String,
+    /// Wait up to this many seconds (at most 60) for the task's status to
+    /// change before answering. 0 or absent answers at once.
+    #[serde(default)]
+    wait_seconds: Option<f64>,
+}
+
+pub(super) fn tool() -> Tool {
+    let mut tool = Tool::new(
+        NAME,
+        "Show the status of a task started by another tool, and its result once it has one. \
+         Pass wait_seconds (up to 60) to wait for the next change instead of polling.",
+        rmcp::handler::server::common::schema_for_type::<Args>(),
+    );
+    tool.output_schema = Some(Arc::new(output_schema()));
+    tool
+}
+
+fn output_schema() -> rmcp::model::JsonObject {
+    let schema = serde_json::json!({
+        "type": "object",
+        "description": "The task, as the tasks/get method of the MCP tasks extension returns it.",
+        "properties": {
+            "taskId": {"type": "string"},
+            "status": {"type": "string", "enum": ["working", "input_required", "completed", "failed", "cancelled"]},
+            "statusMessage": {"type": "string"},
+            "createdAt": {"type": "string"},
+            "lastUpdatedAt": {"type": "string"},
+            "ttlMs": {"type": ["integer", "null"]},
+            "pollIntervalMs": {"type": "integer"},
+            "inputRequests": {"type": "object"},
+            "result": {"type": "object"},
+            "error": {"type": "object"}
+        },
+        "required": ["taskId", "status", "createdAt", "lastUpdatedAt"]
+    });
+    match schema {
+        serde_json::Value::Object(map) => map,
+        _ => rmcp::model::JsonObject::new(),
+    }
+}
+
+fn error(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("Error: {text}"))])
+}
+
+impl Gateway {
+    pub(super) async fn task_status(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let args: Args = match crate::job::parse_args(&args) {
+            Ok(args) => args,
+            Err(problem) => return Ok(error(format!("invalid arguments for `{NAME}`: {problem}"))),
+        };
+        let wait = match args.wait_seconds {
+            None => 0.0,
+            Some(w) if (0.0..=MAX_WAIT_SECONDS).contains(&w) => w,
+            Some(w) => {
+                return Ok(error(format!(
+                    "field `wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}, got {w}"
+                )));
+            }
+        };
+        let owner = self.owner(&cx);
+        let id = TaskId::from_client(args.task_id);
+        let mut changes = self.engine.subscribe();
+        let Ok(mut record) = self.get_visible(&owner, &id).await else {
+            return Ok(error(format!("unknown or expired task id `{id}`")));
+        };
+        let seen = (record.status, record.status_message.clone());
+        let deadline = Instant::now() + Duration::from_secs_f64(wait);
+        while !record.status.is_terminal() && Instant::now() < deadline {
+            tokio::select! {
+                _ = changes.recv() => {}
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = tokio::time::sleep_until(deadline) => {}
+                () = cx.ct.cancelled() => break,
+            }
+            let Ok(now) = self.get_visible(&owner, &id).await else {
+                return Ok(error(format!("unknown or expired task id `{id}`")));
+            };
+            record = now;
+            if (record.status, record.status_message.clone()) != seen {
+                break;
+            }
+        }
+        let detailed =
+            wire::to_detailed_task(&record, self.engine.tools(), self.engine.clock().now())?;
+        let structured = serde_json::to_value(&detailed)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut text = format!("Task {id}: {}", record.status);
+        if let Some(message) = &record.status_message {
+            text.push_str(&format!(" ({message})"));
+        }
+        if let Some(result) = &record.result {
+            text.push_str(&format!("\nResult: {result}"));
+        }
+        if let Some(error) = &record.error {
+            text.push_str(&format!("\nError: {error}"));
+        }
+        let mut result = CallToolResult::structured(structured);
+        result.content = vec![ContentBlock::text(text)];
+        Ok(result)
+    }
+}

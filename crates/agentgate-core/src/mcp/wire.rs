@@ -1,0 +1,107 @@
+//! Stored task records in the Tasks extension's wire shapes.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, DetailedTask, ErrorCode, ErrorData, InputRequests, JsonObject, Task,
+    TaskPayload, TaskStatus as WireStatus,
+};
+use serde_json::Value;
+
+use crate::clock::{Millis, iso8601};
+use crate::registry::ToolRegistry;
+use crate::task::{TaskRecord, TaskStatus};
+
+pub(crate) fn wire_status(status: TaskStatus) -> WireStatus {
+    match status {
+        TaskStatus::Working => WireStatus::Working,
+        TaskStatus::InputRequired => WireStatus::InputRequired,
+        TaskStatus::Completed => WireStatus::Completed,
+        TaskStatus::Failed => WireStatus::Failed,
+        TaskStatus::Cancelled => WireStatus::Cancelled,
+    }
+}
+
+/// The `Task` fields of a record: ids, status, timestamps, TTL and the poll
+/// interval the tool's policy suggests for the task's state and age.
+pub(crate) fn task_fields(record: &TaskRecord, tools: &ToolRegistry, now: Millis) -> Task {
+    let mut task = Task::new(
+        record.id.as_str(),
+        wire_status(record.status),
+        iso8601(record.created_at),
+        iso8601(record.updated_at),
+    );
+    task.status_message = record.status_message.clone();
+    task.ttl_ms = record.ttl_ms;
+    let age = Duration::from_millis(now.saturating_sub(record.created_at).max(0) as u64);
+    task.poll_interval_ms = tools
+        .get(&record.tool)
+        .and_then(|spec| spec.policy.poll.interval(record.status, age))
+        .map(|d| d.as_millis() as u64);
+    task
+}
+
+/// The record as `tasks/get` returns it.
+pub fn to_detailed_task(
+    record: &TaskRecord,
+    tools: &ToolRegistry,
+    now: Millis,
+) -> Result<DetailedTask, ErrorData> {
+    let task = task_fields(record, tools, now);
+    let payload = match record.status {
+        TaskStatus::Working => TaskPayload::Working,
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        TaskStatus::InputRequired => TaskPayload::InputRequired {
+            input_requests: input_requests(record)?,
+        },
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: object(record.result.clone(), "result")?,
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: object(record.error.clone(), "error")?,
+        },
+    };
+    Ok(DetailedTask::new(task, payload))
+}
+
+pub(crate) fn input_requests(record: &TaskRecord) -> Result<InputRequests, ErrorData> {
+    record
+        .input_requests
+        .iter()
+        .map(|(key, raw)| {
+            serde_json::from_value(raw.clone())
+                .map(|request| (key.clone(), request))
+                .map_err(|e| corrupt(record, &format!("input request `{key}`: {e}")))
+        })
+        .collect()
+}
+
+/// The stored `CallToolResult` of a completed task.
+pub(crate) fn tool_result(record: &TaskRecord) -> Result<CallToolResult, ErrorData> {
+    let raw = record.result.clone().unwrap_or(Value::Null);
+    serde_json::from_value(raw).map_err(|e| corrupt(record, &format!("result: {e}")))
+}
+
+/// The stored JSON-RPC error of a failed task.
+pub(crate) fn task_error(record: &TaskRecord) -> ErrorData {
+    record
+        .error
+        .clone()
+        .and_then(|raw| serde_json::from_value(raw).ok())
+        .unwrap_or_else(|| ErrorData::internal_error("the task failed without an error", None))
+}
+
+fn object(value: Option<Value>, what: &str) -> Result<JsonObject, ErrorData> {
+    match value {
+        Some(Value::Object(map)) => Ok(map),
+        other => Err(ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("stored task {what} is not an object: {other:?}"),
+            None,
+        )),
+    }
+}
+
+fn corrupt(record: &TaskRecord, detail: &str) -> ErrorData {
+    ErrorData::internal_error(format!("stored task {} is unreadable: {detail}", record.id), None)
+}

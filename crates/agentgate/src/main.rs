@@ -1,0 +1,83 @@
+//! The `agentgate` command: serve long-running AI agents over MCP as durable
+//! tasks.
+//!
+//! `main` parses the command line, sets up logging (always to stderr: stdout
+//! belongs to the MCP stdio transport) and hands over to the subcommand.
+
+mod config;
+mod serve;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentgate",
+    version,
+    about = "Serve long-running AI agents over MCP as durable tasks",
+    long_about = "agentgate is an MCP server that puts agentic backends behind the MCP Tasks \
+                  extension: a client gets a task handle at once, follows the work with \
+                  tasks/get, answers questions with tasks/update and can cancel; tasks survive \
+                  restarts because every step is saved in the task store."
+)]
+struct Cli {
+    /// TOML config file; command-line flags and environment variables override it.
+    #[arg(long, global = true, env = "AGENTGATE_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Log line format on stderr. Filter with RUST_LOG (default: info).
+    #[arg(long, global = true, env = "AGENTGATE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the MCP server, over stdio (for desktop clients) or Streamable HTTP.
+    Serve(serve::ServeArgs),
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let file = match &cli.config {
+        Some(path) => config::FileConfig::load(path)?,
+        None => config::FileConfig::default(),
+    };
+    match cli.command {
+        Command::Serve(args) => serve::run(args, file).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,138 @@
+//! `agentgate serve`: open the store, start the scheduler, serve MCP.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_core::clock::SystemClock;
+use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router, serve_stdio};
+use agentgate_core::registry::ToolRegistry;
+use agentgate_core::scheduler::{Engine, EngineConfig};
+use agentgate_core::store;
+use agentgate_core::task::Owner;
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{FileConfig, default_store_url};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve one client over stdin/stdout (what desktop MCP clients spawn).
+    #[arg(long, conflicts_with = "listen")]
+    stdio: bool,
+
+    /// Serve Streamable HTTP at http://ADDR/mcp, e.g. 127.0.0.1:8722.
+    #[arg(long, env = "AGENTGATE_LISTEN", value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+
+    /// Task store: sqlite://PATH (created on first use). Default: tasks.db in
+    /// the user's data directory.
+    #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
+    store: Option<String>,
+
+    /// Steps this process runs at once.
+    #[arg(long, env = "AGENTGATE_CONCURRENCY")]
+    concurrency: Option<usize>,
+
+    /// Also accept this Host header (repeatable); loopback names always pass.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+
+    /// Also accept this browser Origin, e.g. https://app.example.com:443
+    /// (repeatable); loopback origins always pass.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+}
+
+pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
+    let listen = args.listen.or(file.server.listen);
+    if !args.stdio && listen.is_none() {
+        bail!("say how to serve: --stdio, or --listen ADDR (e.g. --listen 127.0.0.1:8722)");
+    }
+    let store_url = match args.store.or(file.server.store) {
+        Some(url) => url,
+        None => default_store_url()?.0,
+    };
+    let store = store::open(&store_url)
+        .await
+        .with_context(|| format!("opening task store {}", store::redact_url(&store_url)))?;
+    tracing::info!(store = %store::redact_url(&store_url), "task store ready");
+
+    let mut config = EngineConfig::default();
+    if let Some(n) = args.concurrency.or(file.engine.concurrency) {
+        config.concurrency = n.max(1);
+    }
+    if let Some(secs) = file.engine.lease_seconds {
+        config.lease = Duration::from_secs(secs.max(3));
+    }
+    if let Some(hours) = file.engine.retention_hours {
+        config.retention = Duration::from_secs(hours * 3600);
+    }
+    let engine = Engine::new(store, tools(), Arc::new(SystemClock), config);
+    let shutdown = CancellationToken::new();
+    let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+
+    let served = if args.stdio {
+        let gateway = Gateway::new(engine, TransportKind::Stdio(Owner::local_user())).await?;
+        tracing::info!("serving MCP on stdio");
+        serve_stdio(gateway, shutdown.clone())
+            .await
+            .context("serving stdio")
+    } else {
+        let addr = listen.context("no listen address")?;
+        let gateway = Gateway::new(engine, TransportKind::Http).await?;
+        let mut http = HttpOptions::default();
+        http.allowed_hosts.extend(args.allowed_hosts);
+        http.allowed_hosts.extend(file.server.allowed_hosts);
+        http.allowed_origins.extend(args.allowed_origins);
+        http.allowed_origins.extend(file.server.allowed_origins);
+        if let Some(max) = file.server.max_body_bytes {
+            http.max_body_bytes = max;
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), "serving MCP over Streamable HTTP");
+        let router = http_router(gateway, http, shutdown.clone());
+        let stop = shutdown.clone();
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .context("serving HTTP")
+    };
+    shutdown.cancel();
+    scheduler.await.context("scheduler task")?;
+    served
+}
+
+/// The tools this build serves. Backends register here.
+fn tools() -> ToolRegistry {
+    ToolRegistry::new()
+}
+
+async fn stop_on_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch SIGTERM");
+                    let _ = ctrl_c.await;
+                    shutdown.cancel();
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}
