@@ -120,7 +120,7 @@ impl Engine {
         }
         // Exponential backoff from 1 s, capped at 5 min; upstream's
         // Retry-After wins when it asks for longer.
-        let backoff = Duration::from_secs(1u64 << attempt.clamp(0, 8) as u32)
+        let backoff = Duration::from_secs(1u64 << (attempt - 1).clamp(0, 8) as u32)
             .min(Duration::from_secs(300))
             .max(retry_after.unwrap_or_default());
         let due_at = now.saturating_add(backoff.as_millis() as i64);
