@@ -1,0 +1,93 @@
+//! The `agentgate` binary as a user meets it: help, errors, and a real MCP
+//! client over stdio and HTTP.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rmcp::service::ClientServiceExt as _;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::ClientLifecycleMode;
+use rmcp::transport::TokioChildProcess;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().expect("run agentgate")
+}
+
+#[test]
+fn help_describes_every_serve_option() {
+    let out = run(&["serve", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in ["--stdio", "--listen", "--store", "--config", "--log-format", "--allowed-origin"] {
+        assert!(help.contains(flag), "serve --help lacks {flag}:\n{help}");
+    }
+}
+
+#[test]
+fn serve_without_a_transport_says_how_to_choose_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite://{}", dir.path().join("t.db").display());
+    let out = run(&["serve", "--store", &store]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--stdio") && err.contains("--listen"), "{err}");
+}
+
+#[test]
+fn unknown_store_scheme_is_refused_with_the_fix() {
+    let out = run(&["serve", "--stdio", "--store", "mysql://db/x"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sqlite://PATH"), "{err}");
+}
+
+#[test]
+fn config_file_typos_name_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agentgate.toml");
+    std::fs::write(&path, "[server]\nlisen = \"127.0.0.1:1\"\n").expect("write config");
+    let out = run(&["--config", path.to_str().expect("utf8"), "serve", "--stdio"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lisen"), "{err}");
+}
+
+#[tokio::test]
+async fn stdio_server_discovers_and_lists_task_status_and_logs_to_stderr_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("nested/tasks.db");
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .args(["serve", "--stdio", "--store"])
+        .arg(format!("sqlite://{}", db.display()));
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let config = ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("cli-test", "0"),
+    );
+    let client = config
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("discover over stdio");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "task_status"));
+    client.cancel().await.expect("close");
+    assert!(db.exists(), "the store file is created on first use");
+    let mut log = String::new();
+    if let Some(mut stderr) = stderr {
+        use tokio::io::AsyncReadExt as _;
+        let _ = tokio::time::timeout(Duration::from_secs(5), stderr.read_to_string(&mut log)).await;
+    }
+    assert!(log.contains("task store ready"), "startup is logged on stderr: {log}");
+    assert!(log.contains(&db.display().to_string()), "the store path is logged: {log}");
+}
