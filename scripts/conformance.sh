@@ -29,16 +29,22 @@ run() {
 }
 
 failed=0
+# The suite's exit status is the first signal; a count of failed checks in its
+# summary lines is the second.
+check() {
+    if grep -qE '(^|[^0-9])[1-9][0-9]* failed|FAILURE' "$1"; then failed=1; fi
+}
 for scenario in tasks-lifecycle tasks-capability-negotiation tasks-wire-fields \
     tasks-request-state-removal tasks-mrtr-input tasks-request-headers \
     tasks-dispatch-and-envelope tasks-status-notifications tasks-required-task-error \
     tasks-mrtr-composition; do
     echo "== $scenario"
     run --scenario "$scenario" -o "$work/results" 2>&1 | tee "$work/out.txt" || failed=1
-    if grep -qE '(^|[^0-9])[1-9][0-9]* failed|FAIL' "$work/out.txt"; then failed=1; fi
+    check "$work/out.txt"
 done
 echo "== required scenarios for 2026-07-28"
 run --requirements 2026-07-28 -o "$work/results" 2>&1 | tee "$work/out.txt" || failed=1
+check "$work/out.txt"
 
 if [ "$failed" -ne 0 ]; then
     echo "conformance: FAILED (fixture log follows)" >&2

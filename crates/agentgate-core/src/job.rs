@@ -15,7 +15,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ErrorCode, ErrorData, InputRequests, InputResponses, JsonObject};
+use rmcp::model::{
+    CallToolResult, ErrorCode, ErrorData, InputRequests, InputResponses, JsonObject,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -43,15 +43,16 @@ impl Job for Flaky {
                 retry_after: None,
             });
         }
-        Ok(Step::Done(CallToolResult::success(vec![ContentBlock::text(format!(
-            "ok after {run} failures"
-        ))])))
+        Ok(Step::Done(CallToolResult::success(vec![
+            ContentBlock::text(format!("ok after {run} failures")),
+        ])))
     }
 }
 
 async fn engine(job: Flaky, max_retries: i64) -> (Engine, CancellationToken) {
     let store = SqliteStore::open("sqlite::memory:").await.expect("store");
-    let tools = ToolRegistry::new().with(ToolSpec::new("flaky", "test", ToolPolicy::default(), job));
+    let tools =
+        ToolRegistry::new().with(ToolSpec::new("flaky", "test", ToolPolicy::default(), job));
     let config = EngineConfig {
         max_retries,
         idle_poll: Duration::from_millis(50),
@@ -110,7 +111,10 @@ async fn retryable_failures_are_retried_then_succeed() {
     let id = create(&engine, 1).await;
     let task = until_terminal(&engine, &id).await;
     assert_eq!(task.status, TaskStatus::Completed);
-    assert_eq!(task.result.expect("result")["content"][0]["text"], json!("ok after 1 failures"));
+    assert_eq!(
+        task.result.expect("result")["content"][0]["text"],
+        json!("ok after 1 failures")
+    );
     assert_eq!(job.0.load(Ordering::SeqCst), 2, "one failure, one success");
     shutdown.cancel();
 }
@@ -122,7 +126,10 @@ async fn too_many_retryable_failures_fail_the_task_with_the_reason() {
     let id = create(&engine, 10).await;
     let task = until_terminal(&engine, &id).await;
     assert_eq!(task.status, TaskStatus::Failed);
-    let message = task.error.expect("error")["message"].as_str().unwrap_or_default().to_owned();
+    let message = task.error.expect("error")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(message.contains("gave up after 2 attempts"), "{message}");
     assert!(message.contains("upstream said 503"), "{message}");
     assert_eq!(job.0.load(Ordering::SeqCst), 2);
@@ -147,10 +154,25 @@ async fn shutdown_releases_leases_for_other_workers() {
         })
         .await
         .expect("create");
-    let held = store.claim("dead-worker", 1, Duration::from_secs(600), now).await.expect("claim");
+    let held = store
+        .claim("dead-worker", 1, Duration::from_secs(600), now)
+        .await
+        .expect("claim");
     assert_eq!(held.len(), 1);
-    assert!(store.claim("other", 1, Duration::from_secs(1), now).await.expect("claim").is_empty());
-    assert_eq!(store.release_all("dead-worker", now).await.expect("release"), 1);
+    assert!(
+        store
+            .claim("other", 1, Duration::from_secs(1), now)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .release_all("dead-worker", now)
+            .await
+            .expect("release"),
+        1
+    );
     let job = Flaky::default();
     let tools = ToolRegistry::new().with(ToolSpec::new("flaky", "t", ToolPolicy::default(), job));
     let engine = Engine::new(store, tools, Arc::new(SystemClock), EngineConfig::default());

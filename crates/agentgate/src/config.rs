@@ -80,7 +80,10 @@ mod tests {
              [engine]\nconcurrency = 4\nlease_seconds = 10\n",
         )
         .expect("valid config");
-        assert_eq!(cfg.server.listen, Some("127.0.0.1:9000".parse().expect("addr")));
+        assert_eq!(
+            cfg.server.listen,
+            Some("127.0.0.1:9000".parse().expect("addr"))
+        );
         assert_eq!(cfg.engine.concurrency, Some(4));
     }
 }

@@ -4,15 +4,18 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use rmcp::service::ClientServiceExt as _;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::ClientLifecycleMode;
+use rmcp::service::ClientServiceExt as _;
 use rmcp::transport::TokioChildProcess;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 
 fn run(args: &[&str]) -> std::process::Output {
-    Command::new(BIN).args(args).output().expect("run agentgate")
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run agentgate")
 }
 
 #[test]
@@ -20,7 +23,14 @@ fn help_describes_every_serve_option() {
     let out = run(&["serve", "--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--stdio", "--listen", "--store", "--config", "--log-format", "--allowed-origin"] {
+    for flag in [
+        "--stdio",
+        "--listen",
+        "--store",
+        "--config",
+        "--log-format",
+        "--allowed-origin",
+    ] {
         assert!(help.contains(flag), "serve --help lacks {flag}:\n{help}");
     }
 }
@@ -88,6 +98,12 @@ async fn stdio_server_discovers_and_lists_task_status_and_logs_to_stderr_only() 
         use tokio::io::AsyncReadExt as _;
         let _ = tokio::time::timeout(Duration::from_secs(5), stderr.read_to_string(&mut log)).await;
     }
-    assert!(log.contains("task store ready"), "startup is logged on stderr: {log}");
-    assert!(log.contains(&db.display().to_string()), "the store path is logged: {log}");
+    assert!(
+        log.contains("task store ready"),
+        "startup is logged on stderr: {log}"
+    );
+    assert!(
+        log.contains(&db.display().to_string()),
+        "the store path is logged: {log}"
+    );
 }

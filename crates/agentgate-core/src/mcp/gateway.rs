@@ -10,6 +10,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use rmcp::ServerHandler;
+use rmcp::model::RequestStateCodec;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock, CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation,
@@ -17,8 +19,6 @@ use rmcp::model::{
     Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::ServerHandler;
-use rmcp::model::RequestStateCodec;
 use serde_json::Value;
 
 use super::wire;
@@ -85,12 +85,12 @@ impl Gateway {
         Ok(Self {
             engine,
             transport,
-            sealer: Arc::new(RequestStateCodec::try_new(key).map_err(|e| {
-                StoreError::Corrupt {
+            sealer: Arc::new(
+                RequestStateCodec::try_new(key).map_err(|e| StoreError::Corrupt {
                     task: "secrets/mrtr-request-state".to_owned(),
                     reason: e.to_string(),
-                }
-            })?),
+                })?,
+            ),
             info: Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
             instructions: None,
         })
@@ -315,7 +315,12 @@ impl ServerHandler for Gateway {
         let ack = self
             .engine
             .store()
-            .record_input(&owner, &id, request.input_responses, self.engine.clock().now())
+            .record_input(
+                &owner,
+                &id,
+                request.input_responses,
+                self.engine.clock().now(),
+            )
             .await
             .map_err(store_error)?;
         if !ack.accepted.is_empty() {

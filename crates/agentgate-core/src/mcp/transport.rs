@@ -1,17 +1,18 @@
 //! Entry points: MCP over stdio, and the axum router serving Streamable HTTP
 //! at `/mcp`. Both take the shutdown token as an argument.
 
-use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt as _};
 use tokio_util::sync::CancellationToken;
 
-use super::Gateway;
-
 /// Serves one client on this process's stdin/stdout until it disconnects or
-/// `shutdown` fires.
-pub async fn serve_stdio(gateway: Gateway, shutdown: CancellationToken) -> anyhow_free::Result {
-    let service = gateway
+/// `shutdown` fires. `handler` is usually a [`Gateway`](super::Gateway).
+pub async fn serve_stdio<H: ServerHandler>(
+    handler: H,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let service = handler
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| std::io::Error::other(format!("stdio handshake failed: {e}")))?;
@@ -23,10 +24,6 @@ pub async fn serve_stdio(gateway: Gateway, shutdown: CancellationToken) -> anyho
         () = shutdown.cancelled() => cancel.cancel(),
     }
     Ok(())
-}
-
-mod anyhow_free {
-    pub type Result = std::result::Result<(), std::io::Error>;
 }
 
 /// HTTP settings for `/mcp`.
@@ -62,24 +59,77 @@ pub fn loopback_origins() -> Vec<String> {
 }
 
 /// The router: Streamable HTTP at `/mcp` (both protocol eras on one endpoint)
-/// and a liveness probe at `/healthz`.
-pub fn http_router(
-    gateway: Gateway,
+/// and a liveness probe at `/healthz`. `handler` is usually a
+/// [`Gateway`](super::Gateway).
+pub fn http_router<H: ServerHandler + Clone>(
+    handler: H,
     options: HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
+    let max_body = options.max_body_bytes;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts)
         .with_allowed_origins(options.allowed_origins)
         .enforce_origin_validation()
-        .with_max_request_body_bytes(options.max_body_bytes)
+        .with_max_request_body_bytes(max_body)
         .with_cancellation_token(shutdown);
     let service = StreamableHttpService::new(
-        move || Ok(gateway.clone()),
+        move || Ok(handler.clone()),
         LocalSessionManager::default().into(),
         config,
     );
+    let mcp = axum::Router::new()
+        .fallback_service(service)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            json_rpc_body(request, next, max_body)
+        }));
     axum::Router::new()
-        .nest_service("/mcp", service)
+        .nest("/mcp", mcp)
         .route("/healthz", axum::routing::get(|| async { "ok" }))
+}
+
+/// Answers bodies that are too large or not JSON with a JSON-RPC error object
+/// (`-32600` / `-32700`) instead of a bare text status, so every client gets
+/// an error it can parse. Well-formed bodies pass through untouched.
+async fn json_rpc_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+    max_body: usize,
+) -> axum::response::Response {
+    use axum::http::{Method, StatusCode};
+    use axum::response::IntoResponse as _;
+
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, max_body).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let message =
+                format!("request body exceeds the {max_body}-byte limit (server.max_body_bytes)");
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json_rpc_error(-32600, &message),
+            )
+                .into_response();
+        }
+    };
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        let message = format!("Parse error: the body is not valid JSON ({e})");
+        return (StatusCode::BAD_REQUEST, json_rpc_error(-32700, &message)).into_response();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
+fn json_rpc_error(code: i32, message: &str) -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message }
+    }))
 }

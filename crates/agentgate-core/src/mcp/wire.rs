@@ -103,5 +103,8 @@ fn object(value: Option<Value>, what: &str) -> Result<JsonObject, ErrorData> {
 }
 
 fn corrupt(record: &TaskRecord, detail: &str) -> ErrorData {
-    ErrorData::internal_error(format!("stored task {} is unreadable: {detail}", record.id), None)
+    ErrorData::internal_error(
+        format!("stored task {} is unreadable: {detail}", record.id),
+        None,
+    )
 }

@@ -232,7 +232,12 @@ impl Engine {
         let every = self.inner.config.sweep_every;
         loop {
             let now = self.inner.clock.now();
-            match self.inner.store.sweep(now, self.inner.config.retention).await {
+            match self
+                .inner
+                .store
+                .sweep(now, self.inner.config.retention)
+                .await
+            {
                 Ok(report) if report.expired + report.deleted > 0 => {
                     tracing::info!(
                         expired = report.expired,

@@ -62,8 +62,7 @@ impl Engine {
             (Some(state), true) => Input::Cancel(state.clone()),
             (None, false) => Input::Start(task.args.clone()),
             (Some(state), false) => {
-                let event = if task.input_requests.is_empty() && !task.input_responses.is_empty()
-                {
+                let event = if task.input_requests.is_empty() && !task.input_responses.is_empty() {
                     Event::Input(task.input_responses.clone())
                 } else {
                     Event::Tick

@@ -190,6 +190,9 @@ mod tests {
             super::redact_url("postgres://app:s3cret@db:5432/x"),
             "postgres://app:***@db:5432/x"
         );
-        assert_eq!(super::redact_url("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
+        assert_eq!(
+            super::redact_url("sqlite:///tmp/a.db"),
+            "sqlite:///tmp/a.db"
+        );
     }
 }

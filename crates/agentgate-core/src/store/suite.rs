@@ -50,20 +50,42 @@ fn ask(keys: &[&str]) -> Outcome {
 
 pub async fn created_task_is_visible_to_its_owner_only(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
-    let task = store.get(&alice(), &id, T0).await.expect("get").expect("visible");
+    let task = store
+        .get(&alice(), &id, T0)
+        .await
+        .expect("get")
+        .expect("visible");
     assert_eq!(task.status, TaskStatus::Working);
     assert_eq!(task.args, json!({"n": 1}));
     assert_eq!(task.due_at, Some(T0), "a new task is due at once");
-    let other = store.get(&Owner::new("mallory"), &id, T0).await.expect("get");
+    let other = store
+        .get(&Owner::new("mallory"), &id, T0)
+        .await
+        .expect("get");
     assert!(other.is_none(), "another owner must not see the task");
-    let unknown = store.get(&alice(), &TaskId::generate(), T0).await.expect("get");
+    let unknown = store
+        .get(&alice(), &TaskId::generate(), T0)
+        .await
+        .expect("get");
     assert!(unknown.is_none());
 }
 
 pub async fn task_past_its_ttl_is_invisible(store: &dyn TaskStore) {
     let id = new_task(store, Some(1_000)).await;
-    assert!(store.get(&alice(), &id, T0 + 999).await.expect("get").is_some());
-    assert!(store.get(&alice(), &id, T0 + 1_000).await.expect("get").is_none());
+    assert!(
+        store
+            .get(&alice(), &id, T0 + 999)
+            .await
+            .expect("get")
+            .is_some()
+    );
+    assert!(
+        store
+            .get(&alice(), &id, T0 + 1_000)
+            .await
+            .expect("get")
+            .is_none()
+    );
     let cancel = store.request_cancel(&alice(), &id, T0 + 1_000).await;
     assert!(matches!(cancel, Err(StoreError::NotFound)), "{cancel:?}");
 }
@@ -73,12 +95,22 @@ pub async fn claim_leases_each_due_task_once(store: &dyn TaskStore) {
     let b = new_task(store, None).await;
     let first = store.claim("w1", 10, LEASE, T0).await.expect("claim");
     assert_eq!(first.len(), 2);
-    assert!(first.iter().all(|t| t.attempt == 1 && t.lease_owner.as_deref() == Some("w1")));
+    assert!(
+        first
+            .iter()
+            .all(|t| t.attempt == 1 && t.lease_owner.as_deref() == Some("w1"))
+    );
     let ids: Vec<_> = first.iter().map(|t| t.id.clone()).collect();
     assert!(ids.contains(&a) && ids.contains(&b));
     let second = store.claim("w2", 10, LEASE, T0 + 1).await.expect("claim");
-    assert!(second.is_empty(), "leased tasks must not be handed out twice");
-    let limited = store.claim("w3", 0, LEASE, T0 + 60_000).await.expect("claim");
+    assert!(
+        second.is_empty(),
+        "leased tasks must not be handed out twice"
+    );
+    let limited = store
+        .claim("w3", 0, LEASE, T0 + 60_000)
+        .await
+        .expect("claim");
     assert!(limited.is_empty());
 }
 
@@ -91,27 +123,59 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
     assert_eq!(second.len(), 1, "an expired lease must be claimable");
     assert_eq!(second[0].attempt, 2);
 
-    let done = Outcome::Completed { result: json!({"content": []}) };
+    let done = Outcome::Completed {
+        result: json!({"content": []}),
+    };
     let stale = store.checkpoint(&id, "w1", 1, done.clone(), later).await;
-    assert!(matches!(stale, Err(StoreError::LeaseLost { .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StoreError::LeaseLost { .. })),
+        "{stale:?}"
+    );
     let beat = store.heartbeat(&id, "w1", 1, later + 1).await;
-    assert!(matches!(beat, Err(StoreError::LeaseLost { .. })), "{beat:?}");
+    assert!(
+        matches!(beat, Err(StoreError::LeaseLost { .. })),
+        "{beat:?}"
+    );
 
-    let saved = store.checkpoint(&id, "w2", 2, done, later).await.expect("checkpoint");
+    let saved = store
+        .checkpoint(&id, "w2", 2, done, later)
+        .await
+        .expect("checkpoint");
     assert_eq!(saved.status, TaskStatus::Completed);
     assert_eq!(saved.lease_owner, None);
-    let again = store.checkpoint(&id, "w2", 2, Outcome::Cancelled, later).await;
-    assert!(matches!(again, Err(StoreError::LeaseLost { .. })), "an ended task stays ended");
+    let again = store
+        .checkpoint(&id, "w2", 2, Outcome::Cancelled, later)
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::LeaseLost { .. })),
+        "an ended task stays ended"
+    );
 }
 
 pub async fn heartbeat_keeps_a_lease_alive(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let claimed = store.claim("w1", 1, LEASE, T0).await.expect("claim");
     let until = T0 + 2 * LEASE.as_millis() as i64;
-    store.heartbeat(&id, "w1", claimed[0].attempt, until).await.expect("heartbeat");
+    store
+        .heartbeat(&id, "w1", claimed[0].attempt, until)
+        .await
+        .expect("heartbeat");
     let at = T0 + LEASE.as_millis() as i64 + 1;
-    assert!(store.claim("w2", 1, LEASE, at).await.expect("claim").is_empty());
-    assert_eq!(store.claim("w2", 1, LEASE, until).await.expect("claim").len(), 1);
+    assert!(
+        store
+            .claim("w2", 1, LEASE, at)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .claim("w2", 1, LEASE, until)
+            .await
+            .expect("claim")
+            .len(),
+        1
+    );
 }
 
 pub async fn waiting_step_is_due_again_at_its_time(store: &dyn TaskStore) {
@@ -122,11 +186,20 @@ pub async fn waiting_step_is_due_again_at_its_time(store: &dyn TaskStore) {
         status_message: Some("halfway".into()),
         due_at: T0 + 5_000,
     };
-    let saved = store.checkpoint(&id, "w", t.attempt, waiting, T0 + 10).await.expect("save");
+    let saved = store
+        .checkpoint(&id, "w", t.attempt, waiting, T0 + 10)
+        .await
+        .expect("save");
     assert_eq!(saved.steps, 1);
     assert_eq!(saved.job_state, Some(json!({"step": 1})));
     assert_eq!(store.next_due().await.expect("next"), Some(T0 + 5_000));
-    assert!(store.claim("w", 1, LEASE, T0 + 4_999).await.expect("claim").is_empty());
+    assert!(
+        store
+            .claim("w", 1, LEASE, T0 + 4_999)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
     let again = store.claim("w", 1, LEASE, T0 + 5_000).await.expect("claim");
     assert_eq!(again[0].status_message.as_deref(), Some("halfway"));
     assert_eq!(again[0].attempt, 2);
@@ -135,33 +208,59 @@ pub async fn waiting_step_is_due_again_at_its_time(store: &dyn TaskStore) {
 pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
-    let saved = store.checkpoint(&id, "w", t.attempt, ask(&["a", "b"]), T0).await.expect("save");
+    let saved = store
+        .checkpoint(&id, "w", t.attempt, ask(&["a", "b"]), T0)
+        .await
+        .expect("save");
     assert_eq!(saved.status, TaskStatus::InputRequired);
     assert_eq!(saved.due_at, None, "a task waiting for input is not due");
 
     let mut partial = BTreeMap::new();
     partial.insert("a".to_owned(), json!({"action": "accept"}));
     partial.insert("zzz".to_owned(), json!("unknown key"));
-    let ack = store.record_input(&alice(), &id, partial, T0 + 1).await.expect("input");
+    let ack = store
+        .record_input(&alice(), &id, partial, T0 + 1)
+        .await
+        .expect("input");
     assert_eq!(ack.accepted, vec!["a".to_owned()]);
     assert!(!ack.complete);
-    let task = store.get(&alice(), &id, T0 + 1).await.expect("get").expect("task");
+    let task = store
+        .get(&alice(), &id, T0 + 1)
+        .await
+        .expect("get")
+        .expect("task");
     assert_eq!(task.status, TaskStatus::InputRequired);
     assert_eq!(task.input_requests.keys().collect::<Vec<_>>(), vec!["b"]);
 
     let mut again = BTreeMap::new();
     again.insert("a".to_owned(), json!({"action": "decline"}));
-    let ack = store.record_input(&alice(), &id, again, T0 + 2).await.expect("input");
+    let ack = store
+        .record_input(&alice(), &id, again, T0 + 2)
+        .await
+        .expect("input");
     assert!(ack.accepted.is_empty(), "an answered key is ignored");
 
     let mut rest = BTreeMap::new();
-    rest.insert("b".to_owned(), json!({"action": "accept", "content": {"v": 2}}));
-    let ack = store.record_input(&alice(), &id, rest, T0 + 3).await.expect("input");
+    rest.insert(
+        "b".to_owned(),
+        json!({"action": "accept", "content": {"v": 2}}),
+    );
+    let ack = store
+        .record_input(&alice(), &id, rest, T0 + 3)
+        .await
+        .expect("input");
     assert!(ack.complete);
-    let task = store.get(&alice(), &id, T0 + 3).await.expect("get").expect("task");
+    let task = store
+        .get(&alice(), &id, T0 + 3)
+        .await
+        .expect("get")
+        .expect("task");
     assert_eq!(task.status, TaskStatus::Working);
     assert_eq!(task.due_at, Some(T0 + 3));
-    assert_eq!(task.input_responses.get("a"), Some(&json!({"action": "accept"})));
+    assert_eq!(
+        task.input_responses.get("a"),
+        Some(&json!({"action": "accept"}))
+    );
     assert_eq!(task.input_responses.len(), 2);
 
     let foreign = store
@@ -173,24 +272,51 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
 pub async fn input_keys_are_unique_for_a_tasks_life(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
-    store.checkpoint(&id, "w", t.attempt, ask(&["k"]), T0).await.expect("save");
+    store
+        .checkpoint(&id, "w", t.attempt, ask(&["k"]), T0)
+        .await
+        .expect("save");
     let mut answer = BTreeMap::new();
     answer.insert("k".to_owned(), json!({"action": "accept"}));
-    store.record_input(&alice(), &id, answer, T0).await.expect("input");
+    store
+        .record_input(&alice(), &id, answer, T0)
+        .await
+        .expect("input");
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
-    let saved = store.checkpoint(&id, "w", t.attempt, ask(&["k"]), T0).await.expect("save");
-    assert_eq!(saved.status, TaskStatus::Failed, "reusing a key must fail the task");
-    let message = saved.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
+    let saved = store
+        .checkpoint(&id, "w", t.attempt, ask(&["k"]), T0)
+        .await
+        .expect("save");
+    assert_eq!(
+        saved.status,
+        TaskStatus::Failed,
+        "reusing a key must fail the task"
+    );
+    let message = saved
+        .error
+        .as_ref()
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str);
     assert!(message.is_some_and(|m| m.contains("unique")), "{message:?}");
 }
 
 pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
-    store.checkpoint(&id, "w", t.attempt, ask(&["q"]), T0).await.expect("save");
-    store.request_cancel(&alice(), &id, T0 + 5).await.expect("cancel");
+    store
+        .checkpoint(&id, "w", t.attempt, ask(&["q"]), T0)
+        .await
+        .expect("save");
+    store
+        .request_cancel(&alice(), &id, T0 + 5)
+        .await
+        .expect("cancel");
     let claimed = store.claim("w", 1, LEASE, T0 + 5).await.expect("claim");
-    assert_eq!(claimed.len(), 1, "a cancelled task waiting for input is due at once");
+    assert_eq!(
+        claimed.len(),
+        1,
+        "a cancelled task waiting for input is due at once"
+    );
     assert!(claimed[0].cancel_requested);
     let done = store
         .checkpoint(&id, "w", claimed[0].attempt, Outcome::Cancelled, T0 + 6)
@@ -198,8 +324,13 @@ pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
         .expect("save");
     assert_eq!(done.status, TaskStatus::Cancelled);
     assert!(done.input_requests.is_empty());
-    store.request_cancel(&alice(), &id, T0 + 7).await.expect("cancel of ended task is a no-op");
-    let foreign = store.request_cancel(&Owner::new("mallory"), &id, T0 + 7).await;
+    store
+        .request_cancel(&alice(), &id, T0 + 7)
+        .await
+        .expect("cancel of ended task is a no-op");
+    let foreign = store
+        .request_cancel(&Owner::new("mallory"), &id, T0 + 7)
+        .await;
     assert!(matches!(foreign, Err(StoreError::NotFound)));
 }
 
@@ -208,28 +339,69 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
     let forever = new_task(store, None).await;
     let ended = new_task(store, None).await;
     let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
-    let attempt = claimed.iter().find(|t| t.id == ended).expect("claimed").attempt;
+    let attempt = claimed
+        .iter()
+        .find(|t| t.id == ended)
+        .expect("claimed")
+        .attempt;
     store
         .checkpoint(&ended, "w", attempt, Outcome::Cancelled, T0)
         .await
         .expect("save");
-    let report = store.sweep(T0 + 1_000, Duration::from_secs(60)).await.expect("sweep");
+    let report = store
+        .sweep(T0 + 1_000, Duration::from_secs(60))
+        .await
+        .expect("sweep");
     assert_eq!(report.expired, 1);
     assert_eq!(report.deleted, 0, "nothing is past retention yet");
-    let report = store.sweep(T0 + 61_000, Duration::from_secs(60)).await.expect("sweep");
-    assert_eq!(report.deleted, 2, "the expired and the cancelled task are gone");
+    let report = store
+        .sweep(T0 + 61_000, Duration::from_secs(60))
+        .await
+        .expect("sweep");
+    assert_eq!(
+        report.deleted, 2,
+        "the expired and the cancelled task are gone"
+    );
     let owner = alice();
-    assert!(store.get(&owner, &short, T0 + 61_000).await.expect("get").is_none());
-    assert!(store.get(&owner, &ended, T0 + 61_000).await.expect("get").is_none());
-    assert!(store.get(&owner, &forever, T0 + 61_000).await.expect("get").is_some());
+    assert!(
+        store
+            .get(&owner, &short, T0 + 61_000)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        store
+            .get(&owner, &ended, T0 + 61_000)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        store
+            .get(&owner, &forever, T0 + 61_000)
+            .await
+            .expect("get")
+            .is_some()
+    );
 }
 
 pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
     new_task(store, None).await;
     new_task(store, None).await;
-    assert_eq!(store.claim("w1", 10, LEASE, T0).await.expect("claim").len(), 2);
+    assert_eq!(
+        store.claim("w1", 10, LEASE, T0).await.expect("claim").len(),
+        2
+    );
     assert_eq!(store.release_all("w1", T0 + 1).await.expect("release"), 2);
-    assert_eq!(store.claim("w2", 10, LEASE, T0 + 1).await.expect("claim").len(), 2);
+    assert_eq!(
+        store
+            .claim("w2", 10, LEASE, T0 + 1)
+            .await
+            .expect("claim")
+            .len(),
+        2
+    );
 }
 
 pub async fn secrets_are_created_once(store: &dyn TaskStore) {

@@ -113,9 +113,13 @@ impl TaskRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Ended with a tool result (tool errors are `isError` results).
-    Completed { result: Value },
+    Completed {
+        result: Value,
+    },
     /// Ended with a protocol-level error object.
-    Failed { error: Value },
+    Failed {
+        error: Value,
+    },
     Cancelled,
     /// Still working; run again at `due_at` (sooner if cancel is requested).
     Waiting {

@@ -1,0 +1,126 @@
+//! `conformance-fixture`: the server the official MCP conformance suite runs
+//! against. It serves the suite's catalogue of tools, prompts, resources and
+//! completions, and the SEP-2663 task fixtures as jobs on agentgate's engine
+//! and task store, over Streamable HTTP at `/mcp` or over stdio.
+//!
+//! ```text
+//! conformance-fixture --listen 127.0.0.1:3001 --store sqlite:///tmp/fixture.db
+//! npx -y -p node@22 -p @modelcontextprotocol/conformance@0.2.0-alpha.12 -- \
+//!     conformance server --url http://127.0.0.1:3001/mcp --requirements 2026-07-28
+//! ```
+//!
+//! Over HTTP, the first line on stdout is `listening http://ADDR/mcp` once
+//! connections are accepted (tests and scripts read it); logs go to stderr.
+
+mod everything;
+mod server;
+mod tasks;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_core::clock::SystemClock;
+use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router, serve_stdio};
+use agentgate_core::scheduler::{Engine, EngineConfig};
+use agentgate_core::task::Owner;
+use anyhow::Context as _;
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+use crate::server::Fixture;
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "MCP conformance-suite fixture server on agentgate's engine"
+)]
+struct Cli {
+    /// Serve Streamable HTTP at http://ADDR/mcp (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:3001", conflicts_with = "stdio")]
+    listen: SocketAddr,
+
+    /// Serve one client over stdin/stdout instead.
+    #[arg(long)]
+    stdio: bool,
+
+    /// Task store URL.
+    #[arg(long, default_value = "sqlite::memory:")]
+    store: String,
+
+    /// Lease length in seconds: how soon a restarted fixture takes over the
+    /// tasks of one that died.
+    #[arg(long, default_value_t = 30)]
+    lease_seconds: u64,
+
+    /// How long clients without the tasks extension wait inline.
+    #[arg(long, default_value_t = 30)]
+    sync_budget_seconds: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+
+    let store = agentgate_core::store::open(&cli.store)
+        .await
+        .with_context(|| format!("opening store {}", cli.store))?;
+    let config = EngineConfig {
+        lease: Duration::from_secs(cli.lease_seconds.max(1)),
+        idle_poll: Duration::from_millis(250),
+        ..EngineConfig::default()
+    };
+    let tools = tasks::registry(Duration::from_secs(cli.sync_budget_seconds));
+    let engine = Engine::new(store, tools, Arc::new(SystemClock), config);
+    let shutdown = CancellationToken::new();
+    let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+
+    let kind = if cli.stdio {
+        TransportKind::Stdio(Owner::local_user())
+    } else {
+        TransportKind::Http
+    };
+    let gateway = Gateway::new(engine, kind).await?.with_server_info(
+        rmcp::model::Implementation::new(
+            "agentgate-conformance-fixture",
+            env!("CARGO_PKG_VERSION"),
+        ),
+        Some("agentgate fixture for the MCP conformance suite".to_owned()),
+    );
+    let fixture = Fixture::new(gateway);
+
+    let served = if cli.stdio {
+        serve_stdio(fixture, shutdown.clone())
+            .await
+            .context("serving stdio")
+    } else {
+        let listener = tokio::net::TcpListener::bind(cli.listen)
+            .await
+            .with_context(|| format!("binding {}", cli.listen))?;
+        let local = listener.local_addr().context("reading the bound address")?;
+        let router = http_router(fixture, HttpOptions::default(), shutdown.clone());
+        println!("listening http://{local}/mcp");
+        tracing::info!("conformance fixture listening on http://{local}/mcp");
+        let stop = shutdown.clone();
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .context("serving HTTP")
+    };
+    shutdown.cancel();
+    scheduler.await.context("scheduler")?;
+    served
+}

@@ -1,0 +1,218 @@
+//! Clients without the tasks extension: the same jobs, followed inline.
+
+mod common;
+
+use common::*;
+use rmcp::model::{
+    CallToolResponse, ClientCapabilities, ErrorCode, InputResponses, ProtocolVersion,
+};
+use rmcp::service::ServiceError;
+use serde_json::json;
+
+fn legacy(caps: ClientCapabilities) -> TestClient {
+    TestClient::new(caps, ProtocolVersion::V_2025_11_25)
+}
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn legacy_client_gets_a_synchronous_result_with_progress() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy(ClientCapabilities::default())
+        .stdio(&dir.path().join("t.db"), &[])
+        .await;
+    let seen = client.service().seen.clone();
+    let mut params = call("slow_compute", json!({"seconds": 1.2, "label": "sync"}));
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(7),
+    ));
+    params.meta = Some(meta);
+    let result = client.call_tool(params).await.expect("tools/call");
+    assert_eq!(text_of(&result), "slow_compute(sync) done after 1.2s");
+    let progress = seen.lock().expect("lock").progress.clone();
+    assert!(
+        !progress.is_empty(),
+        "a progressToken must bring progress notifications"
+    );
+    assert!(progress.windows(2).all(|w| w[0].progress < w[1].progress));
+    assert!(
+        progress.iter().any(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("computing sync"))),
+        "{progress:?}"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn legacy_client_with_elicitation_answers_inline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let caps = ClientCapabilities::builder().enable_elicitation().build();
+    let client = legacy(caps).stdio(&dir.path().join("t.db"), &[]).await;
+    let seen = client.service().seen.clone();
+    let result = client
+        .call_tool(call("confirm_delete", json!({"filename": "b.txt"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(text_of(&result), "confirm_delete(b.txt): confirmed = true");
+    assert_eq!(
+        seen.lock().expect("lock").elicitations,
+        vec!["Delete b.txt?".to_owned()]
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn client_without_elicitation_is_told_what_input_is_needed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy(ClientCapabilities::default())
+        .stdio(&dir.path().join("t.db"), &[])
+        .await;
+    let result = client
+        .call_tool(call("confirm_delete", json!({"filename": "c.txt"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true));
+    let text = text_of(&result);
+    assert!(text.contains("`confirm`: Delete c.txt?"), "{text}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn modern_client_without_tasks_gets_mrtr_and_finishes_with_request_state() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let caps = ClientCapabilities::builder().enable_elicitation().build();
+    let client = TestClient::new(caps, ProtocolVersion::V_2026_07_28)
+        .http(&fixture.url)
+        .await;
+    let first = client
+        .call_tool_once(call("confirm_delete", json!({"filename": "d.txt"})))
+        .await
+        .expect("round 1");
+    let CallToolResponse::InputRequired(round1) = first else {
+        panic!("expected InputRequiredResult, got {first:?}")
+    };
+    let requests = round1.input_requests.expect("inputRequests");
+    assert!(requests.contains_key("confirm"));
+    let state = round1.request_state.expect("requestState");
+
+    // A tampered state is refused with a clear error.
+    let mut tampered = call("confirm_delete", json!({"filename": "d.txt"}));
+    tampered.request_state = Some(format!("{state}x"));
+    match client.call_tool_once(tampered).await {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+            assert!(e.message.contains("requestState"), "{}", e.message);
+        }
+        other => panic!("expected -32602 for a tampered state, got {other:?}"),
+    }
+
+    let mut responses = InputResponses::new();
+    responses.insert(
+        "confirm".into(),
+        json!({"action": "accept", "content": {"confirm": false}}),
+    );
+    let mut second = call("confirm_delete", json!({"filename": "d.txt"}));
+    second.request_state = Some(state);
+    second.input_responses = Some(responses);
+    match client.call_tool_once(second).await.expect("round 2") {
+        CallToolResponse::Complete(result) => {
+            assert_eq!(text_of(&result), "confirm_delete(d.txt): confirmed = false");
+        }
+        other => panic!("expected a final result, got {other:?}"),
+    }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn work_beyond_the_sync_budget_continues_as_a_task_followed_by_task_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy(ClientCapabilities::default())
+        .stdio(&dir.path().join("t.db"), &["--sync-budget-seconds", "1"])
+        .await;
+    let result = client
+        .call_tool(call(
+            "slow_compute",
+            json!({"seconds": 2.5, "label": "long"}),
+        ))
+        .await
+        .expect("tools/call");
+    assert_ne!(result.is_error, Some(true));
+    let id = result
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("io.agentgate/taskId"))
+        .and_then(|v| v.as_str())
+        .expect("the result carries the task id")
+        .to_owned();
+    assert!(text_of(&result).contains(&id));
+
+    let mut status = String::new();
+    for _ in 0..10 {
+        let polled = client
+            .call_tool(call(
+                "task_status",
+                json!({"task_id": id, "wait_seconds": 5}),
+            ))
+            .await
+            .expect("task_status");
+        let structured = polled.structured_content.expect("structured task");
+        status = structured["status"].as_str().unwrap_or_default().to_owned();
+        if status == "completed" {
+            assert_eq!(
+                structured["result"]["content"][0]["text"],
+                json!("slow_compute(long) done after 2.5s")
+            );
+            break;
+        }
+    }
+    assert_eq!(status, "completed");
+
+    let bad = client
+        .call_tool(call(
+            "task_status",
+            json!({"task_id": id, "wait_seconds": 600}),
+        ))
+        .await
+        .expect("task_status");
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text_of(&bad).contains("wait_seconds"));
+    let unknown = client
+        .call_tool(call("task_status", json!({"task_id": "nope"})))
+        .await
+        .expect("task_status");
+    assert!(text_of(&unknown).contains("unknown or expired task id"));
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn task_only_tool_without_the_extension_is_refused_with_32021() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let client = TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2026_07_28)
+        .http(&fixture.url)
+        .await;
+    match client.call_tool_once(call("failing_job", json!({}))).await {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32021);
+            let data = e.data.expect("data");
+            assert!(
+                data["requiredCapabilities"]["extensions"]
+                    .get("io.modelcontextprotocol/tasks")
+                    .is_some()
+            );
+        }
+        other => panic!("expected -32021, got {other:?}"),
+    }
+    client.cancel().await.expect("close");
+}
