@@ -26,7 +26,7 @@ fn text_of(result: &rmcp::model::CallToolResult) -> String {
 async fn legacy_client_gets_a_synchronous_result_with_progress() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = legacy(ClientCapabilities::default())
-        .stdio(&dir.path().join("t.db"), &[])
+        .stdio(stdio_command(&dir.path().join("t.db"), &[]))
         .await;
     let seen = client.service().seen.clone();
     let mut params = call("slow_compute", json!({"seconds": 1.2, "label": "sync"}));
@@ -57,7 +57,9 @@ async fn legacy_client_gets_a_synchronous_result_with_progress() {
 async fn legacy_client_with_elicitation_answers_inline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let caps = ClientCapabilities::builder().enable_elicitation().build();
-    let client = legacy(caps).stdio(&dir.path().join("t.db"), &[]).await;
+    let client = legacy(caps)
+        .stdio(stdio_command(&dir.path().join("t.db"), &[]))
+        .await;
     let seen = client.service().seen.clone();
     let result = client
         .call_tool(call("confirm_delete", json!({"filename": "b.txt"})))
@@ -75,7 +77,7 @@ async fn legacy_client_with_elicitation_answers_inline() {
 async fn client_without_elicitation_is_told_what_input_is_needed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = legacy(ClientCapabilities::default())
-        .stdio(&dir.path().join("t.db"), &[])
+        .stdio(stdio_command(&dir.path().join("t.db"), &[]))
         .await;
     let result = client
         .call_tool(call("confirm_delete", json!({"filename": "c.txt"})))
@@ -138,7 +140,10 @@ async fn modern_client_without_tasks_gets_mrtr_and_finishes_with_request_state()
 async fn work_beyond_the_sync_budget_continues_as_a_task_followed_by_task_status() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = legacy(ClientCapabilities::default())
-        .stdio(&dir.path().join("t.db"), &["--sync-budget-seconds", "1"])
+        .stdio(stdio_command(
+            &dir.path().join("t.db"),
+            &["--sync-budget-seconds", "1"],
+        ))
         .await;
     let result = client
         .call_tool(call(

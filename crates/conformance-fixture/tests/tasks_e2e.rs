@@ -193,6 +193,6 @@ async fn task_paths_over_http() {
 async fn task_paths_over_stdio() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("tasks.db");
-    let client = TestClient::tasks().stdio(&store, &[]).await;
+    let client = TestClient::tasks().stdio(stdio_command(&store, &[])).await;
     all_scenarios(client, &store).await;
 }

@@ -1,0 +1,13 @@
+//! Local emulators of agentgate's backends, speaking their real wire protocols, for the
+//! tests and `agentgate sim` / `agentgate demo`.
+//!
+//! Layout:
+//! - [`qbusiness`]: an Amazon Q Business ChatSync emulator (restJson1, SigV4-verified)
+//!   with a BM25-ranked document corpus, two plugins (ticket, sign-in) and fault knobs;
+//! - `cli`: [`SimArgs`] and [`run`], what `agentgate sim` calls.
+
+pub mod qbusiness;
+
+mod cli;
+
+pub use cli::{SimArgs, run};

@@ -1,0 +1,183 @@
+//! The test harness agentgate's end-to-end tests share: an rmcp client with
+//! chosen capabilities that records what the server sent (progress,
+//! elicitations) and answers elicitations, plus task polling that honours
+//! `pollIntervalMs`.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, CreateTaskResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, GetTaskParams, Implementation,
+    ProgressNotificationParam, ProtocolVersion, TaskPayload,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RequestContext, RunningService,
+};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+/// What the test client saw from the server.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub progress: Vec<ProgressNotificationParam>,
+    pub elicitations: Vec<String>,
+}
+
+/// An rmcp client handler with chosen capabilities, which records progress
+/// and accepts every elicitation with `answer`.
+#[derive(Debug, Clone)]
+pub struct TestClient {
+    pub config: ClientConfig,
+    pub seen: Arc<Mutex<Seen>>,
+    /// The content sent when accepting a form elicitation.
+    pub answer: Value,
+    /// How elicitations are answered (accept by default).
+    pub action: ElicitationAction,
+}
+
+impl TestClient {
+    pub fn new(caps: ClientCapabilities, version: ProtocolVersion) -> Self {
+        let config = ClientConfig::new(caps, Implementation::new("agentgate-tests", "0"))
+            .with_protocol_version(version);
+        Self {
+            config,
+            seen: Arc::default(),
+            answer: json!({"confirm": true}),
+            action: ElicitationAction::Accept,
+        }
+    }
+
+    /// A 2026-07-28 client that declares the tasks extension.
+    pub fn tasks() -> Self {
+        Self::new(
+            ClientCapabilities::builder().enable_tasks().build(),
+            ProtocolVersion::V_2026_07_28,
+        )
+    }
+
+    pub fn lifecycle(&self) -> ClientLifecycleMode {
+        if self.config.protocol_version == ProtocolVersion::V_2026_07_28 {
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            }
+        } else {
+            ClientLifecycleMode::Initialize
+        }
+    }
+
+    pub async fn http(self, url: &str) -> RunningService<RoleClient, TestClient> {
+        let lifecycle = self.lifecycle();
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        self.serve_with_lifecycle(transport, lifecycle)
+            .await
+            .expect("connect over HTTP")
+    }
+
+    /// Spawns `command` (an MCP server on stdio) and connects to it.
+    pub async fn stdio(self, command: Command) -> RunningService<RoleClient, TestClient> {
+        let lifecycle = self.lifecycle();
+        let (transport, _stderr) = TokioChildProcess::builder(command)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn stdio fixture");
+        self.serve_with_lifecycle(transport, lifecycle)
+            .await
+            .expect("connect over stdio")
+    }
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.seen.lock().expect("lock").progress.push(params);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let is_form = matches!(request, ElicitRequestParams::FormElicitationParams { .. });
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. }
+            | ElicitRequestParams::UrlElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        self.seen.lock().expect("lock").elicitations.push(message);
+        let mut result = ElicitResult::new(self.action.clone());
+        if is_form && self.action == ElicitationAction::Accept {
+            result.content = Some(self.answer.clone());
+        }
+        Ok(result)
+    }
+}
+
+pub type Client = RunningService<RoleClient, TestClient>;
+
+pub fn call(name: &str, args: Value) -> CallToolRequestParams {
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(map)
+}
+
+/// Calls a tool and expects a task handle.
+pub async fn start_task(client: &Client, name: &str, args: Value) -> CreateTaskResult {
+    match client
+        .call_tool_once(call(name, args))
+        .await
+        .expect("tools/call")
+    {
+        CallToolResponse::Task(task) => task,
+        other => panic!("expected a CreateTaskResult, got {other:?}"),
+    }
+}
+
+/// Polls `tasks/get`, honouring `pollIntervalMs`, until `done` holds or 60 s pass.
+pub async fn poll_until(
+    client: &Client,
+    id: &str,
+    done: impl Fn(&TaskPayload) -> bool,
+) -> TaskPayload {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = client
+            .peer()
+            .get_task(GetTaskParams::new(id.to_owned()))
+            .await
+            .expect("tasks/get");
+        if done(&got.task.payload) {
+            return got.task.payload;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {id} did not get there in 60s; last: {:?}",
+            got.task.payload
+        );
+        let wait = got.task.task.poll_interval_ms.unwrap_or(100);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+    }
+}
+
+pub fn is_terminal(payload: &TaskPayload) -> bool {
+    payload.status().is_terminal()
+}
+
+/// The first text block of a stored `CallToolResult`.
+pub fn first_text(result: &serde_json::Map<String, Value>) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
