@@ -45,6 +45,9 @@ enum LogFormat {
 enum Command {
     /// Run the MCP server, over stdio (for desktop clients) or Streamable HTTP.
     Serve(serve::ServeArgs),
+    /// Run local emulators of the backends (Amazon Q Business ChatSync) that
+    /// speak the real wire protocols, for trying agentgate without a cloud account.
+    Sim(agentgate_sim::SimArgs),
 }
 
 fn init_logging(format: LogFormat) {
@@ -63,12 +66,34 @@ fn init_logging(format: LogFormat) {
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    let format = cli.log_format;
+    let outcome = run(cli).await;
+    if let (Err(e), LogFormat::Json) = (&outcome, format) {
+        // Keep stderr machine-readable to the end: the failure is one more
+        // JSON line, and the exit status says it failed.
+        tracing::error!(error = format!("{e:#}"), "agentgate failed");
+        std::process::exit(1);
+    }
+    outcome
+}
+
+async fn run(cli: Cli) -> Result<()> {
     let file = match &cli.config {
         Some(path) => config::FileConfig::load(path)?,
         None => config::FileConfig::default(),
     };
     match cli.command {
         Command::Serve(args) => serve::run(args, file).await,
+        Command::Sim(args) => {
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    stop.cancel();
+                }
+            });
+            agentgate_sim::run(args, shutdown).await
+        }
     }
 }
 

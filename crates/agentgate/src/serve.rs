@@ -94,7 +94,10 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("listening on {addr}"))?;
-        tracing::info!(url = %format!("http://{}/mcp", listener.local_addr()?), "serving MCP over Streamable HTTP");
+        let url = format!("http://{}/mcp", listener.local_addr()?);
+        tracing::info!(%url, "serving MCP over Streamable HTTP");
+        // The first stdout line, for scripts and tests that bind port 0.
+        println!("listening {url}");
         let router = http_router(gateway, http, shutdown.clone());
         let stop = shutdown.clone();
         axum::serve(listener, router)
@@ -107,9 +110,10 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     served
 }
 
-/// The tools this build serves. Backends register here.
+/// The tools this build serves. Backends register here; each reads its own
+/// settings (environment variables, as upstream) when first called.
 fn tools() -> ToolRegistry {
-    ToolRegistry::new()
+    ToolRegistry::new().with(backend_qbusiness::tool_from_env())
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

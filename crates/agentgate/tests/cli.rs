@@ -107,3 +107,35 @@ async fn stdio_server_discovers_and_lists_task_status_and_logs_to_stderr_only() 
         "the store path is logged: {log}"
     );
 }
+
+#[test]
+fn json_log_format_writes_one_json_object_per_line_on_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite://{}", dir.path().join("t.db").display());
+    // stdin is closed at once: the stdio server starts, logs, and ends.
+    let out = Command::new(BIN)
+        .args([
+            "--log-format",
+            "json",
+            "serve",
+            "--stdio",
+            "--store",
+            &store,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agentgate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "expected log lines on stderr");
+    for line in &lines {
+        let parsed: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(parsed.get("level").is_some(), "{line}");
+    }
+    assert!(
+        out.stdout.is_empty(),
+        "stdout belongs to MCP: {:?}",
+        out.stdout
+    );
+}

@@ -1,0 +1,571 @@
+//! `QBusinessQueryTool` end to end: the real `agentgate` binary, the real AWS
+//! SDK inside it, the Q Business emulator (SigV4-verified ChatSync) in this
+//! test process, and rmcp's client over stdio and HTTP.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use agentgate_sim::qbusiness::{
+    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
+    QBusinessConfig, QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
+};
+use agentgate_testkit::*;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ClientCapabilities, ElicitationAction, InputRequest,
+    InputResponses, ProtocolVersion, TaskPayload, UpdateTaskParams,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+
+/// The emulator on a free loopback port.
+struct Sim {
+    sim: QBusinessSim,
+    url: String,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+async fn start_sim() -> Sim {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let sim = QBusinessSim::new(QBusinessConfig::default());
+    let stop = CancellationToken::new();
+    tokio::spawn(agentgate_sim::qbusiness::serve(
+        listener,
+        sim.router(),
+        stop.clone(),
+    ));
+    Sim {
+        sim,
+        url,
+        _stop: stop.drop_guard(),
+    }
+}
+
+/// `agentgate serve` with the environment a user would set, pointed at the
+/// emulator. `drop` names variables to leave out; `set` overrides.
+fn command(sim: &Sim, store: &Path, args: &[&str], drop: &[&str], set: &[(&str, &str)]) -> Command {
+    // Empty AWS config files keep the developer's own out of the test.
+    let empty = store.with_extension("aws-empty");
+    std::fs::write(&empty, "").expect("write empty AWS config");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .args(args)
+        .arg("--store")
+        .arg(format!("sqlite://{}", store.display()))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", store.parent().unwrap_or(store))
+        .env("AWS_CONFIG_FILE", &empty)
+        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("RUST_LOG", "warn");
+    let defaults = [
+        ("AWS_ENDPOINT_URL_QBUSINESS", sim.url.as_str()),
+        ("AWS_REGION", DEFAULT_REGION),
+        ("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY),
+        ("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID),
+    ];
+    for (key, value) in defaults {
+        if !drop.contains(&key) {
+            cmd.env(key, value);
+        }
+    }
+    for (key, value) in set {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+async fn over_stdio(
+    client: TestClient,
+    sim: &Sim,
+    store: &Path,
+    drop: &[&str],
+    set: &[(&str, &str)],
+) -> Client {
+    client
+        .stdio(command(sim, store, &["--stdio"], drop, set))
+        .await
+}
+
+async fn over_http(client: TestClient, sim: &Sim, store: &Path) -> (Client, tokio::process::Child) {
+    let mut child = command(sim, store, &["--listen", "127.0.0.1:0"], &[], &[])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn agentgate");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = tokio::time::timeout(
+        Duration::from_secs(30),
+        BufReader::new(stdout).lines().next_line(),
+    )
+    .await
+    .expect("agentgate did not start")
+    .expect("stdout")
+    .expect("a listening line");
+    let url = line
+        .strip_prefix("listening ")
+        .expect("listening line")
+        .to_owned();
+    (client.http(&url).await, child)
+}
+
+fn legacy() -> TestClient {
+    TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2025_11_25)
+}
+
+fn texts(result: &CallToolResult) -> Vec<String> {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+fn ask(query: &str) -> Value {
+    json!({"query": query})
+}
+
+/// The checks every successful answer must pass.
+fn assert_full_answer(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    let answer = structured["answer"].as_str().expect("answer").to_owned();
+    assert_eq!(
+        texts(result)[0],
+        format!("Qbiz response: {answer}"),
+        "upstream's text form"
+    );
+    let citations = structured["citations"].as_array().expect("citations");
+    assert!(!citations.is_empty(), "{structured}");
+    for citation in citations {
+        for segment in citation["segments"].as_array().expect("segments") {
+            let (b, e) = (
+                segment["beginOffset"].as_u64().expect("b"),
+                segment["endOffset"].as_u64().expect("e"),
+            );
+            let slice: String = answer
+                .chars()
+                .skip(b as usize)
+                .take((e - b) as usize)
+                .collect();
+            assert_eq!(segment["text"], json!(slice));
+        }
+    }
+    let links = result
+        .content
+        .iter()
+        .filter(|c| matches!(c, rmcp::model::ContentBlock::ResourceLink(_)))
+        .count();
+    assert!(links >= 1, "each cited URL is a resource_link");
+    assert_eq!(
+        structured["conversationId"].as_str().map(str::len),
+        Some(36)
+    );
+    structured
+}
+
+#[tokio::test]
+async fn answers_with_citations_and_follows_up_over_stdio_without_tasks() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = over_stdio(legacy(), &sim, &dir.path().join("t.db"), &[], &[]).await;
+    let first = client
+        .call_tool(call(
+            "QBusinessQueryTool",
+            ask("How many vacation days do employees get?"),
+        ))
+        .await
+        .expect("tools/call");
+    let structured = assert_full_answer(&first);
+    let follow = client
+        .call_tool(call(
+            "QBusinessQueryTool",
+            json!({"query": "And can unused days be carried over?",
+                   "conversation_id": structured["conversationId"],
+                   "parent_message_id": structured["systemMessageId"]}),
+        ))
+        .await
+        .expect("follow-up");
+    assert_ne!(follow.is_error, Some(true), "{follow:?}");
+    let again = follow.structured_content.expect("structured");
+    assert_eq!(
+        again["conversationId"], structured["conversationId"],
+        "same conversation"
+    );
+    assert_ne!(again["systemMessageId"], structured["systemMessageId"]);
+
+    let empty = client
+        .call_tool(call("QBusinessQueryTool", ask("")))
+        .await
+        .expect("call");
+    assert_eq!(
+        texts(&empty),
+        vec!["Error: Query cannot be empty".to_owned()],
+        "upstream's text, byte for byte"
+    );
+    assert_eq!(empty.is_error, Some(true));
+    let bad = client
+        .call_tool(call(
+            "QBusinessQueryTool",
+            json!({"query": "x", "conversation_id": "nope"}),
+        ))
+        .await
+        .expect("call");
+    assert!(texts(&bad)[0].contains("`parent_message_id`"), "{bad:?}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn tasks_client_gets_the_answer_as_a_task_over_http_with_one_chatsync() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let task = start_task(
+        &client,
+        "QBusinessQueryTool",
+        ask("How do I set up the VPN?"),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    let result: CallToolResult = serde_json::from_value(Value::Object(result)).expect("result");
+    assert_full_answer(&result);
+    let stats = sim.sim.stats();
+    assert_eq!(
+        stats.requests_by_client_token(&format!("{id}-0")),
+        1,
+        "clientToken is task id + step"
+    );
+    assert_eq!(stats.chat_sync_effects, 1);
+    client.cancel().await.expect("close");
+}
+
+fn ticket_query() -> Value {
+    json!({"query": "Open a ticket: my laptop battery is swollen", "plugin_id": TICKET_PLUGIN_ID})
+}
+
+#[tokio::test]
+async fn action_review_accepted_through_tasks_update_creates_one_ticket() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let task = start_task(&client, "QBusinessQueryTool", ticket_query()).await;
+    let id = task.task.task_id;
+    let TaskPayload::InputRequired { input_requests } = poll_until(&client, &id, |p| {
+        p.status() != rmcp::model::TaskStatus::Working
+    })
+    .await
+    else {
+        panic!("expected input_required")
+    };
+    let (key, request) = input_requests.iter().next().expect("one request");
+    let InputRequest::Elicitation(form) = request else {
+        panic!("expected a form")
+    };
+    let schema = serde_json::to_value(&form.params).expect("json")["requestedSchema"].clone();
+    assert!(
+        schema["required"]
+            .as_array()
+            .expect("required")
+            .contains(&json!("summary"))
+    );
+    assert!(
+        schema["properties"]["priority"]["oneOf"]
+            .as_array()
+            .is_some_and(|o| o.len() == 3),
+        "{schema}"
+    );
+    assert!(
+        schema["properties"]["summary"]["default"].is_string(),
+        "current values are defaults"
+    );
+    let mut answer = BTreeMap::new();
+    answer.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"summary": "Swollen laptop battery", "priority": "HIGH"}}),
+    );
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answer))
+        .await
+        .expect("tasks/update");
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        text.starts_with("Qbiz response: Created ticket NWR-"),
+        "{text}"
+    );
+    assert_eq!(
+        result["structuredContent"]["outcome"],
+        json!("action_executed")
+    );
+    let tickets = sim.sim.tickets();
+    assert_eq!(tickets.len(), 1);
+    assert_eq!(tickets[0].priority, "HIGH");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn action_review_declined_through_mrtr_executes_nothing() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let caps = ClientCapabilities::builder().enable_elicitation().build();
+    let client = TestClient::new(caps, ProtocolVersion::V_2026_07_28);
+    let (client, _server) = over_http(client, &sim, &dir.path().join("t.db")).await;
+    let round1 = client
+        .call_tool_once(call("QBusinessQueryTool", ticket_query()))
+        .await
+        .expect("round 1");
+    let CallToolResponse::InputRequired(round1) = round1 else {
+        panic!("expected MRTR, got {round1:?}")
+    };
+    let key = round1
+        .input_requests
+        .as_ref()
+        .and_then(|r| r.keys().next().cloned())
+        .expect("key");
+    let mut responses = InputResponses::new();
+    responses.insert(key, json!({"action": "decline"}));
+    let mut retry = call("QBusinessQueryTool", ticket_query());
+    retry.request_state = round1.request_state.clone();
+    retry.input_responses = Some(responses);
+    let CallToolResponse::Complete(result) = client.call_tool_once(retry).await.expect("round 2")
+    else {
+        panic!("expected a final result")
+    };
+    let structured = result.structured_content.clone().expect("structured");
+    assert_eq!(structured["outcome"], json!("action_not_executed"));
+    assert!(
+        structured["actionReview"]["fields"].is_array(),
+        "the declined action is described"
+    );
+    assert!(texts(&result).iter().any(|t| t.contains("NOT executed")));
+    assert!(sim.sim.tickets().is_empty());
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn action_review_through_legacy_elicitation_accept_and_decline() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let caps = ClientCapabilities::builder().enable_elicitation().build();
+    let mut accepting = TestClient::new(caps.clone(), ProtocolVersion::V_2025_11_25);
+    accepting.answer = json!({"summary": "Battery", "priority": "LOW"});
+    let client = over_stdio(accepting, &sim, &dir.path().join("a.db"), &[], &[]).await;
+    let result = client
+        .call_tool(call("QBusinessQueryTool", ticket_query()))
+        .await
+        .expect("call");
+    assert!(
+        texts(&result)[0].starts_with("Qbiz response: Created ticket NWR-"),
+        "{result:?}"
+    );
+    client.cancel().await.expect("close");
+
+    let mut declining = TestClient::new(caps, ProtocolVersion::V_2025_11_25);
+    declining.action = ElicitationAction::Decline;
+    let client = over_stdio(declining, &sim, &dir.path().join("b.db"), &[], &[]).await;
+    let result = client
+        .call_tool(call("QBusinessQueryTool", ticket_query()))
+        .await
+        .expect("call");
+    assert_eq!(
+        result.structured_content.clone().expect("structured")["outcome"],
+        json!("action_not_executed"),
+        "{result:?}"
+    );
+    assert_eq!(
+        sim.sim.tickets().len(),
+        1,
+        "only the accepted action made a ticket"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn sign_in_challenge_becomes_a_url_elicitation_then_the_answer() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let task = start_task(
+        &client,
+        "QBusinessQueryTool",
+        json!({"query": "What is my next meeting?", "plugin_id": SIGNIN_PLUGIN_ID}),
+    )
+    .await;
+    let id = task.task.task_id;
+    let TaskPayload::InputRequired { input_requests } = poll_until(&client, &id, |p| {
+        p.status() != rmcp::model::TaskStatus::Working
+    })
+    .await
+    else {
+        panic!("expected input_required")
+    };
+    let (key, request) = input_requests.iter().next().expect("request");
+    let json = serde_json::to_value(request).expect("json");
+    assert_eq!(json["params"]["mode"], json!("url"), "{json}");
+    let url = json["params"]["url"].as_str().expect("url").to_owned();
+    // The user signs in in a browser.
+    let page = reqwest::get(&url).await.expect("GET sign-in page");
+    assert!(page.status().is_success());
+    let mut answer = BTreeMap::new();
+    answer.insert(key.clone(), json!({"action": "accept"}));
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answer))
+        .await
+        .expect("update");
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("Qbiz response: Your next meeting"),
+        "{text}"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn every_chatsync_error_type_says_what_to_fix() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = over_stdio(legacy(), &sim, &dir.path().join("t.db"), &[], &[]).await;
+    // Throttling and internal errors are retried by the SDK (3 attempts).
+    let cases: [(&[&str], &str, &str); 8] = [
+        (
+            &["ValidationException"],
+            "ValidationException",
+            "Invalid fields",
+        ),
+        (
+            &["AccessDeniedException"],
+            "AccessDeniedException",
+            "qbusiness:ChatSync",
+        ),
+        (
+            &["ResourceNotFoundException"],
+            "ResourceNotFoundException",
+            DEFAULT_APPLICATION_ID,
+        ),
+        (
+            &["LicenseNotFoundException"],
+            "LicenseNotFoundException",
+            "subscription",
+        ),
+        (
+            &["ExternalResourceException"],
+            "ExternalResourceException",
+            "data source or plugin",
+        ),
+        (&["ConflictException"], "ConflictException", "concurrently"),
+        (
+            &["ThrottlingException"; 3],
+            "ThrottlingException",
+            "still throttling after 3 attempts",
+        ),
+        (
+            &["InternalServerException"; 3],
+            "InternalServerException",
+            "failed internally",
+        ),
+    ];
+    for (script, code, fix) in cases {
+        sim.sim.faults().script(script.iter().copied());
+        let result = client
+            .call_tool(call("QBusinessQueryTool", ask("vacation days")))
+            .await
+            .expect("call");
+        assert_eq!(result.is_error, Some(true), "{code}");
+        let text = &texts(&result)[0];
+        assert!(
+            text.starts_with(&format!("Error: Amazon Q Business API error An error occurred ({code}) when calling the ChatSync operation: ")),
+            "{text}"
+        );
+        assert!(text.contains(fix), "{code}: {text}");
+    }
+    // Throttled once, then answered: the SDK's retry absorbs it.
+    sim.sim.faults().script(["ThrottlingException", "ok"]);
+    let result = client
+        .call_tool(call("QBusinessQueryTool", ask("vacation days")))
+        .await
+        .expect("call");
+    assert_full_answer(&result);
+    client.cancel().await.expect("close");
+}
+
+/// Variables to drop, variables to set, and the text the error must contain.
+type EnvCase = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+#[tokio::test]
+async fn configuration_and_credential_problems_are_clear() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("t.db");
+    let cases: [EnvCase; 5] = [
+        (
+            &["QBUSINESS_APPLICATION_ID"],
+            &[],
+            "Error: QBUSINESS_APPLICATION_ID environment variable is not set",
+        ),
+        (
+            &["AWS_REGION"],
+            &[],
+            "Error: Failed to create Q Business client: AWS_REGION environment variable is not set",
+        ),
+        (
+            &[],
+            &[("AWS_SECRET_ACCESS_KEY", "wrong-secret")],
+            "InvalidSignatureException",
+        ),
+        (
+            &[],
+            &[("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN")],
+            "UnrecognizedClientException",
+        ),
+        (
+            &[],
+            &[("AWS_ENDPOINT_URL_QBUSINESS", "http://127.0.0.1:9")],
+            "cannot reach Amazon Q Business",
+        ),
+    ];
+    for (drop, set, expected) in cases {
+        let client = over_stdio(legacy(), &sim, &store, drop, set).await;
+        let result = client
+            .call_tool(call("QBusinessQueryTool", ask("vacation")))
+            .await
+            .expect("call");
+        assert_eq!(result.is_error, Some(true));
+        let text = &texts(&result)[0];
+        assert!(text.contains(expected), "expected {expected:?} in {text}");
+        assert!(
+            !text.contains(DEFAULT_SECRET_ACCESS_KEY) && !text.contains("wrong-secret"),
+            "no secrets: {text}"
+        );
+        client.cancel().await.expect("close");
+    }
+}

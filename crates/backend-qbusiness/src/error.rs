@@ -1,0 +1,137 @@
+//! ChatSync failures as messages that say what to fix.
+//!
+//! Every message starts with upstream's prefix, `Error: Amazon Q Business API
+//! error An error occurred (<Code>) when calling the ChatSync operation:
+//! <message>`, so anything matching on it keeps working, then adds the fix.
+//! Failures that never reached the service (no credentials, endpoint
+//! unreachable, timeouts) say so instead. The SDK's own error texts carry no
+//! secrets; nothing here adds any.
+
+use aws_sdk_qbusiness::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_qbusiness::operation::chat_sync::ChatSyncError;
+
+/// Attempts the SDK's standard retry mode makes before giving up.
+pub const SDK_ATTEMPTS: u32 = 3;
+
+fn upstream_prefix(code: &str, message: &str) -> String {
+    format!(
+        "Error: Amazon Q Business API error An error occurred ({code}) when calling the ChatSync \
+         operation: {message}"
+    )
+}
+
+/// The tool error text for a failed ChatSync call.
+pub fn describe<R: std::fmt::Debug>(
+    error: &SdkError<ChatSyncError, R>,
+    application_id: &str,
+    endpoint_hint: &str,
+) -> String {
+    match error {
+        SdkError::ServiceError(service) => {
+            let err = service.err();
+            let code = err.code().unwrap_or("Unknown");
+            let message = err.message().unwrap_or("no message");
+            let fix = match err {
+                ChatSyncError::ValidationException(v) => {
+                    let fields: Vec<String> = v
+                        .fields()
+                        .iter()
+                        .map(|f| format!("{}: {}", f.name(), f.message()))
+                        .collect();
+                    if fields.is_empty() {
+                        "Fix the request and try again.".to_owned()
+                    } else {
+                        format!("Invalid fields: {}.", fields.join("; "))
+                    }
+                }
+                ChatSyncError::AccessDeniedException(_) => {
+                    "The caller's IAM identity needs permission for the action \
+                     `qbusiness:ChatSync` on this application (and, for identity-aware \
+                     applications, a user the application knows)."
+                        .to_owned()
+                }
+                ChatSyncError::ResourceNotFoundException(_) => format!(
+                    "Check QBUSINESS_APPLICATION_ID ({application_id}) and AWS_REGION: the \
+                     application, conversation or plugin was not found there."
+                ),
+                ChatSyncError::ThrottlingException(_) => format!(
+                    "Amazon Q Business is still throttling after {SDK_ATTEMPTS} attempts; wait a \
+                     little and try again, or ask AWS for a higher request quota."
+                ),
+                ChatSyncError::LicenseNotFoundException(_) => {
+                    "The user has no active Amazon Q Business subscription; ask an administrator \
+                     to assign one."
+                        .to_owned()
+                }
+                ChatSyncError::ExternalResourceException(_) => {
+                    "A data source or plugin configured for the application is failing; check \
+                     its configuration in the Amazon Q Business console."
+                        .to_owned()
+                }
+                ChatSyncError::ConflictException(_) => {
+                    "The conversation changed concurrently (or the client token was reused with \
+                     different input); start again or follow up on the latest message."
+                        .to_owned()
+                }
+                ChatSyncError::InternalServerException(_) => format!(
+                    "Amazon Q Business failed internally (after {SDK_ATTEMPTS} attempts); try \
+                     again later."
+                ),
+                _ => match code {
+                    "InvalidSignatureException" | "SignatureDoesNotMatch" => {
+                        "AWS rejected the request signature: check the secret access key of \
+                         the credentials in use and that this machine's clock is correct."
+                            .to_owned()
+                    }
+                    "UnrecognizedClientException" | "InvalidClientTokenId" => {
+                        "AWS does not recognise the access key: check AWS_ACCESS_KEY_ID or the \
+                         profile in AWS_PROFILE."
+                            .to_owned()
+                    }
+                    "ExpiredTokenException" | "ExpiredToken" => {
+                        "The credentials have expired: refresh them (for example `aws sso login`) \
+                         and try again."
+                            .to_owned()
+                    }
+                    "MissingAuthenticationTokenException" => {
+                        "The request was not signed: configure AWS credentials.".to_owned()
+                    }
+                    _ => "See the AWS error code above.".to_owned(),
+                },
+            };
+            format!("{} {fix}", upstream_prefix(code, message))
+        }
+        SdkError::TimeoutError(_) => format!(
+            "Error: Amazon Q Business did not answer in time ({endpoint_hint}); try again later."
+        ),
+        SdkError::DispatchFailure(failure) => {
+            let detail = DisplayErrorContext(error).to_string();
+            if detail.contains("credentials") || detail.contains("Credentials") {
+                format!(
+                    "Error: no usable AWS credentials: {detail}. Configure the standard AWS \
+                     credential chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO \
+                     or an instance role)."
+                )
+            } else if failure.is_io() || failure.is_timeout() {
+                format!(
+                    "Error: cannot reach Amazon Q Business ({endpoint_hint}): {detail}. Check the \
+                     network, AWS_REGION and AWS_ENDPOINT_URL_QBUSINESS."
+                )
+            } else {
+                format!("Error: the ChatSync request failed before an answer came back: {detail}")
+            }
+        }
+        other => {
+            let detail = DisplayErrorContext(other).to_string();
+            if detail.contains("credentials") {
+                format!(
+                    "Error: no usable AWS credentials: {detail}. Configure the standard AWS \
+                     credential chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO \
+                     or an instance role)."
+                )
+            } else {
+                format!("Error: the ChatSync request failed: {detail}")
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Amazon Q Business behind MCP: `QBusinessQueryTool`, compatible with the
+//! upstream tool of the same name, as a durable agentgate task.
+//!
+//! - [`settings`]: the environment the tool reads (as upstream) and the SDK client.
+//! - [`args`]: the tool's input and its validation; [`filter`]: `attribute_filter`.
+//! - [`job`]: the ChatSync state machine (answer, action review, sign-in).
+//! - [`review`]: action reviews ↔ elicitation forms.
+//! - [`answer`]: the result, with everything ChatSync returned.
+//! - [`error`]: failures as messages that say what to fix.
+
+pub mod answer;
+pub mod args;
+pub mod error;
+pub mod filter;
+pub mod job;
+pub mod review;
+pub mod settings;
+
+use std::time::Duration;
+
+use agentgate_core::job::ToolSpec;
+use agentgate_core::task::{PollPolicy, ToolPolicy};
+use rmcp::model::ToolAnnotations;
+
+pub use job::QBusinessQuery;
+pub use settings::Settings;
+
+/// The tool's name, as upstream.
+pub const TOOL_NAME: &str = "QBusinessQueryTool";
+
+const DESCRIPTION: &str = "Ask the organisation's Amazon Q Business application a question and \
+get an answer grounded in its indexed documents. Use it for questions about internal policies, \
+processes, systems and people that the company's documents cover. Returns the answer as text \
+starting with 'Qbiz response: ', the cited sources as resource links, and structured content with \
+the citations (which answer segments each source supports) and the conversationId / \
+systemMessageId to pass as conversation_id / parent_message_id for a follow-up in the same \
+conversation. With chat_mode PLUGIN_MODE and a plugin_id, Q Business can propose actions in \
+other systems (e.g. open a ticket); they are only executed after the user approves the form it \
+shows, and a plugin that needs the user to sign in asks for that first.";
+
+/// `QBusinessQueryTool` with its policy: an answer usually takes seconds, so
+/// clients without tasks wait up to two minutes inline; a task waits up to a
+/// day for an action approval.
+pub fn tool(job: QBusinessQuery) -> ToolSpec {
+    let policy = ToolPolicy {
+        ttl: Some(Duration::from_secs(24 * 3600)),
+        poll: PollPolicy {
+            working: Duration::from_millis(500),
+            input_required: Duration::from_secs(2),
+            grow_every: Some(Duration::from_secs(60)),
+            max: Duration::from_secs(10),
+        },
+        sync_budget: Duration::from_secs(120),
+        step_timeout: Duration::from_secs(180),
+        sync_fallback: true,
+    };
+    let spec = ToolSpec::new(TOOL_NAME, DESCRIPTION, policy, job);
+    let mut tool = spec.tool.clone();
+    tool.output_schema = Some(rmcp::handler::server::common::schema_for_type::<
+        answer::Answer,
+    >());
+    tool.annotations = Some(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(true),
+    );
+    tool.title = Some("Ask Amazon Q Business".to_owned());
+    spec.with_tool(tool)
+}
+
+/// For embedding: the tool reading its settings from the environment.
+pub fn tool_from_env() -> ToolSpec {
+    tool(QBusinessQuery::from_env())
+}

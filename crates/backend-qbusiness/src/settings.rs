@@ -1,0 +1,66 @@
+//! Where the tool finds its Amazon Q Business application: the same
+//! environment variables as the upstream `QBusinessQueryTool`, and the
+//! standard AWS credential chain through `aws-config`.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `AWS_REGION` | required: the application's region |
+//! | `QBUSINESS_APPLICATION_ID` | required: the application to ask |
+//! | `AWS_PROFILE` | optional: a named profile for credentials |
+//! | `AWS_ENDPOINT_URL_QBUSINESS` | optional: another endpoint (the emulator) |
+
+use aws_config::BehaviorVersion;
+use aws_sdk_qbusiness::Client;
+
+/// The application to ask and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub region: String,
+    pub application_id: String,
+    pub profile: Option<String>,
+}
+
+/// A setting that is missing; the text is upstream's, so prompts and scripts
+/// that match on it keep working.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("Failed to create Q Business client: AWS_REGION environment variable is not set")]
+    MissingRegion,
+    #[error("QBUSINESS_APPLICATION_ID environment variable is not set")]
+    MissingApplicationId,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Settings {
+    /// Reads the settings from the environment, in upstream's order (region
+    /// first, then the application id).
+    pub fn from_env() -> Result<Self, SettingsError> {
+        let region = env("AWS_REGION").ok_or(SettingsError::MissingRegion)?;
+        let application_id =
+            env("QBUSINESS_APPLICATION_ID").ok_or(SettingsError::MissingApplicationId)?;
+        Ok(Self {
+            region,
+            application_id,
+            profile: env("AWS_PROFILE"),
+        })
+    }
+
+    /// Builds the SDK client: the standard credential chain (environment,
+    /// profile, SSO, IMDS, ...), `AWS_ENDPOINT_URL_QBUSINESS` honoured, and the
+    /// SDK's standard retry mode (3 attempts with jittered backoff on
+    /// throttling and 5xx).
+    pub async fn client(&self) -> Client {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(aws_config::Region::new(self.region.clone()));
+        if let Ok(name) = aws_config::AppName::new("agentgate") {
+            loader = loader.app_name(name);
+        }
+        if let Some(profile) = &self.profile {
+            loader = loader.profile_name(profile);
+        }
+        Client::new(&loader.load().await)
+    }
+}
