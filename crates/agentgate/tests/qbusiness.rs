@@ -403,6 +403,26 @@ async fn action_review_through_legacy_elicitation_accept_and_decline() {
 }
 
 #[tokio::test]
+async fn client_that_cannot_answer_gets_the_pending_action_described() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = over_stdio(legacy(), &sim, &dir.path().join("t.db"), &[], &[]).await;
+    let result = client
+        .call_tool(call("QBusinessQueryTool", ticket_query()))
+        .await
+        .expect("call");
+    assert_eq!(result.is_error, Some(true));
+    let pending = result.structured_content.clone().expect("structured");
+    let requests = pending["inputRequests"].as_object().expect("inputRequests");
+    let form = requests.values().next().expect("one request");
+    let schema = &form["params"]["requestedSchema"];
+    assert!(schema["properties"]["priority"].is_object(), "{pending}");
+    assert!(texts(&result)[0].contains("Amazon Q Business wants to run a CUSTOM action"));
+    assert!(sim.sim.tickets().is_empty());
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn sign_in_challenge_becomes_a_url_elicitation_then_the_answer() {
     let sim = start_sim().await;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -443,6 +463,31 @@ async fn sign_in_challenge_becomes_a_url_elicitation_then_the_answer() {
         text.starts_with("Qbiz response: Your next meeting"),
         "{text}"
     );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn legacy_client_signs_in_through_url_elicitation() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let caps = ClientCapabilities::builder().enable_elicitation().build();
+    let mut client = TestClient::new(caps, ProtocolVersion::V_2025_11_25);
+    client.visit_urls = true;
+    let seen = client.seen.clone();
+    let client = over_stdio(client, &sim, &dir.path().join("t.db"), &[], &[]).await;
+    let result = client
+        .call_tool(call(
+            "QBusinessQueryTool",
+            json!({"query": "What is my next meeting?", "plugin_id": SIGNIN_PLUGIN_ID}),
+        ))
+        .await
+        .expect("call");
+    assert!(
+        texts(&result)[0].starts_with("Qbiz response: Your next meeting"),
+        "{result:?}"
+    );
+    let asked = seen.lock().expect("lock").elicitations.clone();
+    assert!(asked.iter().any(|m| m.contains("sign in")), "{asked:?}");
     client.cancel().await.expect("close");
 }
 
@@ -506,6 +551,39 @@ async fn every_chatsync_error_type_says_what_to_fix() {
     }
     // Throttled once, then answered: the SDK's retry absorbs it.
     sim.sim.faults().script(["ThrottlingException", "ok"]);
+    let result = client
+        .call_tool(call("QBusinessQueryTool", ask("vacation days")))
+        .await
+        .expect("call");
+    assert_full_answer(&result);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn aws_profile_picks_credentials_from_the_shared_files() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[agentgate-test]\naws_access_key_id = {DEFAULT_ACCESS_KEY_ID}\n\
+             aws_secret_access_key = {DEFAULT_SECRET_ACCESS_KEY}\n"
+        ),
+    )
+    .expect("write credentials");
+    let path = credentials.to_str().expect("utf8 path");
+    let client = over_stdio(
+        legacy(),
+        &sim,
+        &dir.path().join("t.db"),
+        &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+        &[
+            ("AWS_PROFILE", "agentgate-test"),
+            ("AWS_SHARED_CREDENTIALS_FILE", path),
+        ],
+    )
+    .await;
     let result = client
         .call_tool(call("QBusinessQueryTool", ask("vacation days")))
         .await

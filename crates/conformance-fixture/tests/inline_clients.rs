@@ -86,6 +86,14 @@ async fn client_without_elicitation_is_told_what_input_is_needed() {
     assert_eq!(result.is_error, Some(true));
     let text = text_of(&result);
     assert!(text.contains("`confirm`: Delete c.txt?"), "{text}");
+    let pending = result
+        .structured_content
+        .expect("the pending request is described");
+    assert_eq!(pending["status"], json!("input_required"));
+    assert_eq!(
+        pending["inputRequests"]["confirm"]["params"]["message"],
+        json!("Delete c.txt?")
+    );
     client.cancel().await.expect("close");
 }
 

@@ -37,6 +37,8 @@ pub struct TestClient {
     pub answer: Value,
     /// How elicitations are answered (accept by default).
     pub action: ElicitationAction,
+    /// Open the URL of an accepted URL-mode elicitation, as a user's browser would.
+    pub visit_urls: bool,
 }
 
 impl TestClient {
@@ -48,6 +50,7 @@ impl TestClient {
             seen: Arc::default(),
             answer: json!({"confirm": true}),
             action: ElicitationAction::Accept,
+            visit_urls: false,
         }
     }
 
@@ -115,6 +118,20 @@ impl ClientHandler for TestClient {
             _ => String::new(),
         };
         self.seen.lock().expect("lock").elicitations.push(message);
+        if let ElicitRequestParams::UrlElicitationParams { url, .. } = &request
+            && self.visit_urls
+            && self.action == ElicitationAction::Accept
+        {
+            let page = reqwest::get(url.as_str())
+                .await
+                .map_err(|e| ErrorData::internal_error(format!("visiting {url}: {e}"), None))?;
+            if !page.status().is_success() {
+                return Err(ErrorData::internal_error(
+                    format!("{url} answered {}", page.status()),
+                    None,
+                ));
+            }
+        }
         let mut result = ElicitResult::new(self.action.clone());
         if is_form && self.action == ElicitationAction::Accept {
             result.content = Some(self.answer.clone());

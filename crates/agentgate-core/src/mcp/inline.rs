@@ -248,7 +248,8 @@ fn all_elicitations(requests: &InputRequests) -> bool {
 }
 
 /// What a client that cannot answer is told: which input is needed and how
-/// the task can still be finished.
+/// the task can still be finished. `structuredContent` carries the pending
+/// requests as `tasks/get` would show them, so nothing the job asked is lost.
 fn needs_input_error(record: &TaskRecord, requests: &InputRequests) -> CallToolResult {
     let wanted: Vec<String> = requests
         .iter()
@@ -267,13 +268,20 @@ fn needs_input_error(record: &TaskRecord, requests: &InputRequests) -> CallToolR
             _ => format!("`{key}`: an input of a kind this server does not know"),
         })
         .collect();
-    CallToolResult::error(vec![ContentBlock::text(format!(
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
         "Error: this tool needs input this client did not declare it can give: {}. The work \
          waits as task {}; answer it from a client that supports the MCP tasks extension \
          (tasks/update) or elicitation.",
         wanted.join("; "),
         record.id
-    ))])
+    ))]);
+    result.structured_content = Some(serde_json::json!({
+        "taskId": record.id.as_str(),
+        "status": "input_required",
+        "statusMessage": record.status_message,
+        "inputRequests": requests,
+    }));
+    result
 }
 
 fn still_running(record: &TaskRecord, spec: &ToolSpec) -> CallToolResponse {
