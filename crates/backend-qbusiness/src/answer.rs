@@ -231,3 +231,38 @@ impl Answer {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_at_chatsyncs_cap_is_flagged_and_explained() {
+        let long = "a".repeat(ANSWER_CAP);
+        let output = ChatSyncOutput::builder()
+            .system_message(long.clone())
+            .conversation_id("c".repeat(36))
+            .system_message_id("m".repeat(36))
+            .build();
+        let answer = Answer::from_output(&output, Outcome::Answered);
+        assert!(answer.answer_at_cap);
+        let result = answer.into_result();
+        let texts: Vec<String> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        assert_eq!(texts[0], format!("Qbiz response: {long}"));
+        assert!(texts[1].contains("2048-character limit"), "{texts:?}");
+        assert_eq!(
+            result.structured_content.expect("structured")["answerAtCap"],
+            true
+        );
+    }
+
+    #[test]
+    fn a_short_answer_is_not_flagged() {
+        let output = ChatSyncOutput::builder().system_message("short").build();
+        assert!(!Answer::from_output(&output, Outcome::Answered).answer_at_cap);
+    }
+}

@@ -135,3 +135,28 @@ pub fn describe<R: std::fmt::Debug>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_qbusiness::error::ErrorMetadata;
+
+    fn unmodeled(code: &str) -> String {
+        let err = ChatSyncError::generic(ErrorMetadata::builder().code(code).message("m").build());
+        describe(&SdkError::service_error(err, ()), "app", "endpoint")
+    }
+
+    #[test]
+    fn credential_problems_outside_the_model_say_what_to_check() {
+        assert!(unmodeled("ExpiredTokenException").contains("credentials have expired"));
+        assert!(unmodeled("InvalidSignatureException").contains("secret access key"));
+        assert!(unmodeled("UnrecognizedClientException").contains("AWS_ACCESS_KEY_ID"));
+        let text = unmodeled("ExpiredTokenException");
+        assert!(
+            text.starts_with(
+                "Error: Amazon Q Business API error An error occurred (ExpiredTokenException)"
+            ),
+            "{text}"
+        );
+    }
+}
