@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::clock::SystemClock;
-use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router, serve_stdio};
+use agentgate_core::mcp::{
+    Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
+};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
@@ -99,9 +101,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         // The first stdout line, for scripts and tests that bind port 0.
         println!("listening {url}");
         let router = http_router(gateway, http, shutdown.clone());
-        let stop = shutdown.clone();
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
+        serve_http(listener, router, shutdown.clone())
             .await
             .context("serving HTTP")
     };

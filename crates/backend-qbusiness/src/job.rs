@@ -224,6 +224,34 @@ impl QBusinessQuery {
     }
 }
 
+impl QBusinessQuery {
+    /// Answers a review or challenge in the conversation it came from.
+    async fn follow_up(
+        &self,
+        cx: &JobContext,
+        turn: Turn,
+        answer: &Answer,
+        follow: Follow,
+        outcome: Outcome,
+    ) -> StepResult<State> {
+        let (conversation, parent) = conversation_of(answer)?;
+        match self
+            .chat(
+                cx,
+                &turn,
+                None,
+                None,
+                Some((&conversation, &parent)),
+                Some(follow),
+            )
+            .await
+        {
+            Ok(output) => Ok(self.next(output, turn, cx, outcome)),
+            Err(text) => Ok(tool_error(text)),
+        }
+    }
+}
+
 /// `accept` with its content, or `None` for decline / cancel.
 fn accepted(response: Option<&Value>) -> Option<serde_json::Map<String, Value>> {
     let response = response?;
@@ -325,24 +353,16 @@ impl Job for QBusinessQuery {
                         )));
                     }
                 };
-                let conversation = conversation_of(&answer)?;
-                match self
-                    .chat(
+                let step = self
+                    .follow_up(
                         cx,
-                        &turn,
-                        None,
-                        None,
-                        Some((&conversation.0, &conversation.1)),
-                        Some(Follow::Execute(execution)),
+                        turn,
+                        &answer,
+                        Follow::Execute(execution),
+                        Outcome::ActionExecuted,
                     )
-                    .await
-                {
-                    Ok(output) => {
-                        let step = self.next(output, turn, cx, Outcome::ActionExecuted);
-                        Ok(with_review(step, form))
-                    }
-                    Err(text) => Ok(tool_error(text)),
-                }
+                    .await?;
+                Ok(with_review(step, form))
             }
             State::SignIn {
                 key,
@@ -358,21 +378,14 @@ impl Job for QBusinessQuery {
                     Ok(r) => r,
                     Err(text) => return Ok(tool_error(text)),
                 };
-                let conversation = conversation_of(&answer)?;
-                match self
-                    .chat(
-                        cx,
-                        &turn,
-                        None,
-                        None,
-                        Some((&conversation.0, &conversation.1)),
-                        Some(Follow::SignedIn(response)),
-                    )
-                    .await
-                {
-                    Ok(output) => Ok(self.next(output, turn, cx, Outcome::Answered)),
-                    Err(text) => Ok(tool_error(text)),
-                }
+                self.follow_up(
+                    cx,
+                    turn,
+                    &answer,
+                    Follow::SignedIn(response),
+                    Outcome::Answered,
+                )
+                .await
             }
         }
     }

@@ -21,7 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::clock::SystemClock;
-use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router, serve_stdio};
+use agentgate_core::mcp::{
+    Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
+};
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::task::Owner;
 use anyhow::Context as _;
@@ -114,9 +116,7 @@ async fn main() -> anyhow::Result<()> {
         let router = http_router(fixture, HttpOptions::default(), shutdown.clone());
         println!("listening http://{local}/mcp");
         tracing::info!("conformance fixture listening on http://{local}/mcp");
-        let stop = shutdown.clone();
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
+        serve_http(listener, router, shutdown.clone())
             .await
             .context("serving HTTP")
     };

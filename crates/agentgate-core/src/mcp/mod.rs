@@ -22,5 +22,5 @@ mod transport;
 mod wire;
 
 pub use gateway::{Gateway, Principal, TransportKind};
-pub use transport::{HttpOptions, http_router, serve_stdio};
+pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};
 pub use wire::to_detailed_task;

@@ -26,6 +26,17 @@ pub async fn serve_stdio<H: ServerHandler>(
     Ok(())
 }
 
+/// Serves `router` on `listener` until `shutdown` fires.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
 /// HTTP settings for `/mcp`.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
