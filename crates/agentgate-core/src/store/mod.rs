@@ -19,6 +19,8 @@
 //!   [`StoreError::LeaseLost`] and change nothing.
 //! - **Cancel** is cooperative: `request_cancel` flags a live task and makes it
 //!   due at once; the job decides how to end. It is a no-op on ended tasks.
+//! - **Nudge** moves a waiting `working` task's `due_at` forward to now and
+//!   touches nothing else; it never wakes a task that waits for input.
 //! - **Sweep** marks live tasks past their TTL `failed` and deletes ended tasks
 //!   whose last update is older than the retention window.
 
@@ -134,6 +136,11 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         now: Millis,
     ) -> StoreResult<TaskRecord>;
 
+    /// Makes a `working` task that waits for its next step due at `now`,
+    /// so a watcher that saw its upstream change need not wait for the timer.
+    /// Returns whether the task was waiting; a task being stepped, waiting for
+    /// input or ended is left alone.
+    async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool>;
     /// Releases every lease `worker` holds (graceful shutdown), making its
     /// tasks due at once for any other worker.
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64>;

@@ -357,6 +357,20 @@ impl TaskStore for SqliteStore {
         Ok(task)
     }
 
+    async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE tasks SET due_at = ? WHERE id = ? AND status = 'working' \
+             AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)",
+        )
+        .bind(now)
+        .bind(id.as_str())
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
         let done = sqlx::query(
             "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \

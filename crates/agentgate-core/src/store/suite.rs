@@ -412,6 +412,49 @@ pub async fn secrets_are_created_once(store: &dyn TaskStore) {
     assert_ne!(store.secret("other").await.expect("secret"), a);
 }
 
+pub async fn nudge_makes_a_waiting_task_due_now_and_nothing_else(store: &dyn TaskStore) {
+    let id = new_task(store, None).await;
+    let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
+    assert!(
+        !store.nudge(&id, T0 + 1).await.expect("nudge"),
+        "a task in a step is not nudged"
+    );
+    let wait = Outcome::Waiting {
+        state: serde_json::json!({"phase": "watching"}),
+        status_message: Some("watching".into()),
+        due_at: T0 + 60_000,
+    };
+    store
+        .checkpoint(&id, "w", t.attempt, wait, T0 + 2)
+        .await
+        .expect("save");
+    assert!(
+        store
+            .claim("w", 1, LEASE, T0 + 3)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    assert!(store.nudge(&id, T0 + 3).await.expect("nudge"));
+    let claimed = store.claim("w", 1, LEASE, T0 + 3).await.expect("claim");
+    assert_eq!(claimed.len(), 1, "a nudged task is due at once");
+    assert_eq!(
+        claimed[0].job_state,
+        Some(serde_json::json!({"phase": "watching"}))
+    );
+    assert_eq!(claimed[0].status_message.as_deref(), Some("watching"));
+    store
+        .checkpoint(&id, "w", claimed[0].attempt, ask(&["q"]), T0 + 4)
+        .await
+        .expect("save");
+    assert!(
+        !store.nudge(&id, T0 + 5).await.expect("nudge"),
+        "a task waiting for input is not nudged"
+    );
+    let unknown = TaskId::generate();
+    assert!(!store.nudge(&unknown, T0 + 5).await.expect("nudge"));
+}
+
 /// Runs the whole suite against a store constructor: `store_suite!(async { ... })`
 /// where the block yields a fresh `impl TaskStore`.
 #[macro_export]
@@ -429,6 +472,7 @@ macro_rules! store_suite {
             cancel_flags_a_live_task_and_makes_it_due,
             sweep_expires_overdue_tasks_and_deletes_old_ended_ones,
             release_all_frees_a_workers_leases,
+            nudge_makes_a_waiting_task_due_now_and_nothing_else,
             secrets_are_created_once
         );
     };
