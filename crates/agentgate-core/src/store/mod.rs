@@ -1,8 +1,16 @@
 //! The task store: where every task lives, durably, between steps.
 //!
-//! One trait, [`TaskStore`], with one implementation per database. Every
-//! implementation must honour these semantics (the shared suite in
-//! [`suite`] checks them, and is run against each store):
+//! One trait, [`TaskStore`], with one implementation per database, chosen by
+//! the URL given to [`open`]:
+//!
+//! - [`SqliteStore`] (`sqlite://PATH`): one file, for a single instance.
+//! - [`PostgresStore`] (`postgres://…`): one database shared by several
+//!   instances; claims use `FOR UPDATE SKIP LOCKED`, so no task is handed out
+//!   twice (its module docs say how claims, fencing and pool settings work).
+//!
+//! The state machine both apply to a step's outcome lives once, in
+//! `transition`. Every implementation must honour these semantics (the shared
+//! suite in [`suite`] checks them, and is run against each store):
 //!
 //! - **Durable creation.** `create` returns only after the row is committed, so
 //!   a `CreateTaskResult` is never sent for a task `get` cannot find.
@@ -33,10 +41,12 @@ use serde_json::Value;
 use crate::clock::Millis;
 use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord};
 
+mod postgres;
 mod sqlite;
 pub mod suite;
 mod transition;
 
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// Errors a store can return.
@@ -156,28 +166,30 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn secret(&self, name: &str) -> StoreResult<Vec<u8>>;
 }
 
-/// Opens the store a URL names: `sqlite://PATH` (created on first use) or
-/// `sqlite::memory:`. `postgres://` is reserved for the PostgreSQL store.
+/// Opens the store a URL names: `sqlite://PATH` (created on first use),
+/// `sqlite::memory:`, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
+/// (also `postgresql://`; pool settings such as `?max_connections=20` are
+/// described in [`PostgresStore`]'s module docs). Errors show the URL with
+/// its password redacted.
 pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn TaskStore>> {
     if url.starts_with("sqlite:") {
         Ok(std::sync::Arc::new(SqliteStore::open(url).await?))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Err(StoreError::InvalidUrl {
-            url: redact_url(url),
-            reason: "the PostgreSQL store is not built yet; use sqlite://PATH".into(),
-        })
+        Ok(std::sync::Arc::new(PostgresStore::open(url).await?))
     } else {
         Err(StoreError::InvalidUrl {
             url: redact_url(url),
-            reason: "expected sqlite://PATH (for example sqlite:///var/lib/agentgate/tasks.db)"
+            reason: "expected sqlite://PATH (for example sqlite:///var/lib/agentgate/tasks.db) \
+                     or postgres://USER@HOST/DATABASE"
                 .into(),
         })
     }
 }
 
-/// A URL with any password replaced, fit for logs and errors.
+/// A URL with any password replaced, fit for logs and errors: the one in the
+/// user info (`user:***@host`) and a `password=` query parameter.
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let redacted = match (url.find("://"), url.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let userinfo = &url[scheme_end + 3..at];
             match userinfo.split_once(':') {
@@ -186,7 +198,27 @@ pub fn redact_url(url: &str) -> String {
             }
         }
         _ => url.to_owned(),
+    };
+    // `password=` parameters, wherever the query starts (a password may hold
+    // `?` or `@`, so the URL is not split on them).
+    const KEY: &str = "password=";
+    let lower = redacted.to_ascii_lowercase();
+    let mut shown = String::with_capacity(redacted.len());
+    let mut copied = 0;
+    for (at, _) in lower.match_indices(KEY) {
+        let after_separator = at > 0 && matches!(redacted.as_bytes()[at - 1], b'?' | b'&');
+        if after_separator && at >= copied {
+            let value = at + KEY.len();
+            let end = redacted[value..]
+                .find('&')
+                .map_or(redacted.len(), |e| value + e);
+            shown.push_str(&redacted[copied..value]);
+            shown.push_str("***");
+            copied = end;
+        }
     }
+    shown.push_str(&redacted[copied..]);
+    shown
 }
 
 #[cfg(test)]
@@ -200,6 +232,20 @@ mod tests {
         assert_eq!(
             super::redact_url("sqlite:///tmp/a.db"),
             "sqlite:///tmp/a.db"
+        );
+        assert_eq!(
+            super::redact_url(
+                "postgres://app@db/x?sslmode=require&password=s3cret&max_connections=4"
+            ),
+            "postgres://app@db/x?sslmode=require&password=***&max_connections=4"
+        );
+        assert_eq!(
+            super::redact_url("postgresql://app:p@ss?w/rd@db/x?PASSWORD=s3cret"),
+            "postgresql://app:***@db/x?PASSWORD=***"
+        );
+        assert_eq!(
+            super::redact_url("postgres://db/x?password=s3cret&user=a@b&Password=again"),
+            "postgres://db/x?password=***&user=a@b&Password=***"
         );
     }
 }

@@ -457,10 +457,33 @@ pub async fn nudge_makes_a_waiting_task_due_now_and_nothing_else(store: &dyn Tas
 
 /// Runs the whole suite against a store constructor: `store_suite!(async { ... })`
 /// where the block yields a fresh `impl TaskStore`.
+///
+/// `store_suite!(skippable: async { ... })` is for a store that needs a server
+/// which may be absent: the block yields an `Option` of something that derefs
+/// to a fresh store (a guard that drops the test's database when the test
+/// ends, say), and `None` skips the test; the block says why on stderr.
 #[macro_export]
 macro_rules! store_suite {
-    ($make:expr) => {
-        $crate::store_suite!(@tests $make;
+    (@tests $mode:tt $make:expr; $($name:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                $crate::store_suite!(@run $mode $make, $name);
+            }
+        )*
+    };
+    (@run required $make:expr, $name:ident) => {
+        let store = $make.await;
+        $crate::store::suite::$name(&store).await;
+    };
+    (@run skippable $make:expr, $name:ident) => {
+        let Some(store) = $make.await else {
+            return;
+        };
+        $crate::store::suite::$name(&*store).await;
+    };
+    (@all $mode:tt $make:expr) => {
+        $crate::store_suite!(@tests $mode $make;
             created_task_is_visible_to_its_owner_only,
             task_past_its_ttl_is_invisible,
             claim_leases_each_due_task_once,
@@ -476,13 +499,10 @@ macro_rules! store_suite {
             secrets_are_created_once
         );
     };
-    (@tests $make:expr; $($name:ident),*) => {
-        $(
-            #[tokio::test]
-            async fn $name() {
-                let store = $make.await;
-                $crate::store::suite::$name(&store).await;
-            }
-        )*
+    (skippable: $make:expr) => {
+        $crate::store_suite!(@all skippable $make);
+    };
+    ($make:expr) => {
+        $crate::store_suite!(@all required $make);
     };
 }

@@ -1,0 +1,575 @@
+//! The shared store: one PostgreSQL database that several gateway instances
+//! use at once.
+//!
+//! The schema mirrors the SQLite store's (`migrations/postgres`): timestamps
+//! are `BIGINT` Unix milliseconds, because the engine passes time in (so
+//! tests move the clock instead of sleeping) and the shared
+//! [`transition`](super::transition) rules work on those numbers; JSON
+//! columns are `JSONB`.
+//!
+//! # Claims, fencing and concurrency
+//!
+//! - **Claim.** `claim` picks due, unleased (or lease-expired) rows with
+//!   `SELECT … FOR UPDATE SKIP LOCKED` and leases them in the same statement.
+//!   A row another instance is claiming right now is locked, so it is skipped
+//!   rather than waited for; a row another instance has just claimed and
+//!   committed is re-checked by PostgreSQL against the new lease and dropped.
+//!   So two instances never hand out the same task, and never block each other.
+//! - **Fencing.** Every claim increments `attempt`. `heartbeat` is one
+//!   `UPDATE … WHERE lease_owner = $worker AND attempt = $attempt`: if a claim
+//!   took the row over in the meantime, PostgreSQL re-evaluates the condition
+//!   on the new row, matches nothing, and the caller gets
+//!   [`StoreError::LeaseLost`].
+//! - **Read-modify-write.** `record_input` and `checkpoint` read the row with
+//!   `SELECT … FOR UPDATE` in a transaction, check it (owner, expiry; lease
+//!   holder and attempt), apply the change and write it back before
+//!   committing. The row lock serialises them against each other and against
+//!   claims, so an answer is never lost to a concurrent checkpoint and a
+//!   stale worker never overwrites the state of the attempt that replaced it.
+//! - **Secrets** are inserted with `ON CONFLICT DO NOTHING` and then read, so
+//!   instances racing to create one all end up with the same value.
+//! - **Migrations** run on `open`; sqlx holds an advisory lock while it
+//!   migrates, so instances starting together apply them once.
+//!
+//! # URL and pool
+//!
+//! `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAMS]` (or
+//! `postgresql://`). sqlx's own parameters work (`sslmode`, `sslrootcert`,
+//! `application_name`, `options`, …), and two pool settings are read and
+//! removed from the query before the URL reaches sqlx:
+//!
+//! - `max_connections` (default 10): the most connections this instance opens.
+//! - `acquire_timeout` (seconds, default 30): how long `open` keeps retrying a
+//!   server that refuses connections (one that is still starting), and how
+//!   long an operation waits for a free connection.
+//!
+//! Neither errors nor `Debug` output show the password.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::RngCore as _;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::types::Json;
+use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
+
+use super::{InputAck, StoreError, StoreResult, SweepReport, TaskStore, redact_url};
+use crate::clock::Millis;
+use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
+
+/// Tasks in a PostgreSQL database, shared by every instance that opens it.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    /// Where the store lives, without credentials (for `Debug`).
+    label: String,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("server", &self.label)
+            .field(
+                "max_connections",
+                &self.pool.options().get_max_connections(),
+            )
+            .finish()
+    }
+}
+
+const LIVE: &str = "status IN ('working', 'input_required')";
+const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl PostgresStore {
+    /// Connects to the database a `postgres://` URL names and applies
+    /// migrations. See the module docs for the pool parameters it accepts.
+    pub async fn open(url: &str) -> StoreResult<Self> {
+        let (options, pool) = parse_url(url)?;
+        Self::connect_with(options, pool).await
+    }
+
+    /// Connects with options built in code (a `search_path`, TLS files, an
+    /// `after_connect` hook, …) and applies migrations.
+    pub async fn connect_with(options: PgConnectOptions, pool: PgPoolOptions) -> StoreResult<Self> {
+        let label = format!(
+            "postgres://{}@{}:{}/{}",
+            options.get_username(),
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or_default()
+        );
+        let acquire_timeout = pool.get_acquire_timeout();
+        let pool = match pool.connect_with(options.clone()).await {
+            Ok(pool) => pool,
+            // The pool retries refused connections until the timeout and then
+            // forgets why they failed; one direct attempt says why.
+            Err(sqlx::Error::PoolTimedOut) => {
+                let attempt =
+                    tokio::time::timeout(acquire_timeout, PgConnection::connect_with(&options))
+                        .await;
+                return Err(match attempt {
+                    Ok(Err(e)) => e.into(),
+                    Ok(Ok(conn)) => {
+                        let _ = conn.close().await;
+                        sqlx::Error::PoolTimedOut.into()
+                    }
+                    Err(_) => sqlx::Error::PoolTimedOut.into(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        sqlx::migrate!("migrations/postgres").run(&pool).await?;
+        Ok(Self { pool, label })
+    }
+
+    async fn fetch(&self, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(decode).transpose()
+    }
+}
+
+/// Splits a store URL into sqlx's connect options and our pool settings.
+fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions)> {
+    let invalid = |reason: String| StoreError::InvalidUrl {
+        url: redact_url(url),
+        reason,
+    };
+    let mut parsed = url::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
+    let mut max_connections = DEFAULT_MAX_CONNECTIONS;
+    let mut acquire_timeout = DEFAULT_ACQUIRE_TIMEOUT;
+    let mut kept = Vec::new();
+    for (key, value) in parsed.query_pairs() {
+        match &*key {
+            "max_connections" => {
+                max_connections = value.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    invalid(format!(
+                        "max_connections must be a positive integer, not `{value}`"
+                    ))
+                })?;
+            }
+            "acquire_timeout" => {
+                acquire_timeout = value
+                    .parse()
+                    .ok()
+                    .filter(|secs: &f64| secs.is_finite() && *secs > 0.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "acquire_timeout must be a positive number of seconds, not `{value}`"
+                        ))
+                    })?;
+            }
+            _ => kept.push((key.into_owned(), value.into_owned())),
+        }
+    }
+    if kept.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    let options = PgConnectOptions::from_url(&parsed).map_err(|e| invalid(e.to_string()))?;
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(acquire_timeout);
+    Ok((options, pool))
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Reads a JSON column into the record's type, or says which column is bad.
+fn typed<T: DeserializeOwned>(id: &str, column: &str, value: Value) -> StoreResult<T> {
+    serde_json::from_value(value).map_err(|e| StoreError::Corrupt {
+        task: id.to_owned(),
+        reason: format!("column {column}: {e}"),
+    })
+}
+
+fn decode(row: PgRow) -> StoreResult<TaskRecord> {
+    let id: String = row.try_get("id")?;
+    let status_raw: String = row.try_get("status")?;
+    let status = TaskStatus::parse(&status_raw).ok_or_else(|| StoreError::Corrupt {
+        task: id.clone(),
+        reason: format!("status {status_raw}"),
+    })?;
+    Ok(TaskRecord {
+        owner: Owner::new(row.try_get::<String, _>("owner")?),
+        tool: row.try_get("tool")?,
+        args: row.try_get("args")?,
+        status,
+        status_message: row.try_get("status_message")?,
+        job_state: row.try_get("job_state")?,
+        input_requests: typed(&id, "input_requests", row.try_get("input_requests")?)?,
+        input_responses: typed(&id, "input_responses", row.try_get("input_responses")?)?,
+        used_input_keys: typed(&id, "used_input_keys", row.try_get("used_input_keys")?)?,
+        cancel_requested: row.try_get("cancel_requested")?,
+        result: row.try_get("result")?,
+        error: row.try_get("error")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        ttl_ms: row
+            .try_get::<Option<i64>, _>("ttl_ms")?
+            .map(|v| u64::try_from(v).unwrap_or(0)),
+        due_at: row.try_get("due_at")?,
+        lease_owner: row.try_get("lease_owner")?,
+        lease_until: row.try_get("lease_until")?,
+        attempt: row.try_get("attempt")?,
+        steps: row.try_get("steps")?,
+        failures: row.try_get("failures")?,
+        id: TaskId::from_client(id),
+    })
+}
+
+fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
+    &record.owner == owner && !record.is_expired(now)
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
+        let row = sqlx::query(
+            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+             updated_at, ttl_ms, due_at) VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6) \
+             RETURNING *",
+        )
+        .bind(task.id.as_str())
+        .bind(task.owner.as_str())
+        .bind(&task.tool)
+        .bind(&task.args)
+        .bind(&task.status_message)
+        .bind(task.now)
+        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+        .fetch_one(&self.pool)
+        .await?;
+        decode(row)
+    }
+
+    async fn get(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> StoreResult<Option<TaskRecord>> {
+        Ok(self.fetch(id).await?.filter(|r| visible(r, owner, now)))
+    }
+
+    async fn record_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+        now: Millis,
+    ) -> StoreResult<InputAck> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 AND owner = $2 FOR UPDATE")
+            .bind(id.as_str())
+            .bind(owner.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let mut task = match row.map(decode).transpose()? {
+            Some(task) if visible(&task, owner, now) => task,
+            _ => {
+                tx.rollback().await?;
+                return Err(StoreError::NotFound);
+            }
+        };
+        if task.status != TaskStatus::InputRequired {
+            tx.rollback().await?;
+            return Ok(InputAck::default());
+        }
+        let mut accepted = Vec::new();
+        for (key, value) in responses {
+            if task.input_requests.remove(&key).is_some() {
+                task.input_responses.insert(key.clone(), value);
+                accepted.push(key);
+            }
+        }
+        let complete = task.input_requests.is_empty();
+        if !accepted.is_empty() {
+            let (status, due) = if complete {
+                (TaskStatus::Working, Some(now))
+            } else {
+                (TaskStatus::InputRequired, task.due_at)
+            };
+            sqlx::query(
+                "UPDATE tasks SET input_requests = $1, input_responses = $2, status = $3, \
+                 due_at = $4, updated_at = $5 WHERE id = $6",
+            )
+            .bind(Json(&task.input_requests))
+            .bind(Json(&task.input_responses))
+            .bind(status.as_str())
+            .bind(due)
+            .bind(now)
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(InputAck { accepted, complete })
+    }
+
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()> {
+        let Some(task) = self.get(owner, id, now).await? else {
+            return Err(StoreError::NotFound);
+        };
+        if task.status.is_terminal() {
+            return Ok(());
+        }
+        sqlx::query(&format!(
+            "UPDATE tasks SET cancel_requested = TRUE, due_at = $1, updated_at = $1 \
+             WHERE id = $2 AND {LIVE}"
+        ))
+        .bind(now)
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        limit: usize,
+        lease: Duration,
+        now: Millis,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        // SKIP LOCKED: rows another instance is claiming right now are passed
+        // over; rows it has claimed since our snapshot fail the re-check.
+        let rows = sqlx::query(&format!(
+            "WITH due AS (SELECT id FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
+             AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
+             ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE tasks SET lease_owner = $1, lease_until = $2, attempt = tasks.attempt + 1 \
+             FROM due WHERE tasks.id = due.id RETURNING tasks.*"
+        ))
+        .bind(worker)
+        .bind(now.saturating_add(millis(lease)))
+        .bind(now)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(decode).collect()
+    }
+
+    async fn heartbeat(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        lease_until: Millis,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_owner = $3 \
+             AND attempt = $4",
+        )
+        .bind(lease_until)
+        .bind(id.as_str())
+        .bind(worker)
+        .bind(attempt)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost { task: id.clone() })
+        }
+    }
+
+    async fn checkpoint(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<TaskRecord> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 FOR UPDATE")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        let mut task = match row.map(decode).transpose()? {
+            Some(task)
+                if task.lease_owner.as_deref() == Some(worker)
+                    && task.attempt == attempt
+                    && !task.status.is_terminal() =>
+            {
+                task
+            }
+            _ => {
+                tx.rollback().await?;
+                return Err(StoreError::LeaseLost { task: id.clone() });
+            }
+        };
+        super::transition::apply(&mut task, outcome, now);
+        sqlx::query(
+            "UPDATE tasks SET status = $1, status_message = $2, job_state = $3, \
+             input_requests = $4, input_responses = $5, used_input_keys = $6, result = $7, \
+             error = $8, updated_at = $9, due_at = $10, lease_owner = NULL, lease_until = NULL, \
+             steps = $11, failures = $12 WHERE id = $13 AND attempt = $14",
+        )
+        .bind(task.status.as_str())
+        .bind(&task.status_message)
+        .bind(&task.job_state)
+        .bind(Json(&task.input_requests))
+        .bind(Json(&task.input_responses))
+        .bind(Json(&task.used_input_keys))
+        .bind(&task.result)
+        .bind(&task.error)
+        .bind(task.updated_at)
+        .bind(task.due_at)
+        .bind(task.steps)
+        .bind(task.failures)
+        .bind(id.as_str())
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        task.lease_owner = None;
+        task.lease_until = None;
+        Ok(task)
+    }
+
+    async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE tasks SET due_at = $1 WHERE id = $2 AND status = 'working' \
+             AND due_at > $1 AND (lease_until IS NULL OR lease_until <= $1)",
+        )
+        .bind(now)
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
+        // Not LEAST(due_at, $1) alone: LEAST ignores NULLs, and a task waiting
+        // for input must stay not due.
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
+             due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, $1) END \
+             WHERE lease_owner = $2",
+        )
+        .bind(now)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn next_due(&self) -> StoreResult<Option<Millis>> {
+        let due: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT MIN(GREATEST(due_at, COALESCE(lease_until, 0))) FROM tasks \
+             WHERE {LIVE} AND due_at IS NOT NULL"
+        ))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(due)
+    }
+
+    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
+        let expired = sqlx::query(&format!(
+            "UPDATE tasks SET status = 'failed', error = $1, status_message = 'expired', \
+             due_at = NULL, lease_owner = NULL, lease_until = NULL, \
+             input_requests = '{{}}'::jsonb, updated_at = $2 \
+             WHERE {LIVE} AND ttl_ms IS NOT NULL AND created_at + ttl_ms <= $2"
+        ))
+        .bind(crate::job::expired_error())
+        .bind(now)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        let cutoff = now.saturating_sub(millis(retention));
+        let deleted = sqlx::query(&format!(
+            "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= $1 \
+             OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= $1))"
+        ))
+        .bind(cutoff)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(SweepReport { expired, deleted })
+    }
+
+    async fn secret(&self, name: &str) -> StoreResult<Vec<u8>> {
+        let mut fresh = vec![0u8; 32];
+        rand::rng().fill_bytes(&mut fresh);
+        // Whoever inserts first wins; everyone then reads the winner's value.
+        sqlx::query(
+            "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(&fresh)
+        .execute(&self.pool)
+        .await?;
+        let value: Vec<u8> = sqlx::query_scalar("SELECT value FROM secrets WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_settings_are_read_from_the_url_and_removed() {
+        let (options, pool) = parse_url(
+            "postgres://app:pw@db.internal:6543/tasks?max_connections=3&sslmode=disable&acquire_timeout=2.5",
+        )
+        .expect("parse");
+        assert_eq!(pool.get_max_connections(), 3);
+        assert_eq!(pool.get_acquire_timeout(), Duration::from_millis(2_500));
+        assert_eq!(options.get_host(), "db.internal");
+        assert_eq!(options.get_port(), 6543);
+        assert_eq!(options.get_database(), Some("tasks"));
+
+        let (_, pool) = parse_url("postgresql://app@db/tasks").expect("parse");
+        assert_eq!(pool.get_max_connections(), DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(pool.get_acquire_timeout(), DEFAULT_ACQUIRE_TIMEOUT);
+    }
+
+    #[test]
+    fn bad_pool_settings_are_refused_without_showing_the_password() {
+        for url in [
+            "postgres://app:hunter2@db/tasks?max_connections=0",
+            "postgres://app:hunter2@db/tasks?max_connections=lots",
+            "postgres://app:hunter2@db/tasks?acquire_timeout=-1",
+            "postgres://app@db/tasks?password=hunter2&acquire_timeout=never",
+        ] {
+            let err = parse_url(url).expect_err(url);
+            assert!(
+                matches!(err, StoreError::InvalidUrl { .. }),
+                "{url}: {err:?}"
+            );
+            let shown = err.to_string();
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_says_why_without_the_password() {
+        // Port 1: nothing listens there, so the connection is refused at once.
+        let err =
+            PostgresStore::open("postgres://app:hunter2@127.0.0.1:1/tasks?acquire_timeout=0.5")
+                .await
+                .expect_err("nothing listens on port 1");
+        let shown = err.to_string();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.to_lowercase().contains("refused"), "{shown}");
+    }
+}

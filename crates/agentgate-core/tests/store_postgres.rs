@@ -1,0 +1,273 @@
+//! The shared store suite on PostgreSQL, plus what only a shared server can
+//! show: several instances claiming from one table.
+//!
+//! The server is `AGENTGATE_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`; `.ci/postgres.sh` starts
+//! one). Every test gets a schema of its own, `agentgate_test_<random>`, which
+//! its stores reach through `search_path`; the schema is dropped when the test
+//! ends, passed or failed, so tests run in parallel and leave nothing behind.
+//!
+//! Without a server each test says on stderr that it was skipped, and passes,
+//! unless `AGENTGATE_REQUIRE_POSTGRES=1` (as in CI): then it fails.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::str::FromStr as _;
+use std::time::Duration;
+
+use agentgate_core::store::{PostgresStore, TaskStore, redact_url};
+use agentgate_core::task::{NewTask, Owner, TaskId};
+use serde_json::json;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection as _, PgConnection};
+
+const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const T0: i64 = 1_800_000_000_000;
+const LEASE: Duration = Duration::from_secs(300);
+
+/// A store in a fresh schema of the test server.
+struct TestSchema {
+    // Declared first, so the store's pool goes before its schema does.
+    store: PostgresStore,
+    schema: Schema,
+}
+
+/// A schema on the test server, dropped when this is.
+struct Schema {
+    name: String,
+    server: PgConnectOptions,
+}
+
+impl TestSchema {
+    /// A fresh schema and a store in it, or `None` (said on stderr) when no
+    /// server answers and none is required.
+    async fn create() -> Option<Self> {
+        let url = server_url();
+        let server = PgConnectOptions::from_str(&url).unwrap_or_else(|e| {
+            panic!(
+                "AGENTGATE_TEST_POSTGRES_URL={} is not a PostgreSQL URL: {e}",
+                redact_url(&url)
+            )
+        });
+        let mut admin = match connect(&server).await {
+            Ok(conn) => conn,
+            Err(why) => {
+                let shown = redact_url(&url);
+                let required = std::env::var("AGENTGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+                assert!(
+                    !required,
+                    "PostgreSQL not reachable at {shown} ({why}), and AGENTGATE_REQUIRE_POSTGRES=1 \
+                     requires it; run .ci/postgres.sh or fix AGENTGATE_TEST_POSTGRES_URL"
+                );
+                // Straight to stderr, past the test harness's output capture,
+                // so a skip is seen without --nocapture.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "skipped: PostgreSQL not reachable at {shown} ({why}); set \
+                     AGENTGATE_TEST_POSTGRES_URL or run .ci/postgres.sh"
+                );
+                return None;
+            }
+        };
+        let name = format!("agentgate_test_{:016x}", rand::random::<u64>());
+        sqlx::query(&format!("CREATE SCHEMA {name}"))
+            .execute(&mut admin)
+            .await
+            .expect("create test schema");
+        let _ = admin.close().await;
+        // From here on the schema is dropped however the test ends.
+        let schema = Schema { name, server };
+        let store = schema.open().await;
+        Some(Self { store, schema })
+    }
+
+    /// Another store on the same schema, with a pool of its own, as a second
+    /// gateway instance would have.
+    async fn open(&self) -> PostgresStore {
+        self.schema.open().await
+    }
+}
+
+impl Schema {
+    async fn open(&self) -> PostgresStore {
+        PostgresStore::connect_with(
+            in_schema(&self.server, &self.name),
+            PgPoolOptions::new().max_connections(4),
+        )
+        .await
+        .expect("open store in test schema")
+    }
+}
+
+impl std::ops::Deref for TestSchema {
+    type Target = PostgresStore;
+
+    fn deref(&self) -> &PostgresStore {
+        &self.store
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        // Drop runs outside async code, maybe while a failed test unwinds: do
+        // the async cleanup on a thread with a runtime of its own.
+        let name = self.name.clone();
+        let server = self.server.clone();
+        let cleanup = std::thread::spawn(move || -> Result<(), String> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            runtime.block_on(drop_schema(&server, &name))
+        });
+        let outcome = cleanup
+            .join()
+            .unwrap_or_else(|_| Err("cleanup thread panicked".into()));
+        if let Err(why) = outcome {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: test schema {} was left behind: {why}",
+                self.name
+            );
+        }
+    }
+}
+
+/// The test server's URL.
+fn server_url() -> String {
+    std::env::var("AGENTGATE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| DEFAULT_URL.to_owned())
+}
+
+async fn drop_schema(server: &PgConnectOptions, name: &str) -> Result<(), String> {
+    let mut admin = connect(server).await?;
+    // The test's pools are not closed yet (they belong to the test's runtime):
+    // end their sessions so no idle transaction holds a lock on the schema.
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = $1 AND pid <> pg_backend_pid()",
+    )
+    .bind(name)
+    .execute(&mut admin)
+    .await
+    .map_err(|e| e.to_string())?;
+    sqlx::query("SET lock_timeout = '10s'")
+        .execute(&mut admin)
+        .await
+        .map_err(|e| e.to_string())?;
+    sqlx::query(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+        .execute(&mut admin)
+        .await
+        .map_err(|e| e.to_string())?;
+    admin.close().await.map_err(|e| e.to_string())
+}
+
+/// One connection to the server, or why there is none.
+async fn connect(server: &PgConnectOptions) -> Result<PgConnection, String> {
+    match tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(server)).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer within 5 s".into()),
+    }
+}
+
+/// Connections whose tables live in schema `name`, tagged with it so the
+/// cleanup can find them.
+fn in_schema(server: &PgConnectOptions, name: &str) -> PgConnectOptions {
+    server
+        .clone()
+        .options([("search_path", name)])
+        .application_name(name)
+}
+
+agentgate_core::store_suite!(skippable: TestSchema::create());
+
+fn new_task() -> NewTask {
+    NewTask {
+        id: TaskId::generate(),
+        owner: Owner::new("alice"),
+        tool: "tool".into(),
+        args: json!({"n": 1}),
+        status_message: None,
+        ttl_ms: None,
+        now: T0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_claiming_at_once_never_share_a_task() {
+    let Some(schema) = TestSchema::create().await else {
+        return;
+    };
+    let instances = [schema.open().await, schema.open().await];
+    for _ in 0..200 {
+        instances[0].create(new_task()).await.expect("create");
+    }
+    // Two claim loops per instance, all racing over the same 200 due tasks.
+    let mut claimers = tokio::task::JoinSet::new();
+    for (n, store) in instances.iter().enumerate() {
+        for loop_no in 0..2 {
+            let store = store.clone();
+            let worker = format!("instance{n}-loop{loop_no}");
+            claimers.spawn(async move {
+                let mut claimed = Vec::new();
+                loop {
+                    let batch = store.claim(&worker, 10, LEASE, T0).await.expect("claim");
+                    if batch.is_empty() {
+                        return claimed;
+                    }
+                    assert!(batch.len() <= 10, "the limit is honoured");
+                    claimed.extend(batch);
+                }
+            });
+        }
+    }
+    let mut all = Vec::new();
+    while let Some(claimed) = claimers.join_next().await {
+        all.extend(claimed.expect("claim loop"));
+    }
+    let distinct: HashSet<_> = all.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(distinct.len(), all.len(), "a task was handed out twice");
+    assert_eq!(all.len(), 200, "every due task is claimed");
+    assert!(
+        all.iter().all(|t| t.attempt == 1),
+        "each task was leased exactly once"
+    );
+    let left = instances[1]
+        .claim("late", 10, LEASE, T0)
+        .await
+        .expect("claim");
+    assert!(left.is_empty());
+}
+
+#[tokio::test]
+async fn store_url_opens_postgres_with_pool_settings() {
+    let Some(schema) = TestSchema::create().await else {
+        return;
+    };
+    let mut url = url::Url::parse(&server_url()).expect("test URL");
+    url.query_pairs_mut()
+        .append_pair("max_connections", "2")
+        .append_pair("acquire_timeout", "5")
+        .append_pair("options", &format!("-c search_path={}", schema.schema.name))
+        .append_pair("application_name", &schema.schema.name);
+    let store = agentgate_core::store::open(url.as_str())
+        .await
+        .expect("open by URL");
+    let shown = format!("{store:?}");
+    assert!(shown.contains("max_connections: 2"), "{shown}");
+    if let Some(password) = url.password() {
+        assert!(!shown.contains(password), "Debug shows the password");
+    }
+    let task = new_task();
+    let id = task.id.clone();
+    store.create(task).await.expect("create");
+    // The task is in the test schema, where the suite's store sees it too.
+    let seen = schema
+        .get(&Owner::new("alice"), &id, T0)
+        .await
+        .expect("get");
+    assert!(seen.is_some());
+}
