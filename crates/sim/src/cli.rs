@@ -3,11 +3,15 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::github::{
+    self, DEFAULT_GITHUB_TOKEN, DEFAULT_RATE_LIMIT, GithubConfig, GithubSim, Seed,
+};
 use crate::qbusiness::{
     self, DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
     QBusinessConfig, QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
@@ -15,7 +19,7 @@ use crate::qbusiness::{
 
 /// Arguments of `agentgate sim`. `#[non_exhaustive]`: build it with
 /// `SimArgs::default()` and set fields, more emulators add more flags. `Debug` redacts
-/// the secret.
+/// the secrets.
 #[derive(Clone, clap::Args)]
 #[non_exhaustive]
 pub struct SimArgs {
@@ -34,6 +38,32 @@ pub struct SimArgs {
     /// The region of the SigV4 credential scope.
     #[arg(long, value_name = "REGION", default_value = DEFAULT_REGION)]
     pub region: String,
+    /// Address of the GitHub emulator (GraphQL and REST).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8732")]
+    pub github_listen: SocketAddr,
+    /// The token GitHub requests must carry.
+    #[arg(long, value_name = "TOKEN", default_value = DEFAULT_GITHUB_TOKEN)]
+    pub github_token: String,
+    /// The GitHub emulator's seed (TOML, or JSON if the name ends in .json); default: the
+    /// built-in seed (acme/widgets, acme/crowded, acme/legacy).
+    #[arg(long, value_name = "FILE")]
+    pub seed: Option<PathBuf>,
+    /// Multiplies the simulated Copilot agent's delays (0.1 = ten times faster).
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_scale)]
+    pub time_scale: f64,
+    /// The GitHub primary rate-limit budget, points per hour (GraphQL and REST each).
+    #[arg(long, value_name = "POINTS", default_value_t = DEFAULT_RATE_LIMIT)]
+    pub github_rate_limit: u64,
+    /// Fraction of GitHub requests that fail with 502 Server Error.
+    #[arg(long = "github-fail-rate-5xx", value_name = "0..1", default_value_t = 0.0, value_parser = parse_rate)]
+    pub github_fail_rate_5xx: f64,
+    /// Fraction of GitHub requests that hit a secondary rate limit (REST 429, GraphQL 403).
+    #[arg(long = "github-fail-rate-429", value_name = "0..1", default_value_t = 0.0, value_parser = parse_rate)]
+    pub github_fail_rate_429: f64,
+    /// Faults for the next GitHub requests, comma-separated: ok, 502,
+    /// secondary_rate_limit, rate_limited, bad_credentials.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub github_fault_script: Vec<String>,
     /// Latency added to every request, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub latency_ms: u64,
@@ -60,6 +90,14 @@ impl std::fmt::Debug for SimArgs {
             .field("latency_jitter_ms", &self.latency_jitter_ms)
             .field("fail_rate_500", &self.fail_rate_500)
             .field("fail_rate_429", &self.fail_rate_429)
+            .field("github_listen", &self.github_listen)
+            .field("github_token", &"<redacted>")
+            .field("seed", &self.seed)
+            .field("time_scale", &self.time_scale)
+            .field("github_rate_limit", &self.github_rate_limit)
+            .field("github_fail_rate_5xx", &self.github_fail_rate_5xx)
+            .field("github_fail_rate_429", &self.github_fail_rate_429)
+            .field("github_fault_script", &self.github_fault_script)
             .finish()
     }
 }
@@ -76,7 +114,24 @@ impl Default for SimArgs {
             latency_jitter_ms: 0,
             fail_rate_500: 0.0,
             fail_rate_429: 0.0,
+            github_listen: SocketAddr::from(([127, 0, 0, 1], 8732)),
+            github_token: DEFAULT_GITHUB_TOKEN.into(),
+            seed: None,
+            time_scale: 1.0,
+            github_rate_limit: DEFAULT_RATE_LIMIT,
+            github_fail_rate_5xx: 0.0,
+            github_fail_rate_429: 0.0,
+            github_fault_script: Vec::new(),
         }
+    }
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    let scale: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if scale.is_finite() && scale >= 0.0 {
+        Ok(scale)
+    } else {
+        Err(format!("`{s}` is not a non-negative number"))
     }
 }
 
@@ -96,6 +151,14 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         .await
         .with_context(|| format!("cannot listen on {}", args.qbusiness_listen))?;
     let address = listener.local_addr().context("listener address")?;
+    let github_listener = tokio::net::TcpListener::bind(args.github_listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.github_listen))?;
+    let github_address = github_listener.local_addr().context("listener address")?;
+    let seed = match &args.seed {
+        Some(path) => Seed::from_path(path)?,
+        None => Seed::default(),
+    };
     let config = QBusinessConfig {
         application_id: args.application_id.clone(),
         access_key_id: args.aws_access_key_id.clone(),
@@ -108,38 +171,91 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
     let sim = QBusinessSim::new(config);
     sim.faults()
         .set_rates(args.fail_rate_500, args.fail_rate_429);
+    let github_sim = GithubSim::new(GithubConfig {
+        token: args.github_token.clone(),
+        latency: Duration::from_millis(args.latency_ms),
+        latency_jitter: Duration::from_millis(args.latency_jitter_ms),
+        time_scale: args.time_scale,
+        rate_limit: args.github_rate_limit,
+        seed,
+        ..GithubConfig::default()
+    });
+    github_sim
+        .faults()
+        .set_rates(args.github_fail_rate_5xx, args.github_fail_rate_429);
+    github_sim
+        .faults()
+        .try_script(&args.github_fault_script)
+        .context("--github-fault-script")?;
 
     let endpoint = format!("http://{address}");
+    let github_endpoint = format!("http://{github_address}");
+    let repos: Vec<String> = github_sim
+        .config()
+        .seed
+        .repositories
+        .iter()
+        .map(|r| {
+            let copilot = if r.copilot_enabled {
+                ""
+            } else {
+                " (no Copilot)"
+            };
+            format!("{}/{}{copilot}", r.owner, r.name)
+        })
+        .collect();
     let banner = format!(
         "Amazon Q Business emulator listening on {endpoint}\n\
          \x20 application id:   {app}\n\
          \x20 ticket plugin:    {TICKET_PLUGIN_ID} (IT help desk: open a ticket)\n\
          \x20 sign-in plugin:   {SIGNIN_PLUGIN_ID} (Calendar, needs sign-in)\n\
          \x20 latency: {lat} ms (+ up to {jit} ms), fail rates: 500 {p500}, 429 {p429}\n\
+         GitHub emulator listening on {github_endpoint} (GraphQL at /graphql, REST)\n\
+         \x20 repositories:     {repos}\n\
+         \x20 time scale: {scale}, rate limit: {budget}/h, fail rates: 5xx {g5xx}, 429 {g429}\n\
          Environment for clients:\n\
          AWS_ENDPOINT_URL_QBUSINESS={endpoint}\n\
          AWS_REGION={region}\n\
          AWS_ACCESS_KEY_ID={key}\n\
          AWS_SECRET_ACCESS_KEY={secret}\n\
-         QBUSINESS_APPLICATION_ID={app}\n",
+         QBUSINESS_APPLICATION_ID={app}\n\
+         GITHUB_API_URL={github_endpoint}\n\
+         GITHUB_PERSONAL_ACCESS_TOKEN={token}\n",
         app = args.application_id,
         lat = args.latency_ms,
         jit = args.latency_jitter_ms,
         p500 = args.fail_rate_500,
         p429 = args.fail_rate_429,
+        repos = repos.join(", "),
+        scale = args.time_scale,
+        budget = args.github_rate_limit,
+        g5xx = args.github_fail_rate_5xx,
+        g429 = args.github_fail_rate_429,
         region = args.region,
         key = args.aws_access_key_id,
         secret = args.aws_secret_access_key,
+        token = args.github_token,
     );
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(banner.as_bytes()).context("stdout")?;
-    stdout.flush().context("stdout")?;
-    drop(stdout);
+    {
+        // A block, not `drop`: the lock must not live across an await (`run` is `Send`).
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(banner.as_bytes()).context("stdout")?;
+        stdout.flush().context("stdout")?;
+    }
     tracing::info!(%endpoint, "Q Business emulator started");
+    tracing::info!(endpoint = %github_endpoint, "GitHub emulator started");
 
-    qbusiness::serve(listener, sim.router(), shutdown)
-        .await
-        .context("Q Business emulator")
+    let qbusiness = async {
+        qbusiness::serve(listener, sim.router(), shutdown.clone())
+            .await
+            .context("Q Business emulator")
+    };
+    let github = async {
+        github::serve(github_listener, github_sim.router(), shutdown.clone())
+            .await
+            .context("GitHub emulator")
+    };
+    tokio::try_join!(qbusiness, github).map(|_| ())
 }
 
 #[cfg(test)]
@@ -160,6 +276,61 @@ mod tests {
         assert_eq!(cli.sim.qbusiness_listen, d.qbusiness_listen);
         assert_eq!(cli.sim.application_id, d.application_id);
         assert_eq!(cli.sim.aws_secret_access_key, d.aws_secret_access_key);
+        assert_eq!(cli.sim.github_listen, d.github_listen);
+        assert_eq!(cli.sim.github_token, d.github_token);
+        assert_eq!(cli.sim.seed, d.seed);
+        assert_eq!(cli.sim.time_scale, d.time_scale);
+        assert_eq!(cli.sim.github_rate_limit, d.github_rate_limit);
+        assert_eq!(cli.sim.github_fault_script, d.github_fault_script);
+    }
+
+    #[test]
+    fn github_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "sim",
+            "--time-scale",
+            "0.1",
+            "--github-fault-script",
+            "502,ok",
+            "--seed",
+            "seeds/default.toml",
+            "--github-fail-rate-5xx",
+            "0.5",
+        ])
+        .expect("parses");
+        assert_eq!(cli.sim.time_scale, 0.1);
+        assert_eq!(cli.sim.github_fault_script, vec!["502", "ok"]);
+        assert_eq!(cli.sim.github_fail_rate_5xx, 0.5);
+        assert!(cli.sim.seed.is_some());
+        assert!(Cli::try_parse_from(["sim", "--time-scale", "-1"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn run_serves_both_emulators_until_shutdown() {
+        let args = SimArgs {
+            qbusiness_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            github_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..SimArgs::default()
+        };
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(run(args, shutdown.clone()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        shutdown.cancel();
+        task.await.expect("join").expect("run");
+    }
+
+    #[tokio::test]
+    async fn run_rejects_an_unknown_scripted_fault() {
+        let args = SimArgs {
+            qbusiness_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            github_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            github_fault_script: vec!["nope".into()],
+            ..SimArgs::default()
+        };
+        let err = run(args, CancellationToken::new())
+            .await
+            .expect_err("unknown fault");
+        assert!(format!("{err:#}").contains("nope"), "{err:#}");
     }
 
     #[tokio::test]
@@ -182,6 +353,9 @@ mod tests {
     fn debug_output_redacts_the_secret() {
         let shown = format!("{:?}", SimArgs::default());
         assert!(!shown.contains(DEFAULT_SECRET_ACCESS_KEY));
+        assert!(!shown.contains(DEFAULT_GITHUB_TOKEN), "{shown}");
+        let shown = format!("{:?}", GithubSim::new(GithubConfig::default()));
+        assert!(!shown.contains(DEFAULT_GITHUB_TOKEN), "{shown}");
         let shown = format!("{:?}", QBusinessSim::new(QBusinessConfig::default()));
         assert!(!shown.contains(DEFAULT_SECRET_ACCESS_KEY), "{shown}");
     }

@@ -4,8 +4,12 @@
 //! Layout:
 //! - [`qbusiness`]: an Amazon Q Business ChatSync emulator (restJson1, SigV4-verified)
 //!   with a BM25-ranked document corpus, two plugins (ticket, sign-in) and fault knobs;
+//! - [`github`]: a GitHub emulator (the GraphQL subset and REST routes a Copilot cloud
+//!   agent client uses, agent tasks) with a simulated Copilot agent driven by seeded
+//!   scenarios, rate limits and fault knobs;
 //! - `cli`: [`SimArgs`] and [`run`], what `agentgate sim` calls.
 
+pub mod github;
 pub mod qbusiness;
 
 mod cli;
