@@ -242,6 +242,7 @@ pub struct ToolSpec {
     pub tool: rmcp::model::Tool,
     pub policy: crate::task::ToolPolicy,
     pub(crate) job: Arc<dyn DynJob>,
+    pub(crate) sync_view: Option<Arc<dyn crate::mcp::SyncView>>,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -266,6 +267,7 @@ impl ToolSpec {
             tool: rmcp::model::Tool::new(name, description, schema),
             policy,
             job: Arc::new(job),
+            sync_view: None,
         }
     }
 
@@ -273,6 +275,13 @@ impl ToolSpec {
     /// or an upstream-compatible input schema).
     pub fn with_tool(mut self, tool: rmcp::model::Tool) -> Self {
         self.tool = tool;
+        self
+    }
+
+    /// Answers clients without the tasks extension with `view` instead of
+    /// waiting up to the sync budget.
+    pub fn with_sync_view(mut self, view: impl crate::mcp::SyncView) -> Self {
+        self.sync_view = Some(Arc::new(view));
         self
     }
 

@@ -15,6 +15,9 @@ pub struct FileConfig {
     pub server: ServerSection,
     #[serde(default)]
     pub engine: EngineSection,
+    /// The GitHub Copilot tools' knobs (`backend_copilot::CopilotConfig`).
+    #[serde(default)]
+    pub copilot: backend_copilot::CopilotConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -48,7 +51,14 @@ impl FileConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config file {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+        let config: Self = toml::from_str(&text)
+            .with_context(|| format!("parsing config file {}", path.display()))?;
+        config
+            .copilot
+            .validate()
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("checking config file {}", path.display()))?;
+        Ok(config)
     }
 }
 
@@ -85,5 +95,21 @@ mod tests {
             Some("127.0.0.1:9000".parse().expect("addr"))
         );
         assert_eq!(cfg.engine.concurrency, Some(4));
+    }
+
+    #[test]
+    fn copilot_section_parses_and_refuses_typos() {
+        let cfg: FileConfig =
+            toml::from_str("[copilot]\nunassign_on_cancel = true\nmax_watch_minutes = 30\n")
+                .expect("valid config");
+        assert!(cfg.copilot.unassign_on_cancel);
+        assert_eq!(cfg.copilot.max_watch_minutes, 30);
+        assert_eq!(
+            cfg.copilot.poll_min_ms, 1000,
+            "unset keys keep their defaults"
+        );
+        let err = toml::from_str::<FileConfig>("[copilot]\nunassign = true\n")
+            .expect_err("typo must be refused");
+        assert!(err.to_string().contains("unassign"), "{err}");
     }
 }

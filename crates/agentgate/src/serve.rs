@@ -71,9 +71,20 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if let Some(hours) = file.engine.retention_hours {
         config.retention = Duration::from_secs(hours * 3600);
     }
-    let engine = Engine::new(store, tools(), Arc::new(SystemClock), config);
+    let copilot = backend_copilot::Copilot::from_env(file.copilot.clone())
+        .context("reading the GitHub settings")?;
+    if copilot.watcher().github().endpoint().token.is_none() {
+        tracing::warn!(
+            "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools will say so when called"
+        );
+    }
+    let engine = Engine::new(store, tools(&copilot), Arc::new(SystemClock), config);
     let shutdown = CancellationToken::new();
     let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
+    let watcher = {
+        let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
+        tokio::spawn(async move { copilot.run_watcher(engine, shutdown).await })
+    };
     tokio::spawn(stop_on_signal(shutdown.clone()));
 
     let served = if args.stdio {
@@ -107,13 +118,17 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     };
     shutdown.cancel();
     scheduler.await.context("scheduler task")?;
+    watcher.await.context("Copilot watcher task")?;
     served
 }
 
 /// The tools this build serves. Backends register here; each reads its own
-/// settings (environment variables, as upstream) when first called.
-fn tools() -> ToolRegistry {
-    ToolRegistry::new().with(backend_qbusiness::tool_from_env())
+/// settings from the environment, as upstream does.
+fn tools(copilot: &backend_copilot::Copilot) -> ToolRegistry {
+    copilot.tools().into_iter().fold(
+        ToolRegistry::new().with(backend_qbusiness::tool_from_env()),
+        ToolRegistry::with,
+    )
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

@@ -99,6 +99,10 @@ impl Gateway {
         spec: &ToolSpec,
         cx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(view) = &spec.sync_view {
+            let task = super::sync_view::InlineTask::new(self, id, owner, cx);
+            return view.follow(task).await.map(Into::into);
+        }
         // Subscribe before the first read so no change slips between them.
         let mut changes = self.engine.subscribe();
         let deadline = Instant::now() + spec.policy.sync_budget;

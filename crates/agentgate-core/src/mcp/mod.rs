@@ -12,15 +12,19 @@
 //! - [`gateway`]: the handler and its request path.
 //! - [`wire`]: stored records → the Tasks extension's wire shapes.
 //! - [`inline`]: driving a task for clients without the tasks extension.
+//! - [`sync_view`]: a tool's own answer for such clients, where its upstream
+//!   had a contract to keep ("poll 9 times, then say pending").
 //! - [`task_status`]: the built-in `task_status` tool.
 //! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
 
 mod gateway;
 mod inline;
+mod sync_view;
 mod task_status;
 mod transport;
 mod wire;
 
 pub use gateway::{Gateway, Principal, TransportKind};
+pub use sync_view::{InlineTask, SyncView};
 pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};
 pub use wire::to_detailed_task;

@@ -123,6 +123,16 @@ impl Engine {
         self.inner.wake.notify_one();
     }
 
+    /// Makes a task that waits for its next step due now (a watcher saw its
+    /// upstream change). Returns whether it was waiting.
+    pub async fn nudge(&self, id: &TaskId) -> crate::store::StoreResult<bool> {
+        let nudged = self.inner.store.nudge(id, self.inner.clock.now()).await?;
+        if nudged {
+            self.wake();
+        }
+        Ok(nudged)
+    }
+
     /// Announces that a task changed (a step was saved, input or a cancel
     /// arrived), for inline waiters and long polls in this process.
     pub fn publish(&self, id: &TaskId) {

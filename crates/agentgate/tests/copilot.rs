@@ -1,0 +1,786 @@
+//! The Copilot tools end to end: the real `agentgate` binary, the GitHub
+//! emulator (GraphQL + REST, a simulated Copilot agent) in this test process,
+//! and rmcp's client over stdio and HTTP.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentgate_sim::github::{
+    COPILOT_LOGIN, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario,
+};
+use agentgate_testkit::*;
+use rmcp::model::{
+    CallToolResult, CancelTaskParams, ClientCapabilities, GetTaskParams, ProtocolVersion,
+    TaskPayload,
+};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
+
+/// The emulator on a free port, ten times faster than real time, with a log
+/// of the watcher's batched queries (those that read `rateLimit`).
+struct Gh {
+    sim: GithubSim,
+    url: String,
+    watch_queries: Arc<Mutex<Vec<Instant>>>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+async fn start_github() -> Gh {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let sim = GithubSim::new(GithubConfig {
+        time_scale: 0.1,
+        ..GithubConfig::default()
+    });
+    let watch_queries = Arc::new(Mutex::new(Vec::new()));
+    let log = watch_queries.clone();
+    let router = sim.router().layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let log = log.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = axum::body::to_bytes(body, 4 << 20)
+                    .await
+                    .unwrap_or_default();
+                if parts.uri.path().ends_with("graphql")
+                    && String::from_utf8_lossy(&bytes).contains("rateLimit{")
+                {
+                    log.lock().expect("lock").push(Instant::now());
+                }
+                next.run(axum::extract::Request::from_parts(parts, bytes.into()))
+                    .await
+            }
+        },
+    ));
+    let stop = CancellationToken::new();
+    tokio::spawn(agentgate_sim::github::serve(listener, router, stop.clone()));
+    Gh {
+        sim,
+        url,
+        watch_queries,
+        _stop: stop.drop_guard(),
+    }
+}
+
+fn command(gh: &Gh, dir: &Path, args: &[&str], set: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .args(args)
+        .arg("--store")
+        .arg(format!("sqlite://{}", dir.join("tasks.db").display()))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("RUST_LOG", "warn")
+        .env("GITHUB_API_URL", &gh.url)
+        .env("GITHUB_PERSONAL_ACCESS_TOKEN", DEFAULT_GITHUB_TOKEN);
+    for (key, value) in set {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+async fn over_http(
+    gh: &Gh,
+    dir: &Path,
+    args: &[&str],
+    set: &[(&str, &str)],
+) -> (Client, tokio::process::Child) {
+    let mut full = vec!["--listen", "127.0.0.1:0"];
+    full.extend_from_slice(args);
+    let mut child = command(gh, dir, &full, set)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn agentgate");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = tokio::time::timeout(
+        Duration::from_secs(30),
+        BufReader::new(stdout).lines().next_line(),
+    )
+    .await
+    .expect("agentgate did not start")
+    .expect("stdout")
+    .expect("a listening line");
+    let url = line.strip_prefix("listening ").expect("listening line");
+    (TestClient::tasks().http(url).await, child)
+}
+
+fn legacy() -> TestClient {
+    TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2025_11_25)
+}
+
+fn assign(owner_repo: &str, number: u64) -> Value {
+    let (owner, repo) = owner_repo.split_once('/').expect("owner/repo");
+    json!({"owner": owner, "repo": repo, "issue_number": number})
+}
+
+/// Follows a task to its end, collecting every status message seen.
+async fn follow(client: &Client, id: &str) -> (Map<String, Value>, Vec<String>) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut messages: Vec<String> = Vec::new();
+    loop {
+        let got = client
+            .peer()
+            .get_task(GetTaskParams::new(id.to_owned()))
+            .await
+            .expect("tasks/get");
+        if let Some(m) = &got.task.task.status_message
+            && messages.last() != Some(m)
+        {
+            messages.push(m.clone());
+        }
+        match got.task.payload {
+            TaskPayload::Completed { result } => return (result, messages),
+            TaskPayload::Working | TaskPayload::InputRequired { .. } => {}
+            other => panic!("task {id} ended {other:?}; statuses {messages:?}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {id} still running: {messages:?}"
+        );
+        let wait = got.task.task.poll_interval_ms.unwrap_or(500).min(500);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+    }
+}
+
+fn structured(result: &Map<String, Value>) -> &Value {
+    &result["structuredContent"]
+}
+
+#[tokio::test]
+async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+
+    let mut args = assign("acme/widgets", 1);
+    args["base_ref"] = json!("release-2");
+    args["custom_instructions"] = json!("Keep the flag hidden from --help.");
+    args["custom_agent"] = json!("docs-writer");
+    args["model"] = json!("claude-sonnet-4.6");
+    args["issue_number"] = json!("1");
+    let task = start_task(&client, "assign_copilot_to_issue", args).await;
+    let second = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 2),
+    )
+    .await;
+
+    let (result, statuses) = follow(&client, &task.task.task_id).await;
+    assert_ne!(result["isError"], json!(true), "{result:?}");
+    let content = structured(&result);
+    assert_eq!(content["outcome"], json!("finished"), "{content}");
+    let pr = &content["pull_request"];
+    let number = pr["number"].as_u64().expect("PR number");
+    assert_eq!(pr["draft"], json!(false));
+    assert_eq!(pr["state"], json!("OPEN"));
+    assert!(
+        pr["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with(&format!("/pull/{number}")))
+    );
+    assert!(
+        first_text(&result).contains("ready for review"),
+        "{result:?}"
+    );
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s.contains(&format!("opened pull request #{number} (draft)"))),
+        "the status follows the agent: {statuses:?}"
+    );
+    let pull = gh.sim.pull_request("acme/widgets", number).expect("the PR");
+    assert_eq!(pull.base_ref, "release-2");
+
+    let recorded = gh.sim.stats().agent_assignments;
+    let ours = recorded
+        .iter()
+        .find(|a| a.issue == 1)
+        .expect("assignment recorded");
+    assert_eq!(ours.base_ref.as_deref(), Some("release-2"));
+    assert_eq!(
+        ours.custom_instructions.as_deref(),
+        Some("Keep the flag hidden from --help.")
+    );
+    assert_eq!(ours.custom_agent.as_deref(), Some("docs-writer"));
+    assert_eq!(ours.model.as_deref(), Some("claude-sonnet-4.6"));
+    assert_eq!(gh.sim.stats().assignments_for("acme/widgets", 1), 1);
+
+    let (result, _) = follow(&client, &second.task.task_id).await;
+    assert_eq!(structured(&result)["outcome"], json!("finished"));
+    let assignees = gh.sim.issue_assignees("acme/widgets", 2);
+    for login in ["octocat", "hubot", COPILOT_LOGIN] {
+        assert!(
+            assignees.iter().any(|a| a == login),
+            "{login} in {assignees:?}"
+        );
+    }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn copilot_is_found_on_page_two_and_its_absence_is_upstreams_error() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/crowded", 1),
+    )
+    .await;
+    let (result, _) = follow(&client, &task.task.task_id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("finished"),
+        "{result:?}"
+    );
+
+    let task = start_task(&client, "assign_copilot_to_issue", assign("acme/legacy", 1)).await;
+    let (result, _) = follow(&client, &task.task.task_id).await;
+    assert_eq!(result["isError"], json!(true));
+    assert_eq!(first_text(&result), NOT_AVAILABLE);
+    assert_eq!(gh.sim.stats().assignments_for("acme/legacy", 1), 0);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn failing_agents_end_as_tool_errors_with_the_reason() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let no_start = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 3),
+    )
+    .await;
+    let failure = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 4),
+    )
+    .await;
+
+    let (result, _) = follow(&client, &no_start.task.task_id).await;
+    assert_eq!(result["isError"], json!(true));
+    assert_eq!(structured(&result)["outcome"], json!("failed_to_start"));
+    assert!(
+        first_text(&result).contains("unable to start working"),
+        "{result:?}"
+    );
+
+    let (result, _) = follow(&client, &failure.task.task_id).await;
+    assert_eq!(result["isError"], json!(true));
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("finished_with_failure"),
+        "{result:?}"
+    );
+    assert!(structured(&result)["pull_request"]["number"].is_u64());
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy()
+        .stdio(command(&gh, dir.path(), &["--stdio"], &[]))
+        .await;
+    let seen = client.service().seen.clone();
+
+    let mut params = call("assign_copilot_to_issue", assign("acme/widgets", 1));
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(1),
+    ));
+    params.meta = Some(meta);
+    let result = client.call_tool(params).await.expect("tools/call");
+    let body: Value = serde_json::from_str(&text(&result)).expect("upstream's JSON");
+    assert_eq!(
+        body["message"],
+        json!("successfully assigned copilot to issue - pull request created")
+    );
+    assert_eq!(body["issue_number"], json!(1));
+    assert_eq!(body["owner"], json!("acme"));
+    assert_eq!(body["repo"], json!("widgets"));
+    assert!(
+        body["issue_url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("/acme/widgets/issues/1"))
+    );
+    assert!(body["pull_request"]["number"].is_u64());
+    assert_eq!(body["pull_request"]["state"], json!("OPEN"));
+    let task_id = body["task_id"].as_str().expect("task id").to_owned();
+    let progress = seen.lock().expect("lock").progress.clone();
+    assert_eq!(
+        progress.first().and_then(|p| p.message.clone()).as_deref(),
+        Some("Copilot assigned to issue, waiting for PR creation...")
+    );
+    assert!(
+        progress
+            .iter()
+            .any(|p| p.message.as_deref()
+                == Some("Waiting for Copilot to create PR... (attempt 1/9)"))
+    );
+
+    // An agent that never opens its PR: nine attempts, then "pending".
+    let number = gh
+        .sim
+        .add_issue("acme/widgets", "Stuck agent", Scenario::Never);
+    let started = Instant::now();
+    let result = client
+        .call_tool(call(
+            "assign_copilot_to_issue",
+            assign("acme/widgets", number),
+        ))
+        .await
+        .expect("tools/call");
+    assert!(
+        started.elapsed() >= Duration::from_secs(8),
+        "upstream waits 9 attempts x 1 s"
+    );
+    let body: Value = serde_json::from_str(&text(&result)).expect("upstream's JSON");
+    assert_eq!(
+        body["message"],
+        json!("successfully assigned copilot to issue - pull request pending")
+    );
+    assert!(
+        body["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("The pull request may still be in progress."))
+    );
+    assert!(body.get("pull_request").is_none());
+
+    // task_status follows the first task to its end.
+    let status = client
+        .call_tool(call(
+            "task_status",
+            json!({"task_id": task_id, "wait_seconds": 30}),
+        ))
+        .await
+        .expect("task_status");
+    assert!(text(&status).contains("ready for review"), "{status:?}");
+
+    let result = client
+        .call_tool(call("assign_copilot_to_issue", assign("acme/legacy", 1)))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(text(&result), NOT_AVAILABLE);
+    client.cancel().await.expect("close");
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+async fn wait_for_status(client: &Client, id: &str, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = client
+            .peer()
+            .get_task(GetTaskParams::new(id.to_owned()))
+            .await
+            .expect("tasks/get");
+        if got
+            .task
+            .task
+            .status_message
+            .as_deref()
+            .is_some_and(|m| m.contains(needle))
+        {
+            return;
+        }
+        assert!(
+            !is_terminal(&got.task.payload),
+            "ended early: {:?}",
+            got.task.payload
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no status with {needle:?}: {:?}",
+            got.task.task.status_message
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn cancel_stops_the_watch_and_unassigns_only_when_configured() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("agentgate.toml");
+    std::fs::write(&config, "[copilot]\nunassign_on_cancel = true\n").expect("config");
+    let keep = gh
+        .sim
+        .add_issue("acme/widgets", "Keep me assigned", Scenario::Never);
+    let drop = gh
+        .sim
+        .add_issue("acme/widgets", "Unassign me", Scenario::Never);
+
+    let plain = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, plain.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", keep),
+    )
+    .await;
+    wait_for_status(
+        &client,
+        &task.task.task_id,
+        "waiting for it to open a pull request",
+    )
+    .await;
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(task.task.task_id.clone()))
+        .await
+        .expect("tasks/cancel");
+    poll_until(&client, &task.task.task_id, |p| {
+        matches!(p, TaskPayload::Cancelled)
+    })
+    .await;
+    assert!(
+        gh.sim
+            .issue_assignees("acme/widgets", keep)
+            .iter()
+            .any(|a| a == COPILOT_LOGIN)
+    );
+
+    let mut child = command(&gh, dir.path(), &["--listen", "127.0.0.1:0"], &[])
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .expect("stdout")
+        .expect("line");
+    let client2 = TestClient::tasks()
+        .http(line.trim_start_matches("listening "))
+        .await;
+    let task = start_task(
+        &client2,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", drop),
+    )
+    .await;
+    wait_for_status(
+        &client2,
+        &task.task.task_id,
+        "waiting for it to open a pull request",
+    )
+    .await;
+    client2
+        .peer()
+        .cancel_task(CancelTaskParams::new(task.task.task_id.clone()))
+        .await
+        .expect("tasks/cancel");
+    poll_until(&client2, &task.task.task_id, |p| {
+        matches!(p, TaskPayload::Cancelled)
+    })
+    .await;
+    let assignees = gh.sim.issue_assignees("acme/widgets", drop);
+    assert!(
+        !assignees.iter().any(|a| a == COPILOT_LOGIN),
+        "{assignees:?}"
+    );
+    client.cancel().await.expect("close");
+    client2.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_watch_survives_sigkill_and_completes_after_restart() {
+    let gh = start_github().await;
+    gh.sim
+        .set_timings(Duration::from_secs(3), Duration::from_secs(120));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, mut server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 1),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    wait_for_status(&client, &id, "opened pull request").await;
+    server.start_kill().expect("SIGKILL");
+    server.wait().await.expect("reaped");
+
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (result, _) = follow(&client, &id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("finished"),
+        "{result:?}"
+    );
+    assert_eq!(
+        gh.sim.stats().assignments_for("acme/widgets", 1),
+        1,
+        "assigned once"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn rate_limits_are_waited_out() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    // The primary limit for two seconds (HTTP 200, RATE_LIMITED, remaining 0,
+    // x-ratelimit-reset), then one secondary limit (403 + retry-after).
+    gh.sim
+        .faults()
+        .set_primary_limited(Some(Duration::from_secs(2)));
+    gh.sim
+        .faults()
+        .try_script(["secondary_rate_limit"])
+        .expect("script");
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 1),
+    )
+    .await;
+    let (result, _) = follow(&client, &task.task.task_id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("finished"),
+        "{result:?}"
+    );
+    assert_eq!(gh.sim.faults().pending_script(), 0);
+    assert!(gh.sim.stats().faults_injected >= 2);
+    assert_eq!(gh.sim.stats().assignments_for("acme/widgets", 1), 1);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_hundred_watched_tasks_share_batched_queries() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let mut ids = Vec::new();
+    for n in 0..100 {
+        let number = gh
+            .sim
+            .add_issue("acme/widgets", &format!("Chore {n}"), Scenario::Never);
+        let task = start_task(
+            &client,
+            "assign_copilot_to_issue",
+            assign("acme/widgets", number),
+        )
+        .await;
+        ids.push(task.task.task_id);
+    }
+    for id in &ids {
+        wait_for_status(&client, id, "waiting for it to open a pull request").await;
+    }
+    // Watch for a few ticks once every task is registered.
+    let from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stamps: Vec<Instant> = gh
+        .watch_queries
+        .lock()
+        .expect("lock")
+        .iter()
+        .copied()
+        .filter(|t| *t >= from)
+        .collect();
+    assert!(!stamps.is_empty(), "the watcher polls");
+    // Requests of one tick come back to back; ticks are a second apart.
+    let mut bursts = vec![1usize];
+    for pair in stamps.windows(2) {
+        if pair[1].duration_since(pair[0]) > Duration::from_millis(300) {
+            bursts.push(1);
+        } else if let Some(last) = bursts.last_mut() {
+            *last += 1;
+        }
+    }
+    let limit = 100usize.div_ceil(25) + 1;
+    assert!(
+        bursts.iter().all(|&b| b <= limit),
+        "at most {limit} GraphQL requests per poll cycle, saw {bursts:?}"
+    );
+    assert_eq!(
+        gh.sim.stats().max_graphql_targets,
+        25,
+        "25 aliases per request"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn request_changes_comments_once_and_follows_the_cycle() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 1),
+    )
+    .await;
+    let (result, _) = follow(&client, &task.task.task_id).await;
+    let number = structured(&result)["pull_request"]["number"]
+        .as_u64()
+        .expect("PR");
+
+    let task = start_task(
+        &client,
+        "request_copilot_changes",
+        json!({"owner": "acme", "repo": "widgets", "pull_number": number,
+               "instructions": "Also print the commit hash."}),
+    )
+    .await;
+    let (result, _) = follow(&client, &task.task.task_id).await;
+    assert_ne!(result["isError"], json!(true), "{result:?}");
+    assert_eq!(structured(&result)["outcome"], json!("finished"));
+    assert_eq!(
+        gh.sim.stats().comments_on("acme/widgets", number),
+        1,
+        "one comment"
+    );
+    let timeline = gh.sim.timeline("acme/widgets", number);
+    assert!(
+        timeline.iter().any(|e| e.event == "commented"
+            && e.detail.starts_with("@copilot Also print the commit hash."))
+    );
+    assert!(
+        timeline
+            .iter()
+            .filter(|e| e.event == "copilot_work_finished")
+            .count()
+            >= 2
+    );
+
+    let missing = start_task(
+        &client,
+        "request_copilot_changes",
+        json!({"owner": "acme", "repo": "widgets", "pull_number": 999, "instructions": "x"}),
+    )
+    .await;
+    let (result, _) = follow(&client, &missing.task.task_id).await;
+    assert_eq!(result["isError"], json!(true));
+    assert!(first_text(&result).contains("does not exist"), "{result:?}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn create_pull_request_follows_the_agent_task_to_its_end() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let ok = start_task(
+        &client,
+        "create_pull_request_with_copilot",
+        json!({"owner": "acme", "repo": "widgets", "problem_statement": "Add a CONTRIBUTING.md",
+               "title": "Contributing guide", "base_ref": "main", "model": "gpt-5.4"}),
+    )
+    .await;
+    let failed = start_task(
+        &client,
+        "create_pull_request_with_copilot",
+        json!({"owner": "acme", "repo": "widgets", "problem_statement": "Break things [sim:failed]"}),
+    )
+    .await;
+    let (result, _) = follow(&client, &ok.task.task_id).await;
+    assert_ne!(result["isError"], json!(true), "{result:?}");
+    assert_eq!(structured(&result)["outcome"], json!("completed"));
+    let session = &structured(&result)["agent_task"]["sessions"][0];
+    assert_eq!(session["model"], json!("gpt-5.4"));
+    assert!(
+        session["prompt"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("Contributing guide\n\n"))
+    );
+
+    let (result, _) = follow(&client, &failed.task.task_id).await;
+    assert_eq!(result["isError"], json!(true));
+    assert_eq!(structured(&result)["outcome"], json!("failed"));
+    assert!(
+        first_text(&result).contains("tests did not pass"),
+        "{result:?}"
+    );
+    assert_eq!(
+        gh.sim.stats().agent_tasks_created,
+        2,
+        "one agent task per call"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn bad_tokens_and_bad_arguments_get_clear_errors_without_the_token() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "ghp_ThisTokenIsWrong0000000000000000000";
+    let client = legacy()
+        .stdio(command(
+            &gh,
+            dir.path(),
+            &["--stdio"],
+            &[("GITHUB_PERSONAL_ACCESS_TOKEN", secret)],
+        ))
+        .await;
+    let result = client
+        .call_tool(call("assign_copilot_to_issue", assign("acme/widgets", 1)))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true));
+    let message = text(&result);
+    assert!(
+        message.starts_with("failed to get suggested actors: "),
+        "{message}"
+    );
+    assert!(message.contains("Bad credentials"), "{message}");
+    assert!(!message.contains(secret));
+
+    let result = client
+        .call_tool(call(
+            "assign_copilot_to_issue",
+            json!({"owner": "acme", "repo": "widgets", "issue_number": "seven"}),
+        ))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("issue_number"), "{result:?}");
+    client.cancel().await.expect("close");
+
+    let client = legacy()
+        .stdio(command(&gh, dir.path(), &["--stdio"], &[]))
+        .await;
+    let result = client
+        .call_tool(call("assign_copilot_to_issue", assign("acme/nope", 1)))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("Could not resolve to a Repository"),
+        "{result:?}"
+    );
+    client.cancel().await.expect("close");
+}

@@ -1,0 +1,301 @@
+//! `create_pull_request_with_copilot`: an agent task of the Agent tasks REST
+//! API, followed to `completed`, `failed`, `timed_out` or `cancelled`.
+//!
+//! ```text
+//! start   checkpoint Create (nothing sent yet)
+//! Create  a task with our prompt created since this step began? (the POST
+//!         landed before a crash) adopt it : POST /agents/repos/{o}/{r}/tasks
+//!         → Follow, watch it (one list request per repository per tick)
+//! Follow  state changes → statusMessage; an end state → GET the task with its
+//!         sessions, result (isError unless completed)
+//! ```
+//!
+//! The API has no title field: a `title` becomes the first line of the prompt.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
+use rmcp::model::CallToolResult;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::args::{CreatePrArgs, Valid};
+use crate::github::model::{AgentTask, AgentTaskList};
+use crate::report;
+use crate::watcher::{Observation, Target};
+use crate::{AGENT_TASKS_API_VERSION, Shared, refresh_after};
+
+#[derive(Debug, Clone)]
+pub struct CreatePullRequest {
+    shared: Arc<Shared>,
+}
+
+impl CreatePullRequest {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateState {
+    pub owner: String,
+    pub repo: String,
+    pub prompt: String,
+    pub base_ref: Option<String>,
+    pub model: Option<String>,
+    /// GitHub time (minus skew) when the creating step began.
+    pub asked_at: String,
+    #[serde(default)]
+    pub agent_task: Option<String>,
+    #[serde(default)]
+    pub agent_state: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    #[serde(default)]
+    pub watch_started: Option<i64>,
+    #[serde(default)]
+    pub seen: Option<String>,
+}
+
+/// End states of an agent task.
+const ENDED: [&str; 4] = ["completed", "failed", "timed_out", "cancelled"];
+
+impl Job for CreatePullRequest {
+    type Args = Valid<CreatePrArgs>;
+    type State = CreateState;
+
+    async fn start(&self, args: Valid<CreatePrArgs>, cx: &JobContext) -> StepResult<CreateState> {
+        let args = args.0;
+        let prompt = match &args.title {
+            Some(title) => format!("{}\n\n{}", title.trim(), args.problem_statement.trim()),
+            None => args.problem_statement.trim().to_owned(),
+        };
+        Ok(Step::Wait {
+            status: Some(format!(
+                "Starting a Copilot agent task in {}/{}",
+                args.owner, args.repo
+            )),
+            state: CreateState {
+                owner: args.owner,
+                repo: args.repo,
+                prompt,
+                base_ref: args.base_ref,
+                model: args.model,
+                asked_at: report::since(cx.now, 60),
+                agent_task: None,
+                agent_state: None,
+                html_url: None,
+                watch_started: None,
+                seen: None,
+            },
+            after: Duration::ZERO,
+        })
+    }
+
+    async fn resume(
+        &self,
+        mut state: CreateState,
+        _event: Event,
+        cx: &JobContext,
+    ) -> StepResult<CreateState> {
+        if state.agent_task.is_none() {
+            let task = match self.create(&state).await {
+                Ok(task) => task,
+                Err(CreateError::Job(e)) => return Err(e),
+                Err(CreateError::Refused(text)) => {
+                    return Ok(Step::Done(report::result(
+                        true,
+                        text,
+                        json!({"owner": state.owner, "repo": state.repo}),
+                    )));
+                }
+            };
+            state.agent_task = Some(task.id_text());
+            state.agent_state = Some(task.state.clone());
+            state.html_url = task.html_url.clone();
+            state.watch_started = Some(cx.now);
+        }
+        self.follow(state, cx).await
+    }
+
+    async fn cancel(&self, _state: CreateState, cx: &JobContext) -> StepResult<CreateState> {
+        self.shared.watcher.forget(&cx.task_id);
+        Ok(Step::Cancelled)
+    }
+}
+
+enum CreateError {
+    Job(JobError),
+    Refused(String),
+}
+
+impl CreatePullRequest {
+    fn tasks_path(state: &CreateState) -> String {
+        format!("agents/repos/{}/{}/tasks", state.owner, state.repo)
+    }
+
+    async fn create(&self, state: &CreateState) -> Result<AgentTask, CreateError> {
+        let github = &self.shared.github;
+        let path = Self::tasks_path(state);
+        let recent: AgentTaskList = github
+            .rest_get(
+                &path,
+                &[
+                    ("since", state.asked_at.clone()),
+                    ("sort", "created_at".into()),
+                    ("direction", "desc".into()),
+                    ("per_page", "100".into()),
+                ],
+                Some(AGENT_TASKS_API_VERSION),
+            )
+            .await
+            .map_err(|e| classify(e, "listing agent tasks"))?;
+        let ours = recent.tasks.iter().find(|task| {
+            task.get("sessions")
+                .and_then(Value::as_array)
+                .and_then(|s| s.first())
+                .and_then(|s| s.get("prompt"))
+                .and_then(Value::as_str)
+                == Some(state.prompt.as_str())
+        });
+        if let Some(task) = ours {
+            return serde_json::from_value(task.clone())
+                .map_err(|e| CreateError::Job(decode_error(e)));
+        }
+        let mut body = json!({"prompt": state.prompt, "create_pull_request": true});
+        if let Some(map) = body.as_object_mut() {
+            if let Some(base) = &state.base_ref {
+                map.insert("base_ref".into(), json!(base));
+            }
+            if let Some(model) = &state.model {
+                map.insert("model".into(), json!(model));
+            }
+        }
+        github
+            .rest_post(&path, &body, Some(AGENT_TASKS_API_VERSION))
+            .await
+            .map_err(|e| classify(e, "starting the agent task"))
+    }
+
+    async fn follow(&self, mut state: CreateState, cx: &JobContext) -> StepResult<CreateState> {
+        let Some(id) = state.agent_task.clone() else {
+            return Err(JobError::Retryable {
+                message: "the agent task is not created yet".into(),
+                retry_after: None,
+            });
+        };
+        if let Some(observed) = self.shared.watcher.take(&cx.task_id) {
+            state.seen = Some(observed.fingerprint);
+            if let Observation::AgentTask(task) = observed.observation
+                && let Some(s) = task.get("state").and_then(Value::as_str)
+            {
+                state.agent_state = Some(s.to_owned());
+            }
+        }
+        let current = state.agent_state.clone().unwrap_or_default();
+        if ENDED.contains(&current.as_str()) {
+            self.shared.watcher.forget(&cx.task_id);
+            let full: Value = self
+                .shared
+                .github
+                .rest_get(
+                    &format!("{}/{id}", Self::tasks_path(&state)),
+                    &[],
+                    Some(AGENT_TASKS_API_VERSION),
+                )
+                .await
+                .map_err(|e| e.into_job_error("reading the agent task"))?;
+            return Ok(Step::Done(finish(&state, &full)));
+        }
+        let started = state.watch_started.unwrap_or(cx.now);
+        let max = self.shared.config.max_watch();
+        if cx.now.saturating_sub(started) > max.as_millis() as i64 {
+            self.shared.watcher.forget(&cx.task_id);
+            return Ok(Step::Done(report::result(
+                true,
+                format!(
+                    "Stopped watching after {} minutes: the agent task is still {current}. {}",
+                    max.as_secs() / 60,
+                    state.html_url.clone().unwrap_or_default()
+                ),
+                json!({"outcome": "watch_timeout", "agent_task_id": id, "state": current}),
+            )));
+        }
+        let status = match current.as_str() {
+            "waiting_for_user" => format!(
+                "Copilot is waiting for you (waiting_for_user): open {}",
+                state
+                    .html_url
+                    .clone()
+                    .unwrap_or_else(|| "the agent task on GitHub".into())
+            ),
+            "queued" => format!("Copilot agent task {id} is queued"),
+            other => format!("Copilot is working on agent task {id} ({other})"),
+        };
+        let age = Duration::from_millis(cx.now.saturating_sub(started).max(0) as u64);
+        self.shared.watcher.watch(
+            &cx.task_id,
+            Target::AgentTask {
+                owner: state.owner.clone(),
+                repo: state.repo.clone(),
+                id,
+                since: state.asked_at.clone(),
+            },
+            state.seen.clone(),
+            age,
+        );
+        Ok(Step::Wait {
+            state,
+            status: Some(status),
+            after: refresh_after(age),
+        })
+    }
+}
+
+fn classify(error: crate::github::GitHubError, what: &str) -> CreateError {
+    if error.is_transient() {
+        CreateError::Job(error.into_job_error(what))
+    } else {
+        CreateError::Refused(format!("{what} failed: {error}"))
+    }
+}
+
+fn decode_error(e: serde_json::Error) -> JobError {
+    JobError::Fatal(rmcp::model::ErrorData::internal_error(
+        format!("unexpected agent task from GitHub: {e}"),
+        None,
+    ))
+}
+
+fn finish(state: &CreateState, task: &Value) -> CallToolResult {
+    let end = task
+        .get("state")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned();
+    let url = task
+        .get("html_url")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| state.html_url.clone())
+        .unwrap_or_default();
+    let error = task
+        .get("sessions")
+        .and_then(Value::as_array)
+        .and_then(|s| s.iter().rev().find_map(|s| s.pointer("/error/message")))
+        .and_then(Value::as_str);
+    let text = match (end.as_str(), error) {
+        ("completed", _) => format!(
+            "Copilot completed the agent task in {}/{}. {url}",
+            state.owner, state.repo
+        ),
+        (other, Some(reason)) => format!("The Copilot agent task ended {other}: {reason}. {url}"),
+        (other, None) => format!("The Copilot agent task ended {other}. {url}"),
+    };
+    report::result(
+        end != "completed",
+        text,
+        json!({"outcome": end, "owner": state.owner, "repo": state.repo, "agent_task": task}),
+    )
+}

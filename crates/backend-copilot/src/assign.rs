@@ -1,0 +1,742 @@
+//! `assign_copilot_to_issue`: upstream's flow as a durable task that follows
+//! the agent to its finished pull request.
+//!
+//! ```text
+//! start     suggestedActors (paged) → copilot-swe-agent? → issue id, assignees
+//!           checkpoint Assign { assignees before }
+//! Assign    re-read assignees; Copilot newly there? (the mutation landed before
+//!           a crash) skip : updateIssue(assigneeIds + Copilot, agentAssignment)
+//!           checkpoint AwaitPr, watch the issue
+//! AwaitPr   Copilot's cross-referenced PR → Working, watch the PR
+//!           Copilot's comment on the issue → "could not start" (isError)
+//! Working   PR ready for review / closed / Copilot comment → REST timeline:
+//!           copilot_work_finished → done; _failure → isError;
+//!           merged → done; closed unmerged → isError
+//! any       past max watch time → isError saying Copilot may still work
+//! ```
+//!
+//! Clients without tasks get [`UpstreamView`]: upstream's nine one-second
+//! polls for the PR, its progress messages and its JSON, plus the task id.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_core::mcp::{InlineTask, SyncView};
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::args::{AssignArgs, Valid};
+use crate::github::model::{self, COPILOT_LOGIN, TimelineItem};
+use crate::github::{ASSIGNMENT_FEATURES, GitHubError};
+use crate::report::{self, CycleEnd, PullRequest};
+use crate::watcher::{Observation, Target};
+use crate::{Shared, refresh_after};
+
+/// Upstream's message when Copilot is not among the suggested actors.
+pub const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
+
+/// How often the REST timeline is read while nothing else suggests a change.
+const CONFIRM_EVERY_MS: i64 = 5 * 60 * 1000;
+
+/// The job behind `assign_copilot_to_issue`.
+#[derive(Debug, Clone)]
+pub struct AssignCopilot {
+    shared: Arc<Shared>,
+}
+
+impl AssignCopilot {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+}
+
+/// The checkpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AssignState {
+    pub owner: String,
+    pub repo: String,
+    pub issue_number: i64,
+    pub issue_id: String,
+    pub issue_url: String,
+    pub issue_title: String,
+    pub repo_id: String,
+    pub copilot_id: String,
+    pub phase: Phase,
+    /// When the watch began (Unix ms), for the interval and the time limit.
+    #[serde(default)]
+    pub watch_started: Option<i64>,
+    /// Timeline items at or after this GitHub time are ours.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Fingerprint of the last observation applied.
+    #[serde(default)]
+    pub seen: Option<String>,
+    #[serde(default)]
+    pub pull_request: Option<PullRequest>,
+    #[serde(default)]
+    pub last_confirm: Option<i64>,
+    pub args: AssignArgs,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// Looked up, not assigned yet. `had_copilot`: Copilot was already an
+    /// assignee before we asked.
+    Assign {
+        had_copilot: bool,
+    },
+    AwaitPr,
+    Working,
+}
+
+impl Job for AssignCopilot {
+    type Args = Valid<AssignArgs>;
+    type State = AssignState;
+
+    async fn start(&self, args: Valid<AssignArgs>, _cx: &JobContext) -> StepResult<AssignState> {
+        let args = args.0;
+        let github = &self.shared.github;
+        let copilot_id = match find_copilot(github, &args.owner, &args.repo).await {
+            Ok(Some(id)) => id,
+            Ok(None) => {
+                return Ok(Step::Done(CallToolResult::error(vec![ContentBlock::text(
+                    NOT_AVAILABLE,
+                )])));
+            }
+            Err(e) if e.is_transient() => {
+                return Err(e.into_job_error("failed to get suggested actors"));
+            }
+            Err(e) => {
+                return Ok(Step::Done(tool_error(format!(
+                    "failed to get suggested actors: {e}"
+                ))));
+            }
+        };
+        let issue = match read_issue(github, &args.owner, &args.repo, args.issue_number).await {
+            Ok(issue) => issue,
+            Err(e) if e.is_transient() => return Err(e.into_job_error("failed to get issue ID")),
+            Err(e) => {
+                return Ok(Step::Done(tool_error(format!(
+                    "failed to get issue ID: {e}"
+                ))));
+            }
+        };
+        let had_copilot = issue.assignees.iter().any(|a| a.id == copilot_id);
+        let status = format!(
+            "Assigning Copilot to {}/{}#{}",
+            args.owner, args.repo, args.issue_number
+        );
+        Ok(Step::Wait {
+            state: AssignState {
+                owner: args.owner.clone(),
+                repo: args.repo.clone(),
+                issue_number: args.issue_number,
+                issue_id: issue.id,
+                issue_url: issue.url,
+                issue_title: issue.title,
+                repo_id: issue.repo_id,
+                copilot_id,
+                phase: Phase::Assign { had_copilot },
+                watch_started: None,
+                since: None,
+                seen: None,
+                pull_request: None,
+                last_confirm: None,
+                args,
+            },
+            status: Some(status),
+            after: Duration::ZERO,
+        })
+    }
+
+    async fn resume(
+        &self,
+        state: AssignState,
+        _event: Event,
+        cx: &JobContext,
+    ) -> StepResult<AssignState> {
+        match state.phase {
+            Phase::Assign { had_copilot } => self.assign(state, had_copilot, cx).await,
+            Phase::AwaitPr | Phase::Working => self.watch(state, cx).await,
+        }
+    }
+
+    async fn cancel(&self, state: AssignState, cx: &JobContext) -> StepResult<AssignState> {
+        self.shared.watcher.forget(&cx.task_id);
+        let assigned = !matches!(state.phase, Phase::Assign { .. });
+        if assigned && self.shared.config.unassign_on_cancel {
+            let input = json!({"input": {
+                "assignableId": state.issue_id,
+                "assigneeIds": [state.copilot_id],
+            }});
+            let response = self
+                .shared
+                .github
+                .graphql(model::REMOVE_ASSIGNEES, input, None)
+                .await
+                .and_then(|r| r.into_data::<Value>());
+            match response {
+                Ok(_) => {
+                    tracing::info!(task = %cx.task_id, "removed Copilot from the assignees on cancel")
+                }
+                Err(e) if e.is_transient() => {
+                    return Err(e.into_job_error("removing Copilot from the assignees"));
+                }
+                Err(e) => tracing::warn!(
+                    task = %cx.task_id, error = %e,
+                    "could not remove Copilot from the assignees on cancel"
+                ),
+            }
+        }
+        Ok(Step::Cancelled)
+    }
+}
+
+impl AssignCopilot {
+    async fn assign(
+        &self,
+        mut state: AssignState,
+        had_copilot: bool,
+        cx: &JobContext,
+    ) -> StepResult<AssignState> {
+        let github = &self.shared.github;
+        let issue = read_issue(github, &state.owner, &state.repo, state.issue_number)
+            .await
+            .map_err(|e| e.into_job_error("failed to get issue ID"))?;
+        let has_copilot = issue.assignees.iter().any(|a| a.id == state.copilot_id);
+        // The checkpoint says "not assigned yet" but GitHub shows Copilot
+        // newly assigned: this step ran before and died after the mutation.
+        let landed_before = has_copilot && !had_copilot;
+        if !landed_before {
+            let mut assignees: Vec<String> = issue.assignees.iter().map(|a| a.id.clone()).collect();
+            if !assignees.contains(&state.copilot_id) {
+                assignees.push(state.copilot_id.clone());
+            }
+            let mut assignment = serde_json::Map::new();
+            assignment.insert("targetRepositoryId".into(), json!(state.repo_id));
+            if let Some(base) = &state.args.base_ref {
+                assignment.insert("baseRef".into(), json!(base));
+            }
+            assignment.insert(
+                "customInstructions".into(),
+                json!(state.args.custom_instructions.clone().unwrap_or_default()),
+            );
+            assignment.insert(
+                "customAgent".into(),
+                json!(state.args.custom_agent.clone().unwrap_or_default()),
+            );
+            if let Some(model) = &state.args.model {
+                assignment.insert("model".into(), json!(model));
+            }
+            let variables = json!({"input": {
+                "id": state.issue_id,
+                "assigneeIds": assignees,
+                "agentAssignment": assignment,
+            }});
+            let updated = github
+                .graphql(model::UPDATE_ISSUE, variables, Some(ASSIGNMENT_FEATURES))
+                .await
+                .and_then(|r| r.into_data::<model::UpdateIssueData>());
+            match updated {
+                Ok(data) => {
+                    if let Some(issue) = data.update_issue.and_then(|p| p.issue) {
+                        state.issue_url = issue.url;
+                    }
+                }
+                Err(e) if e.is_transient() => {
+                    return Err(e.into_job_error("failed to update issue with agent assignment"));
+                }
+                Err(e) => {
+                    return Ok(Step::Fail(ErrorData::internal_error(
+                        format!("failed to update issue with agent assignment: {e}"),
+                        None,
+                    )));
+                }
+            }
+        }
+        state.phase = Phase::AwaitPr;
+        state.watch_started = Some(cx.now);
+        state.since = Some(report::since(cx.now, 30));
+        let status = format!(
+            "Copilot assigned to {}/{}#{}; waiting for it to open a pull request",
+            state.owner, state.repo, state.issue_number
+        );
+        Ok(self.keep_watching(state, status, cx))
+    }
+
+    async fn watch(&self, mut state: AssignState, cx: &JobContext) -> StepResult<AssignState> {
+        let started = state.watch_started.unwrap_or(cx.now);
+        let max = self.shared.config.max_watch();
+        if cx.now.saturating_sub(started) > max.as_millis() as i64 {
+            self.shared.watcher.forget(&cx.task_id);
+            return Ok(Step::Done(self.finish(
+                &state,
+                "watch_timeout",
+                true,
+                format!(
+                    "Stopped watching after {} minutes: Copilot may still be working. Follow the \
+                     issue {} for its pull request.",
+                    max.as_secs() / 60,
+                    state.issue_url
+                ),
+                None,
+            )));
+        }
+        let observed = self.shared.watcher.take(&cx.task_id);
+        let mut force_confirm = false;
+        if let Some(observed) = observed {
+            state.seen = Some(observed.fingerprint.clone());
+            match (state.phase.clone(), observed.observation) {
+                (_, Observation::Gone { message }) => {
+                    self.shared.watcher.forget(&cx.task_id);
+                    return Ok(Step::Done(self.finish(
+                        &state,
+                        "gone",
+                        true,
+                        format!("Stopped watching: GitHub no longer shows it ({message})"),
+                        None,
+                    )));
+                }
+                (Phase::AwaitPr, Observation::Issue(issue)) => {
+                    let since = state.since.clone().unwrap_or_default();
+                    if let Some(pr) = copilot_pull_request(&issue.timeline_items.nodes, &since) {
+                        state.pull_request = Some(pr);
+                        state.phase = Phase::Working;
+                        state.seen = None;
+                    } else if let Some(comment) =
+                        copilot_comment(&issue.timeline_items.nodes, &since)
+                    {
+                        self.shared.watcher.forget(&cx.task_id);
+                        let text = format!(
+                            "Copilot could not start working on {}/{}#{}: {}",
+                            state.owner,
+                            state.repo,
+                            state.issue_number,
+                            comment["body"].as_str().unwrap_or_default()
+                        );
+                        return Ok(Step::Done(self.finish(
+                            &state,
+                            "failed_to_start",
+                            true,
+                            text,
+                            Some(comment),
+                        )));
+                    }
+                }
+                (Phase::Working, Observation::Pull(pull)) => {
+                    let pr = PullRequest::from_watched(&pull);
+                    let since = state.since.clone().unwrap_or_default();
+                    let copilot_spoke =
+                        copilot_comment(&pull.timeline_items.nodes, &since).is_some();
+                    state.pull_request = Some(pr.clone());
+                    if pull.merged {
+                        self.shared.watcher.forget(&cx.task_id);
+                        let text = format!("Pull request {} was merged.", pr.describe());
+                        return Ok(Step::Done(self.finish(&state, "merged", false, text, None)));
+                    }
+                    if pull.state == "CLOSED" {
+                        self.shared.watcher.forget(&cx.task_id);
+                        let text = format!(
+                            "Pull request {} was closed without being merged.",
+                            pr.describe()
+                        );
+                        return Ok(Step::Done(self.finish(
+                            &state,
+                            "closed_unmerged",
+                            true,
+                            text,
+                            None,
+                        )));
+                    }
+                    force_confirm = !pull.is_draft || copilot_spoke;
+                }
+                _ => {}
+            }
+        }
+        if state.phase == Phase::Working {
+            let due = state
+                .last_confirm
+                .is_none_or(|at| cx.now.saturating_sub(at) >= CONFIRM_EVERY_MS);
+            if (force_confirm || due)
+                && let Some(done) = self.confirm(&mut state, cx).await?
+            {
+                self.shared.watcher.forget(&cx.task_id);
+                return Ok(Step::Done(done));
+            }
+        }
+        let status = match (&state.phase, &state.pull_request) {
+            (Phase::Working, Some(pr)) => format!(
+                "Copilot opened pull request {} and is working",
+                pr.describe()
+            ),
+            _ => format!(
+                "Copilot assigned to {}/{}#{}; waiting for it to open a pull request",
+                state.owner, state.repo, state.issue_number
+            ),
+        };
+        Ok(self.keep_watching(state, status, cx))
+    }
+
+    /// Reads Copilot's events on the PR: has the cycle ended?
+    async fn confirm(
+        &self,
+        state: &mut AssignState,
+        cx: &JobContext,
+    ) -> Result<Option<CallToolResult>, JobError> {
+        let Some(pr) = state.pull_request.clone() else {
+            return Ok(None);
+        };
+        let events =
+            report::copilot_events(&self.shared.github, &state.owner, &state.repo, pr.number)
+                .await
+                .map_err(|e| e.into_job_error("reading the pull request's timeline"))?;
+        state.last_confirm = Some(cx.now);
+        let since = state.since.clone().unwrap_or_default();
+        let detail = json!({"copilotEvents": events});
+        Ok(match report::cycle_end(&events, &since) {
+            Some(CycleEnd::Finished { .. }) => Some(self.finish(
+                state,
+                "finished",
+                false,
+                format!(
+                    "Copilot finished: pull request {} is ready for review.",
+                    pr.describe()
+                ),
+                Some(detail),
+            )),
+            Some(CycleEnd::Failed { .. }) => Some(self.finish(
+                state,
+                "finished_with_failure",
+                true,
+                format!(
+                    "Copilot stopped with a failure on pull request {}.",
+                    pr.describe()
+                ),
+                Some(detail),
+            )),
+            // Fallback for deployments whose timeline has no copilot_work_*
+            // events: Copilot marks its PR ready for review when it is done.
+            None if events.is_empty() && !pr.draft => Some(self.finish(
+                state,
+                "finished",
+                false,
+                format!(
+                    "Copilot finished: pull request {} is ready for review (seen as ready for \
+                     review; GitHub reported no Copilot work events).",
+                    pr.describe()
+                ),
+                Some(detail),
+            )),
+            None => None,
+        })
+    }
+
+    fn keep_watching(
+        &self,
+        state: AssignState,
+        status: String,
+        cx: &JobContext,
+    ) -> Step<AssignState> {
+        let started = state.watch_started.unwrap_or(cx.now);
+        let age = Duration::from_millis(cx.now.saturating_sub(started).max(0) as u64);
+        let since = state.since.clone().unwrap_or_default();
+        let target = match (&state.phase, &state.pull_request) {
+            (Phase::Working, Some(pr)) => Target::Pull {
+                owner: state.owner.clone(),
+                repo: state.repo.clone(),
+                number: pr.number,
+                since,
+            },
+            _ => Target::Issue {
+                owner: state.owner.clone(),
+                repo: state.repo.clone(),
+                number: state.issue_number,
+                since,
+            },
+        };
+        self.shared
+            .watcher
+            .watch(&cx.task_id, target, state.seen.clone(), age);
+        Step::Wait {
+            state,
+            status: Some(status),
+            after: refresh_after(age),
+        }
+    }
+
+    fn finish(
+        &self,
+        state: &AssignState,
+        outcome: &str,
+        is_error: bool,
+        text: String,
+        detail: Option<Value>,
+    ) -> CallToolResult {
+        let mut structured = json!({
+            "outcome": outcome,
+            "message": text,
+            "owner": state.owner,
+            "repo": state.repo,
+            "issue_number": state.issue_number,
+            "issue_url": state.issue_url,
+            "issue_title": state.issue_title,
+            "pull_request": state.pull_request,
+        });
+        if let (Some(detail), Some(map)) = (detail, structured.as_object_mut()) {
+            map.insert("detail".into(), detail);
+        }
+        let text = match &state.pull_request {
+            Some(pr) => format!("{text}\n{}", pr.url),
+            None => text,
+        };
+        report::result(is_error, text, structured)
+    }
+}
+
+fn tool_error(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// Pages through `suggestedActors` for `copilot-swe-agent`; its node id.
+async fn find_copilot(
+    github: &crate::github::GitHub,
+    owner: &str,
+    repo: &str,
+) -> Result<Option<String>, GitHubError> {
+    let mut cursor: Option<String> = None;
+    // 100 pages of 100 actors is far beyond any real repository.
+    for _ in 0..100 {
+        let query = if cursor.is_some() {
+            model::SUGGESTED_ACTORS_NEXT
+        } else {
+            model::SUGGESTED_ACTORS_FIRST
+        };
+        let data: model::SuggestedActorsData = github
+            .graphql(
+                query,
+                json!({"endCursor": cursor, "name": repo, "owner": owner}),
+                None,
+            )
+            .await?
+            .into_data()?;
+        let Some(repository) = data.repository else {
+            return Err(GitHubError::NotFound {
+                message: format!(
+                    "Could not resolve to a Repository with the name '{owner}/{repo}'."
+                ),
+            });
+        };
+        let actors = repository.suggested_actors;
+        if let Some(id) = actors
+            .nodes
+            .iter()
+            .flatten()
+            .find(|n| n.login.as_deref() == Some(COPILOT_LOGIN))
+            .and_then(|n| n.id.clone())
+        {
+            return Ok(Some(id));
+        }
+        match actors.page_info {
+            Some(page) if page.has_next_page && page.end_cursor.is_some() => {
+                cursor = page.end_cursor;
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+struct IssueFacts {
+    repo_id: String,
+    id: String,
+    url: String,
+    title: String,
+    assignees: Vec<model::Assignee>,
+}
+
+async fn read_issue(
+    github: &crate::github::GitHub,
+    owner: &str,
+    repo: &str,
+    number: i64,
+) -> Result<IssueFacts, GitHubError> {
+    let data: model::IssueData = github
+        .graphql(
+            model::ISSUE,
+            json!({"name": repo, "number": number, "owner": owner}),
+            None,
+        )
+        .await?
+        .into_data()?;
+    let repository = data.repository.ok_or_else(|| GitHubError::NotFound {
+        message: format!("Could not resolve to a Repository with the name '{owner}/{repo}'."),
+    })?;
+    let issue = repository.issue.ok_or_else(|| GitHubError::NotFound {
+        message: format!("Could not resolve to an Issue with the number of {number}."),
+    })?;
+    Ok(IssueFacts {
+        repo_id: repository.id,
+        id: issue.id,
+        url: issue.url,
+        title: issue.title,
+        assignees: issue.assignees.nodes.into_iter().flatten().collect(),
+    })
+}
+
+/// The first PR Copilot opened that cross-references the issue, at or after
+/// `since` (upstream's match, read from the newest 50 items).
+fn copilot_pull_request(items: &[TimelineItem], since: &str) -> Option<PullRequest> {
+    let floor = model::parse_time(since)?;
+    items.iter().find_map(|item| match item {
+        TimelineItem::CrossReferencedEvent {
+            source:
+                Some(
+                    source @ model::CrossReferenceSource::PullRequest {
+                        created_at, author, ..
+                    },
+                ),
+            ..
+        } if author.as_ref().is_some_and(|a| model::is_copilot(&a.login))
+            && model::parse_time(created_at).is_some_and(|t| t >= floor) =>
+        {
+            PullRequest::from_source(source)
+        }
+        _ => None,
+    })
+}
+
+/// Copilot's first comment at or after `since`, as JSON.
+fn copilot_comment(items: &[TimelineItem], since: &str) -> Option<Value> {
+    let floor = model::parse_time(since)?;
+    items.iter().find_map(|item| match item {
+        TimelineItem::IssueComment {
+            created_at,
+            url,
+            body,
+            author,
+        } if author.as_ref().is_some_and(|a| model::is_copilot(&a.login))
+            && model::parse_time(created_at).is_some_and(|t| t >= floor) =>
+        {
+            Some(json!({"url": url, "body": body, "createdAt": created_at}))
+        }
+        _ => None,
+    })
+}
+
+/// Upstream's answer for clients without tasks: nine polls one second apart
+/// for the PR, with upstream's progress messages and JSON, plus the task id.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamView;
+
+/// Upstream's poll: 9 attempts, 1 s apart ("p50 ~5s, p90 ~7s").
+pub const ATTEMPTS: u32 = 9;
+pub const DELAY: Duration = Duration::from_secs(1);
+pub const PENDING_NOTE: &str = "The pull request may still be in progress. Once created, the PR number can be used to check job status, or check the issue timeline for updates.";
+
+impl SyncView for UpstreamView {
+    fn follow<'a>(
+        &'a self,
+        mut task: InlineTask<'a>,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'a>,
+    > {
+        Box::pin(async move {
+            // Until the assignment is made, the answer is whatever the task says.
+            let state = loop {
+                let record = task.record().await?;
+                if let Some(ended) = task.ended(&record) {
+                    return ended;
+                }
+                let state = record
+                    .job_state
+                    .as_ref()
+                    .and_then(|s| serde_json::from_value::<AssignState>(s.clone()).ok());
+                if let Some(state) = state.filter(|s| !matches!(s.phase, Phase::Assign { .. })) {
+                    break state;
+                }
+                task.changed_within(Duration::from_secs(1)).await?;
+            };
+            task.progress(
+                0.0,
+                Some(f64::from(ATTEMPTS)),
+                "Copilot assigned to issue, waiting for PR creation...",
+            )
+            .await;
+            for attempt in 0..ATTEMPTS {
+                if attempt > 0 {
+                    task.sleep(DELAY).await?;
+                }
+                task.progress(
+                    f64::from(attempt + 1),
+                    Some(f64::from(ATTEMPTS)),
+                    format!(
+                        "Waiting for Copilot to create PR... (attempt {}/{ATTEMPTS})",
+                        attempt + 1
+                    ),
+                )
+                .await;
+                let record = task.record().await?;
+                let current = record
+                    .job_state
+                    .as_ref()
+                    .and_then(|s| serde_json::from_value::<AssignState>(s.clone()).ok());
+                if let Some(pr) = current.as_ref().and_then(|s| s.pull_request.clone()) {
+                    return Ok(upstream_result(&state, Some(&pr), task.id()));
+                }
+                if let Some(ended) = task.ended(&record) {
+                    return ended;
+                }
+            }
+            Ok(upstream_result(&state, None, task.id()))
+        })
+    }
+}
+
+fn upstream_result(
+    state: &AssignState,
+    pr: Option<&PullRequest>,
+    task: &agentgate_core::task::TaskId,
+) -> CallToolResult {
+    let mut body = json!({
+        "issue_number": state.issue_number,
+        "issue_url": state.issue_url,
+        "owner": state.owner,
+        "repo": state.repo,
+        "task_id": task.as_str(),
+    });
+    if let Some(map) = body.as_object_mut() {
+        match pr {
+            Some(pr) => {
+                map.insert(
+                    "message".into(),
+                    json!("successfully assigned copilot to issue - pull request created"),
+                );
+                map.insert(
+                    "pull_request".into(),
+                    json!({
+                        "number": pr.number,
+                        "url": pr.url,
+                        "title": pr.title,
+                        "state": pr.state,
+                    }),
+                );
+            }
+            None => {
+                map.insert(
+                    "message".into(),
+                    json!("successfully assigned copilot to issue - pull request pending"),
+                );
+                map.insert("note".into(), json!(PENDING_NOTE));
+            }
+        }
+    }
+    let mut result = CallToolResult::success(vec![ContentBlock::text(body.to_string())]);
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0
+        .insert("io.agentgate/taskId".to_owned(), json!(task.as_str()));
+    result.meta = Some(meta);
+    result
+}

@@ -1,0 +1,126 @@
+//! GitHub's failures, typed, each with a message that says what to fix.
+
+use std::time::Duration;
+
+use agentgate_core::job::JobError;
+
+use super::model::GraphqlError;
+
+/// Everything a GitHub call can fail with. Messages never contain the token.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitHubError {
+    #[error(
+        "GITHUB_PERSONAL_ACCESS_TOKEN is not set: set it to a GitHub user token (a classic \
+         PAT with the `repo` scope, or a fine-grained token with read/write on Issues, Pull \
+         requests, Contents and Actions) and restart agentgate"
+    )]
+    NoToken,
+    #[error("GITHUB_PERSONAL_ACCESS_TOKEN contains characters that cannot go in an HTTP header")]
+    BadToken,
+    #[error(
+        "GitHub rejected the token (401 Bad credentials): check GITHUB_PERSONAL_ACCESS_TOKEN; it \
+         may be mistyped, expired or revoked"
+    )]
+    BadCredentials,
+    #[error(
+        "the token lacks the permissions for this call ({message}){}: a classic PAT needs the \
+         `repo` scope; a fine-grained token needs read/write on Issues, Pull requests, Contents \
+         and Actions",
+        .accepted.as_ref().map(|s| format!("; GitHub accepts the scopes: {s}")).unwrap_or_default()
+    )]
+    InsufficientScopes {
+        message: String,
+        accepted: Option<String>,
+    },
+    #[error(
+        "{message} (the repository, issue or pull request does not exist, or the token cannot see it)"
+    )]
+    NotFound { message: String },
+    #[error("GitHub refused: {message}")]
+    Forbidden { message: String },
+    #[error("GitHub rate limit: {message}; retrying in {}s", .retry_after.as_secs().max(1))]
+    RateLimited {
+        retry_after: Duration,
+        message: String,
+    },
+    #[error("GitHub did not accept the request: {message}")]
+    Invalid { message: String },
+    #[error("GitHub answered {status}: {message}")]
+    Server { status: u16, message: String },
+    #[error("cannot reach GitHub: {0}")]
+    Network(String),
+    #[error("unexpected answer from GitHub: {0}")]
+    Decode(String),
+}
+
+impl GitHubError {
+    pub(super) fn from_status(status: u16, message: String, accepted: Option<String>) -> Self {
+        match status {
+            401 => Self::BadCredentials,
+            403 if message.contains("scope") || message.contains("Resource not accessible") => {
+                Self::InsufficientScopes { message, accepted }
+            }
+            403 => Self::Forbidden { message },
+            404 => Self::NotFound {
+                message: if message.is_empty() {
+                    "Not Found".into()
+                } else {
+                    message
+                },
+            },
+            400 | 409 | 410 | 422 => Self::Invalid { message },
+            _ => Self::Server { status, message },
+        }
+    }
+
+    /// One GraphQL error, classified by GitHub's `type`.
+    pub fn from_graphql(error: GraphqlError) -> Self {
+        let message = error.message;
+        match error.kind.as_deref() {
+            Some("NOT_FOUND") => Self::NotFound { message },
+            Some("FORBIDDEN") => Self::Forbidden { message },
+            Some("INSUFFICIENT_SCOPES") => Self::InsufficientScopes {
+                message,
+                accepted: None,
+            },
+            Some("RATE_LIMITED") => Self::RateLimited {
+                retry_after: Duration::from_secs(60),
+                message,
+            },
+            Some("SERVICE_UNAVAILABLE") | Some("INTERNAL") => Self::Server {
+                status: 200,
+                message,
+            },
+            _ => Self::Invalid { message },
+        }
+    }
+
+    /// Whether trying again later can help.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited { .. } | Self::Server { .. } | Self::Network(_)
+        )
+    }
+
+    /// As a step failure: transient errors are retried (honouring the wait
+    /// GitHub asked for); the rest are fatal with `prefix: message`.
+    pub fn into_job_error(self, prefix: &str) -> JobError {
+        if self.is_transient() {
+            let retry_after = match &self {
+                Self::RateLimited { retry_after, .. } => Some(*retry_after),
+                _ => None,
+            };
+            JobError::Retryable {
+                message: format!("{prefix}: {self}"),
+                retry_after,
+            }
+        } else {
+            JobError::Fatal(rmcp::model::ErrorData::internal_error(
+                format!("{prefix}: {self}"),
+                None,
+            ))
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! A small GitHub client: GraphQL and the few REST calls the tools make, with
+//! GitHub's errors kept typed and its rate limits honoured.
+//!
+//! ```text
+//! GitHub::graphql / rest_get / rest_post
+//!   ├─ RateGate: while a limit is in force, fail fast with RateLimited
+//!   ├─ HTTP (bearer token, API version header, 30 s timeout)
+//!   └─ response → GitHubError: 401, 403/429 + retry-after, x-ratelimit-*,
+//!      GraphQL `errors[].type` (NOT_FOUND, FORBIDDEN, RATE_LIMITED, ...)
+//! ```
+//!
+//! The token is only ever put in the `Authorization` header; every message
+//! that could echo it is scrubbed.
+
+mod error;
+pub mod model;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use error::GitHubError;
+
+use crate::settings::Endpoint;
+
+/// The feature flags the assignment mutation needs (model selection is a
+/// separate preview flag).
+pub const ASSIGNMENT_FEATURES: &str =
+    "issues_copilot_assignment_api_support, coding_agent_model_selection";
+
+const USER_AGENT: &str = concat!("agentgate/", env!("CARGO_PKG_VERSION"));
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Backoff when GitHub says "slow down" without saying for how long.
+const DEFAULT_BACKOFF: Duration = Duration::from_secs(60);
+
+/// A GraphQL response: `data` and GitHub's `errors`, kept apart so a batched
+/// query can use what resolved.
+#[derive(Debug, Clone)]
+pub struct GraphqlResponse {
+    pub data: Value,
+    pub errors: Vec<model::GraphqlError>,
+}
+
+impl GraphqlResponse {
+    /// The whole response as one result: any error fails it.
+    pub fn into_data<T: DeserializeOwned>(self) -> Result<T, GitHubError> {
+        if let Some(first) = self.errors.into_iter().next() {
+            return Err(GitHubError::from_graphql(first));
+        }
+        serde_json::from_value(self.data).map_err(|e| GitHubError::Decode(e.to_string()))
+    }
+}
+
+/// What GitHub said about our rate limit on the last response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateLimit {
+    pub remaining: Option<u64>,
+    pub limit: Option<u64>,
+}
+
+/// A cheap-to-clone GitHub client for one endpoint and token.
+#[derive(Debug, Clone)]
+pub struct GitHub {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+    gate: Arc<RateGate>,
+}
+
+/// Shared by every request of the instance: once GitHub says stop, nobody
+/// calls it until the time it named.
+#[derive(Debug, Default)]
+struct RateGate {
+    blocked_until: Mutex<Option<Instant>>,
+    last: Mutex<RateLimit>,
+}
+
+impl RateGate {
+    fn check(&self) -> Result<(), GitHubError> {
+        let blocked = *self.blocked_until.lock().unwrap_or_else(|p| p.into_inner());
+        match blocked {
+            Some(until) if until > Instant::now() => Err(GitHubError::RateLimited {
+                retry_after: until - Instant::now(),
+                message: "waiting for GitHub's rate limit to reset".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn block_for(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        let mut blocked = self.blocked_until.lock().unwrap_or_else(|p| p.into_inner());
+        if blocked.is_none_or(|b| b < until) {
+            *blocked = Some(until);
+        }
+    }
+}
+
+impl GitHub {
+    pub fn new(endpoint: Endpoint) -> Self {
+        let http = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(TIMEOUT)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        Self {
+            http,
+            endpoint,
+            gate: Arc::new(RateGate::default()),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// How long calls are held back by a rate limit, if they are.
+    pub fn backoff(&self) -> Option<Duration> {
+        match self.gate.check() {
+            Err(GitHubError::RateLimited { retry_after, .. }) => Some(retry_after),
+            _ => None,
+        }
+    }
+
+    pub fn last_rate_limit(&self) -> RateLimit {
+        *self.gate.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn token(&self) -> Result<&str, GitHubError> {
+        self.endpoint
+            .token
+            .as_ref()
+            .map(|t| t.expose())
+            .ok_or(GitHubError::NoToken)
+    }
+
+    fn headers(&self, features: Option<&str>) -> Result<HeaderMap, GitHubError> {
+        let mut headers = HeaderMap::new();
+        let auth = HeaderValue::from_str(&format!("bearer {}", self.token()?))
+            .map_err(|_| GitHubError::BadToken)?;
+        let mut auth = auth;
+        auth.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, auth);
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/vnd.github+json"),
+        );
+        headers.insert(
+            "x-github-api-version",
+            HeaderValue::from_static("2022-11-28"),
+        );
+        if let Some(features) = features {
+            headers.insert(
+                "graphql-features",
+                HeaderValue::from_str(features)
+                    .map_err(|_| GitHubError::Decode("bad feature flag".into()))?,
+            );
+        }
+        Ok(headers)
+    }
+
+    /// Runs a GraphQL document. HTTP-level failures are errors; GraphQL
+    /// `errors` come back in the response for the caller to judge, except
+    /// `RATE_LIMITED`, which blocks further calls until the reset.
+    pub async fn graphql(
+        &self,
+        query: &str,
+        variables: Value,
+        features: Option<&str>,
+    ) -> Result<GraphqlResponse, GitHubError> {
+        self.gate.check()?;
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let request = self
+            .http
+            .post(self.endpoint.graphql.clone())
+            .headers(self.headers(features)?)
+            .json(&body);
+        let (status, headers, bytes) = self.send(request).await?;
+        if !status.is_success() {
+            return Err(self.http_error(status, &headers, &bytes));
+        }
+        let raw: model::RawGraphql = serde_json::from_slice(&bytes)
+            .map_err(|e| GitHubError::Decode(format!("GraphQL response is not JSON: {e}")))?;
+        if let Some(limited) = raw
+            .errors
+            .iter()
+            .find(|e| e.kind.as_deref() == Some("RATE_LIMITED"))
+        {
+            let wait = reset_wait(&headers).unwrap_or(DEFAULT_BACKOFF);
+            self.gate.block_for(wait);
+            return Err(GitHubError::RateLimited {
+                retry_after: wait,
+                message: self.scrub(&limited.message),
+            });
+        }
+        Ok(GraphqlResponse {
+            data: raw.data.unwrap_or(Value::Null),
+            errors: raw
+                .errors
+                .into_iter()
+                .map(|mut e| {
+                    e.message = self.scrub(&e.message);
+                    e
+                })
+                .collect(),
+        })
+    }
+
+    /// `GET` a REST path (relative to the API root) into `T`.
+    pub async fn rest_get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        version: Option<&'static str>,
+    ) -> Result<T, GitHubError> {
+        self.gate.check()?;
+        let url = self.rest_url(path)?;
+        let mut headers = self.headers(None)?;
+        if let Some(version) = version {
+            headers.insert("x-github-api-version", HeaderValue::from_static(version));
+        }
+        let request = self.http.get(url).headers(headers).query(query);
+        self.rest_response(request).await
+    }
+
+    /// `POST` JSON to a REST path into `T`.
+    pub async fn rest_post<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        version: Option<&'static str>,
+    ) -> Result<T, GitHubError> {
+        self.gate.check()?;
+        let url = self.rest_url(path)?;
+        let mut headers = self.headers(None)?;
+        if let Some(version) = version {
+            headers.insert("x-github-api-version", HeaderValue::from_static(version));
+        }
+        let request = self.http.post(url).headers(headers).json(body);
+        self.rest_response(request).await
+    }
+
+    async fn rest_response<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, GitHubError> {
+        let (status, headers, bytes) = self.send(request).await?;
+        if !status.is_success() {
+            return Err(self.http_error(status, &headers, &bytes));
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|e| GitHubError::Decode(format!("unexpected REST response: {e}")))
+    }
+
+    fn rest_url(&self, path: &str) -> Result<url::Url, GitHubError> {
+        self.endpoint
+            .rest
+            .join(path.trim_start_matches('/'))
+            .map_err(|e| GitHubError::Decode(format!("bad path {path}: {e}")))
+    }
+
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(reqwest::StatusCode, HeaderMap, Vec<u8>), GitHubError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        self.note_rate_limit(&headers);
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
+        Ok((status, headers, bytes.to_vec()))
+    }
+
+    fn note_rate_limit(&self, headers: &HeaderMap) {
+        let number = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let seen = RateLimit {
+            remaining: number("x-ratelimit-remaining"),
+            limit: number("x-ratelimit-limit"),
+        };
+        if seen.remaining.is_some() {
+            *self.gate.last.lock().unwrap_or_else(|p| p.into_inner()) = seen;
+        }
+    }
+
+    fn http_error(
+        &self,
+        status: reqwest::StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> GitHubError {
+        let message = serde_json::from_slice::<model::RestError>(body)
+            .map(|e| e.message)
+            .unwrap_or_else(|_| String::from_utf8_lossy(body).chars().take(200).collect());
+        let message = self.scrub(&message);
+        let retry_after = headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let exhausted = headers
+            .get("x-ratelimit-remaining")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() == "0");
+        let limited = status.as_u16() == 429
+            || (status.as_u16() == 403
+                && (retry_after.is_some()
+                    || exhausted
+                    || message.to_lowercase().contains("rate limit")));
+        if limited {
+            let wait = retry_after
+                .or_else(|| exhausted.then(|| reset_wait(headers)).flatten())
+                .unwrap_or(DEFAULT_BACKOFF);
+            self.gate.block_for(wait);
+            return GitHubError::RateLimited {
+                retry_after: wait,
+                message,
+            };
+        }
+        let scopes = headers
+            .get("x-accepted-oauth-scopes")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        GitHubError::from_status(status.as_u16(), message, scopes)
+    }
+
+    /// Removes the token from text that came from elsewhere.
+    fn scrub(&self, text: &str) -> String {
+        match &self.endpoint.token {
+            Some(token) if !token.expose().is_empty() => text.replace(token.expose(), "<redacted>"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// How long until `x-ratelimit-reset` (epoch seconds), at least one second.
+fn reset_wait(headers: &HeaderMap) -> Option<Duration> {
+    let reset = headers
+        .get("x-ratelimit-reset")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<i64>()
+        .ok()?;
+    let now = chrono::Utc::now().timestamp();
+    Some(Duration::from_secs(reset.saturating_sub(now).max(1) as u64))
+}
+
+/// A reqwest error's text without its URL (which is ours, but long).
+fn without_url(error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    let mut text = kind.to_owned();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}

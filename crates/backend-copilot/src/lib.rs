@@ -1,0 +1,193 @@
+//! The GitHub Copilot cloud agent behind MCP, as durable agentgate tasks.
+//!
+//! Three tools:
+//! - `assign_copilot_to_issue` (compatible with github-mcp-server's tool of
+//!   the same name) follows the agent from the assignment to its finished
+//!   pull request;
+//! - `request_copilot_changes` posts an `@copilot` comment on a pull request
+//!   and follows the work cycle it starts;
+//! - `create_pull_request_with_copilot` starts an agent task (Agent tasks
+//!   REST API) and follows it to its end.
+//!
+//! Layout:
+//! - [`settings`]: environment (token, API URL) and the `[copilot]` knobs;
+//! - [`github`]: the HTTP client, GitHub's errors and rate limits, the
+//!   GraphQL documents and response shapes;
+//! - [`watcher`]: one poller per instance for every watched issue, PR and
+//!   agent task, batching GraphQL with aliases;
+//! - [`assign`], [`changes`], [`agent_task`]: the three jobs;
+//! - [`args`]: inputs and validation; [`report`]: results.
+//!
+//! GitHub has no API to stop a running Copilot session: cancelling a task
+//! stops the watch (and, with `unassign_on_cancel`, unassigns Copilot).
+
+pub mod agent_task;
+pub mod args;
+pub mod assign;
+pub mod changes;
+pub mod github;
+pub mod report;
+pub mod settings;
+pub mod watcher;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_core::job::ToolSpec;
+use agentgate_core::scheduler::Engine;
+use agentgate_core::task::{PollPolicy, ToolPolicy};
+use rmcp::model::{JsonObject, ToolAnnotations};
+use tokio_util::sync::CancellationToken;
+
+pub use settings::{CopilotConfig, Endpoint, SettingsError, Token};
+pub use watcher::CopilotWatcher;
+
+use github::GitHub;
+
+pub const ASSIGN_TOOL: &str = "assign_copilot_to_issue";
+pub const CHANGES_TOOL: &str = "request_copilot_changes";
+pub const CREATE_PR_TOOL: &str = "create_pull_request_with_copilot";
+
+/// The Agent tasks API's version header.
+pub const AGENT_TASKS_API_VERSION: &str = "2026-03-10";
+
+/// What every Copilot job of an instance shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    github: GitHub,
+    watcher: Arc<CopilotWatcher>,
+    config: CopilotConfig,
+}
+
+/// How long a watching task sleeps between its own steps when nothing
+/// changes. The watcher nudges it earlier on a change; this only bounds how
+/// soon another instance takes the watch over after this one dies.
+pub(crate) fn refresh_after(age: Duration) -> Duration {
+    if age < Duration::from_secs(120) {
+        Duration::from_secs(10)
+    } else {
+        Duration::from_secs(30)
+    }
+}
+
+/// The Copilot backend of one instance: its tools and its watcher.
+#[derive(Debug, Clone)]
+pub struct Copilot {
+    shared: Arc<Shared>,
+}
+
+const ASSIGN_DESCRIPTION: &str = "Assign Copilot to a specific issue in a GitHub repository.\n\nThis tool can help with the following outcomes:\n- a Pull Request created with source code changes to resolve the issue\n\n\nMore information can be found at:\n- https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent\n\nWith the MCP tasks extension, the call returns a task at once that follows Copilot until its pull request is finished (or fails); its status message says what Copilot is doing. Cancelling the task stops the watch; GitHub has no API to stop a running Copilot session.\n";
+
+const CHANGES_DESCRIPTION: &str = "Ask Copilot to change a pull request it opened: posts your instructions as an @copilot comment on the pull request and follows the work cycle it starts until Copilot finishes (or fails). Returns a task with the MCP tasks extension. Cancelling stops the watch only: GitHub has no API to stop a running Copilot session.";
+
+const CREATE_PR_DESCRIPTION: &str = "Perform task with GitHub Copilot coding agent: starts a Copilot agent task in the repository that works on the problem statement and opens a pull request, and follows it until it is completed, failed, timed out or cancelled. Returns a task with the MCP tasks extension. Cancelling stops the watch only: GitHub has no API to stop a running agent task.";
+
+impl Copilot {
+    /// The backend for `endpoint`, with `config`'s knobs.
+    pub fn new(endpoint: Endpoint, config: CopilotConfig) -> Self {
+        let github = GitHub::new(endpoint);
+        let watcher = Arc::new(CopilotWatcher::new(github.clone(), Self::poll(&config)));
+        Self {
+            shared: Arc::new(Shared {
+                github,
+                watcher,
+                config,
+            }),
+        }
+    }
+
+    /// Reads `GITHUB_API_URL` and `GITHUB_PERSONAL_ACCESS_TOKEN`.
+    pub fn from_env(config: CopilotConfig) -> Result<Self, SettingsError> {
+        Ok(Self::new(Endpoint::from_env()?, config))
+    }
+
+    fn poll(config: &CopilotConfig) -> PollPolicy {
+        PollPolicy {
+            working: Duration::from_millis(config.poll_min_ms),
+            input_required: Duration::from_secs(2),
+            grow_every: Some(Duration::from_secs(config.poll_grow_seconds)),
+            max: Duration::from_secs(config.poll_max_seconds),
+        }
+    }
+
+    fn policy(&self) -> ToolPolicy {
+        let config = &self.shared.config;
+        ToolPolicy {
+            ttl: Some(config.max_watch() + Duration::from_secs(24 * 3600)),
+            poll: Self::poll(config),
+            sync_budget: Duration::from_secs(60),
+            step_timeout: Duration::from_secs(120),
+            sync_fallback: true,
+        }
+    }
+
+    pub fn watcher(&self) -> &Arc<CopilotWatcher> {
+        &self.shared.watcher
+    }
+
+    /// The three tools.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        let annotations = |title: &str, idempotent: bool| {
+            ToolAnnotations::with_title(title)
+                .read_only(false)
+                .destructive(false)
+                .idempotent(idempotent)
+                .open_world(true)
+        };
+        let assign = ToolSpec::new(
+            ASSIGN_TOOL,
+            ASSIGN_DESCRIPTION,
+            self.policy(),
+            assign::AssignCopilot::new(self.shared.clone()),
+        )
+        .with_sync_view(assign::UpstreamView);
+        let changes = ToolSpec::new(
+            CHANGES_TOOL,
+            CHANGES_DESCRIPTION,
+            self.policy(),
+            changes::RequestChanges::new(self.shared.clone()),
+        );
+        let create = ToolSpec::new(
+            CREATE_PR_TOOL,
+            CREATE_PR_DESCRIPTION,
+            self.policy(),
+            agent_task::CreatePullRequest::new(self.shared.clone()),
+        );
+        vec![
+            with_schema(
+                assign,
+                args::assign_schema(),
+                annotations("Assign Copilot to issue", true),
+            ),
+            with_schema(
+                changes,
+                args::changes_schema(),
+                annotations("Ask Copilot for changes", false),
+            ),
+            with_schema(
+                create,
+                args::create_pr_schema(),
+                annotations("Create a pull request with Copilot", false),
+            ),
+        ]
+    }
+
+    /// Runs the watcher until `shutdown`.
+    pub async fn run_watcher(&self, engine: Engine, shutdown: CancellationToken) {
+        self.shared.watcher.clone().run(engine, shutdown).await;
+    }
+}
+
+fn with_schema(
+    spec: ToolSpec,
+    schema: serde_json::Value,
+    annotations: ToolAnnotations,
+) -> ToolSpec {
+    let mut tool = spec.tool.clone();
+    if let serde_json::Value::Object(map) = schema {
+        tool.input_schema = Arc::new(JsonObject::from_iter(map));
+    }
+    tool.annotations = Some(annotations);
+    tool.title = tool.annotations.as_ref().and_then(|a| a.title.clone());
+    spec.with_tool(tool)
+}
