@@ -324,17 +324,29 @@ async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
     assert!(body["pull_request"]["number"].is_u64());
     assert_eq!(body["pull_request"]["state"], json!("OPEN"));
     let task_id = body["task_id"].as_str().expect("task id").to_owned();
-    let progress = seen.lock().expect("lock").progress.clone();
-    assert_eq!(
-        progress.first().and_then(|p| p.message.clone()).as_deref(),
-        Some("Copilot assigned to issue, waiting for PR creation...")
-    );
-    assert!(
-        progress
-            .iter()
-            .any(|p| p.message.as_deref()
-                == Some("Waiting for Copilot to create PR... (attempt 1/9)"))
-    );
+    // Notifications are handled on their own tasks: wait for them to land.
+    let expected = [
+        "Copilot assigned to issue, waiting for PR creation...",
+        "Waiting for Copilot to create PR... (attempt 1/9)",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let progress = seen.lock().expect("lock").progress.clone();
+        let has = |m: &str| progress.iter().any(|p| p.message.as_deref() == Some(m));
+        if expected.iter().all(|m| has(m)) {
+            let first = progress
+                .iter()
+                .find(|p| p.message.as_deref() == Some(expected[0]));
+            assert_eq!(first.map(|p| p.progress), Some(0.0));
+            assert_eq!(first.and_then(|p| p.total), Some(9.0));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "upstream's progress messages: {progress:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // An agent that never opens its PR: nine attempts, then "pending".
     let number = gh
@@ -712,10 +724,14 @@ async fn create_pull_request_follows_the_agent_task_to_its_end() {
     assert_eq!(structured(&result)["outcome"], json!("completed"));
     let session = &structured(&result)["agent_task"]["sessions"][0];
     assert_eq!(session["model"], json!("gpt-5.4"));
+    let prompt = session["prompt"].as_str().unwrap_or_default();
     assert!(
-        session["prompt"]
-            .as_str()
-            .is_some_and(|p| p.starts_with("Contributing guide\n\n"))
+        prompt.starts_with("Contributing guide\n\nAdd a CONTRIBUTING.md"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with(&format!("<!-- agentgate:task {} -->", ok.task.task_id)),
+        "{prompt}"
     );
 
     let (result, _) = follow(&client, &failed.task.task_id).await;

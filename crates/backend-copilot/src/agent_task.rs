@@ -11,6 +11,8 @@
 //! ```
 //!
 //! The API has no title field: a `title` becomes the first line of the prompt.
+//! The prompt ends with an invisible marker, `<!-- agentgate:task TASK_ID -->`,
+//! by which a repeated creating step recognises the agent task it started.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +58,14 @@ pub struct CreateState {
     pub watch_started: Option<i64>,
     #[serde(default)]
     pub seen: Option<String>,
+    /// When the agent task was last read directly (Unix ms): a fallback
+    /// for a task the repository listing does not show.
+    #[serde(default)]
+    pub last_read: Option<i64>,
 }
+
+/// How often a followed agent task is read directly.
+const READ_EVERY_MS: i64 = 60 * 1000;
 
 /// End states of an agent task.
 const ENDED: [&str; 4] = ["completed", "failed", "timed_out", "cancelled"];
@@ -67,9 +76,14 @@ impl Job for CreatePullRequest {
 
     async fn start(&self, args: Valid<CreatePrArgs>, cx: &JobContext) -> StepResult<CreateState> {
         let args = args.0;
+        let marker = format!("<!-- agentgate:task {} -->", cx.task_id);
         let prompt = match &args.title {
-            Some(title) => format!("{}\n\n{}", title.trim(), args.problem_statement.trim()),
-            None => args.problem_statement.trim().to_owned(),
+            Some(title) => format!(
+                "{}\n\n{}\n\n{marker}",
+                title.trim(),
+                args.problem_statement.trim()
+            ),
+            None => format!("{}\n\n{marker}", args.problem_statement.trim()),
         };
         Ok(Step::Wait {
             status: Some(format!(
@@ -88,6 +102,7 @@ impl Job for CreatePullRequest {
                 html_url: None,
                 watch_started: None,
                 seen: None,
+                last_read: None,
             },
             after: Duration::ZERO,
         })
@@ -100,7 +115,7 @@ impl Job for CreatePullRequest {
         cx: &JobContext,
     ) -> StepResult<CreateState> {
         if state.agent_task.is_none() {
-            let task = match self.create(&state).await {
+            let task = match self.create(&state, cx).await {
                 Ok(task) => task,
                 Err(CreateError::Job(e)) => return Err(e),
                 Err(CreateError::Refused(text)) => {
@@ -135,7 +150,8 @@ impl CreatePullRequest {
         format!("agents/repos/{}/{}/tasks", state.owner, state.repo)
     }
 
-    async fn create(&self, state: &CreateState) -> Result<AgentTask, CreateError> {
+    async fn create(&self, state: &CreateState, cx: &JobContext) -> Result<AgentTask, CreateError> {
+        let marker = format!("<!-- agentgate:task {} -->", cx.task_id);
         let github = &self.shared.github;
         let path = Self::tasks_path(state);
         let recent: AgentTaskList = github
@@ -157,7 +173,7 @@ impl CreatePullRequest {
                 .and_then(|s| s.first())
                 .and_then(|s| s.get("prompt"))
                 .and_then(Value::as_str)
-                == Some(state.prompt.as_str())
+                .is_some_and(|p| p.contains(&marker))
         });
         if let Some(task) = ours {
             return serde_json::from_value(task.clone())
@@ -192,6 +208,23 @@ impl CreatePullRequest {
             {
                 state.agent_state = Some(s.to_owned());
             }
+        }
+        let read_due = state
+            .last_read
+            .is_none_or(|at| cx.now.saturating_sub(at) >= READ_EVERY_MS);
+        if read_due {
+            let task: AgentTask = self
+                .shared
+                .github
+                .rest_get(
+                    &format!("{}/{id}", Self::tasks_path(&state)),
+                    &[],
+                    Some(AGENT_TASKS_API_VERSION),
+                )
+                .await
+                .map_err(|e| e.into_job_error("reading the agent task"))?;
+            state.agent_state = Some(task.state);
+            state.last_read = Some(cx.now);
         }
         let current = state.agent_state.clone().unwrap_or_default();
         if ENDED.contains(&current.as_str()) {

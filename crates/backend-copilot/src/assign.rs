@@ -77,6 +77,9 @@ pub struct AssignState {
     pub pull_request: Option<PullRequest>,
     #[serde(default)]
     pub last_confirm: Option<i64>,
+    /// Copilot was an assignee before this call: cancel leaves it assigned.
+    #[serde(default)]
+    pub had_copilot: bool,
     pub args: AssignArgs,
 }
 
@@ -96,7 +99,7 @@ impl Job for AssignCopilot {
     type Args = Valid<AssignArgs>;
     type State = AssignState;
 
-    async fn start(&self, args: Valid<AssignArgs>, _cx: &JobContext) -> StepResult<AssignState> {
+    async fn start(&self, args: Valid<AssignArgs>, cx: &JobContext) -> StepResult<AssignState> {
         let args = args.0;
         let github = &self.shared.github;
         let copilot_id = match find_copilot(github, &args.owner, &args.repo).await {
@@ -141,10 +144,13 @@ impl Job for AssignCopilot {
                 copilot_id,
                 phase: Phase::Assign { had_copilot },
                 watch_started: None,
-                since: None,
+                // Fixed before the mutation, so a repeated assignment step
+                // cannot move it past a PR Copilot already opened.
+                since: Some(report::since(cx.now, 30)),
                 seen: None,
                 pull_request: None,
                 last_confirm: None,
+                had_copilot,
                 args,
             },
             status: Some(status),
@@ -167,7 +173,7 @@ impl Job for AssignCopilot {
     async fn cancel(&self, state: AssignState, cx: &JobContext) -> StepResult<AssignState> {
         self.shared.watcher.forget(&cx.task_id);
         let assigned = !matches!(state.phase, Phase::Assign { .. });
-        if assigned && self.shared.config.unassign_on_cancel {
+        if assigned && !state.had_copilot && self.shared.config.unassign_on_cancel {
             let input = json!({"input": {
                 "assignableId": state.issue_id,
                 "assigneeIds": [state.copilot_id],
@@ -259,7 +265,9 @@ impl AssignCopilot {
         }
         state.phase = Phase::AwaitPr;
         state.watch_started = Some(cx.now);
-        state.since = Some(report::since(cx.now, 30));
+        if state.since.is_none() {
+            state.since = Some(report::since(cx.now, 30));
+        }
         let status = format!(
             "Copilot assigned to {}/{}#{}; waiting for it to open a pull request",
             state.owner, state.repo, state.issue_number
@@ -633,6 +641,8 @@ pub struct UpstreamView;
 
 /// Upstream's poll: 9 attempts, 1 s apart ("p50 ~5s, p90 ~7s").
 pub const ATTEMPTS: u32 = 9;
+/// How long a client without tasks waits for the assignment itself.
+const SETUP_BUDGET: Duration = Duration::from_secs(60);
 pub const DELAY: Duration = Duration::from_secs(1);
 pub const PENDING_NOTE: &str = "The pull request may still be in progress. Once created, the PR number can be used to check job status, or check the issue timeline for updates.";
 
@@ -644,7 +654,9 @@ impl SyncView for UpstreamView {
         Box<dyn std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'a>,
     > {
         Box::pin(async move {
-            // Until the assignment is made, the answer is whatever the task says.
+            // Until the assignment is made, the answer is whatever the task
+            // says, within the tool's sync budget (GitHub may be throttling).
+            let deadline = tokio::time::Instant::now() + SETUP_BUDGET;
             let state = loop {
                 let record = task.record().await?;
                 if let Some(ended) = task.ended(&record) {
@@ -656,6 +668,15 @@ impl SyncView for UpstreamView {
                     .and_then(|s| serde_json::from_value::<AssignState>(s.clone()).ok());
                 if let Some(state) = state.filter(|s| !matches!(s.phase, Phase::Assign { .. })) {
                     break state;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    let status = record.status_message.unwrap_or_default();
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                        "The assignment is not made yet ({status}); it continues as task {}. \
+                         Call `task_status` with {{\"task_id\": \"{}\"}} to follow it.",
+                        task.id(),
+                        task.id()
+                    ))]));
                 }
                 task.changed_within(Duration::from_secs(1)).await?;
             };

@@ -147,6 +147,15 @@ impl Job for RequestChanges {
         if state.comment.is_none() {
             state.comment = Some(self.post(&state, cx).await?);
             state.watch_started = Some(cx.now);
+            // Save the posted comment before anything else can fail.
+            return Ok(Step::Wait {
+                status: Some(format!(
+                    "Asked Copilot for changes on pull request #{}; waiting for it to start",
+                    state.pull_request.number
+                )),
+                state,
+                after: Duration::ZERO,
+            });
         }
         self.follow(state, cx).await
     }

@@ -366,6 +366,26 @@ impl CopilotWatcher {
     ) -> Result<Vec<(TaskId, Observation)>, GitHubError> {
         let (query, variables) = batch_query(targets);
         let response = self.github.graphql(&query, variables, None).await?;
+        // An error not tied to one alias (a timeout, a node limit) or no data
+        // at all says nothing about the targets: skip the batch, never
+        // conclude they are gone.
+        let aliased = |e: &crate::github::model::GraphqlError| {
+            e.path
+                .first()
+                .and_then(Value::as_str)
+                .is_some_and(|p| p.starts_with('t'))
+        };
+        if !response.data.is_object() || !response.errors.iter().all(aliased) {
+            let message = response
+                .errors
+                .first()
+                .map(|e| e.message.clone())
+                .unwrap_or_else(|| "no data".into());
+            return Err(GitHubError::Server {
+                status: 200,
+                message,
+            });
+        }
         let mut seen = Vec::new();
         for (n, (id, target)) in targets.iter().enumerate() {
             let alias = format!("t{n}");
@@ -393,9 +413,9 @@ impl CopilotWatcher {
                     })
                 }
                 (_, Some(error)) => Err(GitHubError::from_graphql(error.clone())),
-                (_, None) => Ok(Observation::Gone {
-                    message: "GitHub returned nothing for it".into(),
-                }),
+                (_, None) => Err(GitHubError::Decode(
+                    "GitHub returned nothing for this target".into(),
+                )),
             };
             match observation {
                 Ok(observation) => seen.push((id.clone(), observation)),

@@ -92,6 +92,12 @@ impl GitHubError {
                 status: 200,
                 message,
             },
+            // A schema error (`extensions.code`) is ours and permanent; an
+            // untyped error is GitHub's own trouble (timeouts), worth a retry.
+            None if error.extensions.is_none() => Self::Server {
+                status: 200,
+                message,
+            },
             _ => Self::Invalid { message },
         }
     }
@@ -122,5 +128,32 @@ impl GitHubError {
                 None,
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(kind: Option<&str>, extensions: Option<serde_json::Value>) -> GraphqlError {
+        GraphqlError {
+            kind: kind.map(str::to_owned),
+            message: "m".into(),
+            path: Vec::new(),
+            extensions,
+        }
+    }
+
+    #[test]
+    fn graphql_errors_are_classified_by_type() {
+        assert!(matches!(
+            GitHubError::from_graphql(error(Some("NOT_FOUND"), None)),
+            GitHubError::NotFound { .. }
+        ));
+        assert!(!GitHubError::from_graphql(error(Some("FORBIDDEN"), None)).is_transient());
+        // GitHub's untyped "something went wrong" is retried; a schema error is not.
+        assert!(GitHubError::from_graphql(error(None, None)).is_transient());
+        let schema = error(None, Some(serde_json::json!({"code": "undefinedField"})));
+        assert!(!GitHubError::from_graphql(schema).is_transient());
     }
 }

@@ -304,9 +304,13 @@ impl GitHub {
         body: &[u8],
     ) -> GitHubError {
         let message = serde_json::from_slice::<model::RestError>(body)
-            .map(|e| e.message)
-            .unwrap_or_else(|_| String::from_utf8_lossy(body).chars().take(200).collect());
-        let message = self.scrub(&message);
+            .map(|e| self.scrub(&e.message))
+            .unwrap_or_else(|_| {
+                self.scrub(&String::from_utf8_lossy(body))
+                    .chars()
+                    .take(200)
+                    .collect()
+            });
         let retry_after = headers
             .get("retry-after")
             .and_then(|v| v.to_str().ok())

@@ -44,6 +44,9 @@ pub struct GraphqlError {
     pub message: String,
     #[serde(default)]
     pub path: Vec<Value>,
+    /// Schema validation errors carry `extensions.code` instead of `type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,9 +183,22 @@ pub enum CrossReferenceSource {
     Other,
 }
 
+/// `nodes` of a connection; null entries (items the token cannot see) are
+/// dropped rather than failing the whole list.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, Hash)]
 pub struct Nodes<T> {
+    #[serde(deserialize_with = "skip_nulls")]
+    #[serde(bound(deserialize = "T: Deserialize<'de>"))]
     pub nodes: Vec<T>,
+}
+
+fn skip_nulls<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let items: Option<Vec<Option<T>>> = Option::deserialize(d)?;
+    Ok(items.unwrap_or_default().into_iter().flatten().collect())
 }
 
 /// A watched issue.
@@ -305,4 +321,20 @@ pub fn format_time(time: chrono::DateTime<chrono::Utc>) -> String {
 /// Whether `login` is Copilot, in either API's spelling.
 pub fn is_copilot(login: &str) -> bool {
     login == COPILOT_LOGIN || login == COPILOT_REST_LOGIN || login == "copilot-swe-agent[bot]"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_timeline_nodes_are_skipped() {
+        let issue: WatchedIssue = serde_json::from_value(serde_json::json!({
+            "state": "OPEN",
+            "timelineItems": {"nodes": [null, {"__typename": "ReadyForReviewEvent", "createdAt": "2026-12-01T10:00:00Z"}, {"__typename": "SomethingNew"}]}
+        }))
+        .expect("decodes");
+        assert_eq!(issue.timeline_items.nodes.len(), 2);
+        assert_eq!(issue.timeline_items.nodes[1], TimelineItem::Other);
+    }
 }
