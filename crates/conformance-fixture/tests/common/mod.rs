@@ -23,11 +23,20 @@ pub struct Fixture {
 impl Fixture {
     /// Starts the fixture over HTTP on a free port, on `store_path`.
     pub async fn http(store_path: &Path, extra: &[&str]) -> Self {
+        Self::start(&store_url(store_path), store_path, extra).await
+    }
+
+    /// Starts the fixture over HTTP on any store URL (PostgreSQL).
+    pub async fn http_with_store(url: &str, dir: &Path) -> Self {
+        Self::start(url, dir, &[]).await
+    }
+
+    async fn start(store: &str, store_path: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(BIN)
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--store")
-            .arg(store_url(store_path))
+            .arg(store)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -1,0 +1,167 @@
+//! Several fixture processes on one PostgreSQL database form one task space:
+//! any instance answers for any task, and `tasks/update` / `tasks/cancel`
+//! sent to one instance take effect on the task another one runs.
+//!
+//! Needs a PostgreSQL server (`AGENTGATE_TEST_POSTGRES_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); without one the test says
+//! on stderr that it skipped, unless `AGENTGATE_REQUIRE_POSTGRES=1`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::str::FromStr as _;
+
+use common::*;
+use rmcp::model::{CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams};
+use serde_json::json;
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+
+const INSTANCES: usize = 3;
+
+/// A fresh database on the test server, dropped at the end.
+struct Database {
+    admin: PgConnection,
+    name: String,
+    url: String,
+}
+
+impl Database {
+    async fn create() -> Option<Self> {
+        let server = std::env::var("AGENTGATE_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let options = PgConnectOptions::from_str(&server).expect("a PostgreSQL URL");
+        let mut admin = match PgConnection::connect_with(&options).await {
+            Ok(conn) => conn,
+            Err(e) => {
+                let shown = agentgate_core::store::redact_url(&server);
+                let required = std::env::var("AGENTGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+                assert!(
+                    !required,
+                    "PostgreSQL not reachable at {shown} ({e}), and AGENTGATE_REQUIRE_POSTGRES=1 \
+                     requires it; run .ci/postgres.sh"
+                );
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "skipped: PostgreSQL not reachable at {shown} ({e}); set \
+                     AGENTGATE_TEST_POSTGRES_URL or run .ci/postgres.sh"
+                );
+                return None;
+            }
+        };
+        let name = format!("agentgate_it_{:016x}", rand::random::<u64>());
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await
+            .expect("create database");
+        let mut url = url::Url::parse(&server).expect("URL");
+        url.set_path(&format!("/{name}"));
+        Some(Self {
+            admin,
+            name,
+            url: url.to_string(),
+        })
+    }
+
+    async fn drop(mut self) {
+        let _ = sqlx::query(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        ))
+        .execute(&mut self.admin)
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn three_instances_on_one_database_share_every_task() {
+    let Some(db) = Database::create().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut fixtures = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..INSTANCES {
+        // The fixture takes any store URL; `store_path` is unused here.
+        let fixture = Fixture::http_with_store(&db.url, dir.path()).await;
+        clients.push(TestClient::tasks().http(&fixture.url).await);
+        fixtures.push(fixture);
+    }
+
+    // Tasks created round-robin: each visible, identically, on every instance.
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        let client = &clients[i % INSTANCES];
+        let task = start_task(
+            client,
+            "slow_compute",
+            json!({"seconds": 0.3, "label": format!("t{i}")}),
+        )
+        .await;
+        ids.push(task.task.task_id);
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let payload = poll_until(&clients[(i + 1) % INSTANCES], id, is_terminal).await;
+        let TaskPayload::Completed { result } = &payload else {
+            panic!("task {id}: {payload:?}");
+        };
+        assert_eq!(
+            first_text(result),
+            format!("slow_compute(t{i}) done after 0.3s")
+        );
+        let mut seen = Vec::new();
+        for client in &clients {
+            let got = client
+                .peer()
+                .get_task(GetTaskParams::new(id.clone()))
+                .await
+                .expect("tasks/get");
+            seen.push(serde_json::to_value(&got.task).expect("json"));
+        }
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+    }
+
+    // Cancel sent to another instance than the one that created the task.
+    let long = start_task(&clients[0], "slow_compute", json!({"seconds": 600})).await;
+    clients[1]
+        .peer()
+        .cancel_task(CancelTaskParams::new(long.task.task_id.clone()))
+        .await
+        .expect("tasks/cancel");
+    let payload = poll_until(&clients[2], &long.task.task_id, is_terminal).await;
+    assert!(matches!(payload, TaskPayload::Cancelled), "{payload:?}");
+
+    // Input answered through another instance.
+    let ask = start_task(&clients[2], "confirm_delete", json!({"filename": "a.txt"})).await;
+    let id = ask.task.task_id;
+    poll_until(&clients[0], &id, |p| {
+        p.status() == TaskStatus::InputRequired
+    })
+    .await;
+    let mut answer = BTreeMap::new();
+    answer.insert(
+        "confirm".to_owned(),
+        json!({"action": "accept", "content": {"confirm": true}}),
+    );
+    clients[1]
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answer))
+        .await
+        .expect("tasks/update");
+    match poll_until(&clients[0], &id, is_terminal).await {
+        TaskPayload::Completed { result } => {
+            assert_eq!(
+                first_text(&result),
+                "confirm_delete(a.txt): confirmed = true"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    for client in clients {
+        client.cancel().await.expect("close");
+    }
+    drop(fixtures);
+    db.drop().await;
+}
