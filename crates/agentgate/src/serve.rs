@@ -28,8 +28,9 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTGATE_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
 
-    /// Task store: sqlite://PATH (created on first use). Default: tasks.db in
-    /// the user's data directory.
+    /// Task store: sqlite://PATH (created on first use) or
+    /// postgres://USER@HOST/DB (shared by several instances). Default:
+    /// tasks.db in the user's data directory.
     #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
     store: Option<String>,
 
@@ -95,6 +96,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             .context("serving stdio")
     } else {
         let addr = listen.context("no listen address")?;
+        let store = engine.store().clone();
         let gateway = Gateway::new(engine, TransportKind::Http).await?;
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
@@ -111,7 +113,10 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         tracing::info!(%url, "serving MCP over Streamable HTTP");
         // The first stdout line, for scripts and tests that bind port 0.
         println!("listening {url}");
-        let router = http_router(gateway, http, shutdown.clone());
+        let router = http_router(gateway, http, shutdown.clone()).route(
+            "/readyz",
+            axum::routing::get(move || readiness(store.clone())),
+        );
         serve_http(listener, router, shutdown.clone())
             .await
             .context("serving HTTP")
@@ -129,6 +134,20 @@ fn tools(copilot: &backend_copilot::Copilot) -> ToolRegistry {
         ToolRegistry::new().with(backend_qbusiness::tool_from_env()),
         ToolRegistry::with,
     )
+}
+
+/// `/readyz`: 200 when the task store answers a query, 503 with the
+/// reason otherwise (`/healthz` only says the process serves HTTP).
+async fn readiness(
+    store: Arc<dyn agentgate_core::store::TaskStore>,
+) -> (axum::http::StatusCode, String) {
+    match store.next_due().await {
+        Ok(_) => (axum::http::StatusCode::OK, "ready\n".into()),
+        Err(e) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("task store unreachable: {e}\n"),
+        ),
+    }
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {
