@@ -271,3 +271,33 @@ async fn store_url_opens_postgres_with_pool_settings() {
         .expect("get");
     assert!(seen.is_some());
 }
+
+#[tokio::test]
+async fn changes_made_by_one_instance_are_heard_by_another() {
+    use agentgate_core::store::ChangeKind;
+    let Some(schema) = TestSchema::create().await else {
+        return;
+    };
+    let (writer, listener) = (schema.open().await, schema.open().await);
+    let mut heard = listener.changes().expect("PostgreSQL relays changes");
+    let task = new_task();
+    let id = task.id.clone();
+    writer.create(task).await.expect("create");
+    writer
+        .request_cancel(&Owner::new("alice"), &id, T0 + 1)
+        .await
+        .expect("cancel");
+    // NOTIFY is database-wide: other tests' changes may arrive too.
+    let wanted = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match heard.recv().await {
+                Ok(change) if change.task == id => return change.kind,
+                Ok(_) => {}
+                Err(e) => panic!("listener: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the cancel is heard by the other instance");
+    assert_eq!(wanted, ChangeKind::CancelRequested);
+}

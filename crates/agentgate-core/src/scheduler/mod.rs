@@ -153,6 +153,33 @@ impl Engine {
         }
     }
 
+    /// Acts on changes other instances made: wake the claim loop (a task
+    /// may be due now), tell local waiters, and stop a local step whose task
+    /// was cancelled elsewhere.
+    async fn relay_changes(
+        self,
+        mut changes: broadcast::Receiver<crate::store::TaskChange>,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            let change = tokio::select! {
+                () = shutdown.cancelled() => return,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(change) => {
+                    if change.kind == crate::store::ChangeKind::CancelRequested {
+                        self.interrupt(&change.task);
+                    }
+                    self.publish(&change.task);
+                    self.wake();
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => self.wake(),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
         // A poisoned map only means a step panicked while holding the lock;
         // the map itself is still consistent.
@@ -167,6 +194,9 @@ impl Engine {
     pub async fn run(self, shutdown: CancellationToken) {
         let mut steps = JoinSet::new();
         let sweeper = tokio::spawn(self.clone().sweep_loop(shutdown.clone()));
+        if let Some(changes) = self.inner.store.changes() {
+            tokio::spawn(self.clone().relay_changes(changes, shutdown.clone()));
+        }
         let config = self.inner.config.clone();
         loop {
             let free = config.concurrency.saturating_sub(steps.len());

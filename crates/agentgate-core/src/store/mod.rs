@@ -95,6 +95,21 @@ pub struct SweepReport {
     pub deleted: u64,
 }
 
+/// A change to a task made through a store, possibly by another instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskChange {
+    pub task: TaskId,
+    pub kind: ChangeKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A step was saved, input arrived or the task was nudged.
+    Updated,
+    /// A cancel was requested: the instance running a step should stop it.
+    CancelRequested,
+}
+
 /// Durable storage for tasks; see the module docs for the semantics.
 #[async_trait]
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
@@ -160,6 +175,13 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 
     /// Expires overdue tasks and deletes old ended ones.
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;
+
+    /// Changes made by every instance on this store, for stores shared by
+    /// several processes (PostgreSQL `LISTEN/NOTIFY`). `None`: only this
+    /// process writes, so the engine's own notices are complete.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
+        None
+    }
 
     /// A named random secret, created on first use and shared by every
     /// instance on this store (used to seal MRTR `requestState`).

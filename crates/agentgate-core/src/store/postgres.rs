@@ -28,6 +28,13 @@
 //!   stale worker never overwrites the state of the attempt that replaced it.
 //! - **Secrets** are inserted with `ON CONFLICT DO NOTHING` and then read, so
 //!   instances racing to create one all end up with the same value.
+//! - **Change notices.** Saving a step, recording input, nudging and
+//!   requesting a cancel also `NOTIFY` on [`CHANNEL`] in the same
+//!   transaction (delivered on commit). Every store `LISTEN`s from `open` on
+//!   and hands the notices out through [`TaskStore::changes`]; the engine
+//!   wakes its claim loop on them, tells local waiters (inline calls,
+//!   `task_status`), and interrupts a local step whose task was cancelled
+//!   through another instance.
 //! - **Migrations** run on `open`; sqlx holds an advisory lock while it
 //!   migrates, so instances starting together apply them once.
 //!
@@ -57,7 +64,9 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
 use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
 
-use super::{InputAck, StoreError, StoreResult, SweepReport, TaskStore, redact_url};
+use super::{
+    ChangeKind, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskStore, redact_url,
+};
 use crate::clock::Millis;
 use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
 
@@ -65,6 +74,8 @@ use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// Changes heard on [`CHANNEL`], from every instance (this one included).
+    changes: tokio::sync::broadcast::Sender<TaskChange>,
     /// Where the store lives, without credentials (for `Debug`).
     label: String,
 }
@@ -82,6 +93,10 @@ impl fmt::Debug for PostgresStore {
 }
 
 const LIVE: &str = "status IN ('working', 'input_required')";
+/// The `NOTIFY` channel: payload `u:<task id>` (updated) or `c:<task id>`
+/// (cancel requested). Notifications sent inside a transaction are delivered
+/// on commit, so listeners never hear of a change they cannot read yet.
+pub const CHANNEL: &str = "agentgate_task_changes";
 const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -124,7 +139,21 @@ impl PostgresStore {
             Err(e) => return Err(e.into()),
         };
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
-        Ok(Self { pool, label })
+        let (changes, _) = tokio::sync::broadcast::channel(1024);
+        // LISTEN before returning, so no change made after `open` is missed.
+        match start_listening(&pool).await {
+            Ok(listener) => {
+                tokio::spawn(relay(listener, pool.clone(), changes.clone()));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot LISTEN for task changes; relying on polling");
+            }
+        }
+        Ok(Self {
+            pool,
+            changes,
+            label,
+        })
     }
 
     async fn fetch(&self, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
@@ -180,6 +209,63 @@ fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions)> {
         .max_connections(max_connections)
         .acquire_timeout(acquire_timeout);
     Ok((options, pool))
+}
+
+async fn start_listening(pool: &PgPool) -> Result<sqlx::postgres::PgListener, sqlx::Error> {
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
+}
+
+/// Relays `NOTIFY`s on [`CHANNEL`] to `changes`. sqlx's listener reconnects
+/// (and listens again) by itself; if listening cannot start at all,
+/// instances still see each other's changes through the engine's store
+/// polling, only later.
+async fn relay(
+    mut listener: sqlx::postgres::PgListener,
+    pool: PgPool,
+    changes: tokio::sync::broadcast::Sender<TaskChange>,
+) {
+    loop {
+        match listener.recv().await {
+            Ok(note) => {
+                let payload = note.payload();
+                let (kind, id) = match payload.split_once(':') {
+                    Some(("c", id)) => (ChangeKind::CancelRequested, id),
+                    Some((_, id)) => (ChangeKind::Updated, id),
+                    None => continue,
+                };
+                let task = TaskId::from_client(id);
+                // No receiver yet (the engine subscribes at start) is fine.
+                let _ = changes.send(TaskChange { task, kind });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "task change listener failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        if pool.is_closed() {
+            return;
+        }
+    }
+}
+
+/// Queues a change notice (sent on commit when `executor` is a transaction).
+async fn notify<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+    kind: ChangeKind,
+    id: &TaskId,
+) -> StoreResult<()> {
+    let tag = match kind {
+        ChangeKind::Updated => "u",
+        ChangeKind::CancelRequested => "c",
+    };
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(format!("{tag}:{id}"))
+        .execute(executor)
+        .await?;
+    Ok(())
 }
 
 fn millis(duration: Duration) -> i64 {
@@ -312,6 +398,7 @@ impl TaskStore for PostgresStore {
             .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
+            notify(&mut *tx, ChangeKind::Updated, id).await?;
         }
         tx.commit().await?;
         Ok(InputAck { accepted, complete })
@@ -332,6 +419,7 @@ impl TaskStore for PostgresStore {
         .bind(id.as_str())
         .execute(&self.pool)
         .await?;
+        notify(&self.pool, ChangeKind::CancelRequested, id).await?;
         Ok(())
     }
 
@@ -436,6 +524,7 @@ impl TaskStore for PostgresStore {
         .bind(attempt)
         .execute(&mut *tx)
         .await?;
+        notify(&mut *tx, ChangeKind::Updated, id).await?;
         tx.commit().await?;
         task.lease_owner = None;
         task.lease_until = None;
@@ -451,7 +540,11 @@ impl TaskStore for PostgresStore {
         .bind(id.as_str())
         .execute(&self.pool)
         .await?;
-        Ok(done.rows_affected() == 1)
+        let nudged = done.rows_affected() == 1;
+        if nudged {
+            notify(&self.pool, ChangeKind::Updated, id).await?;
+        }
+        Ok(nudged)
     }
 
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
@@ -501,6 +594,10 @@ impl TaskStore for PostgresStore {
         .await?
         .rows_affected();
         Ok(SweepReport { expired, deleted })
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
+        Some(self.changes.subscribe())
     }
 
     async fn secret(&self, name: &str) -> StoreResult<Vec<u8>> {
