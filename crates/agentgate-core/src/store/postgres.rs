@@ -64,6 +64,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
 use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
 
+use super::transition::visible;
 use super::{
     ChangeKind, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskStore, redact_url,
 };
@@ -315,10 +316,6 @@ fn decode(row: PgRow) -> StoreResult<TaskRecord> {
     })
 }
 
-fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
-    &record.owner == owner && !record.is_expired(now)
-}
-
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
@@ -372,14 +369,7 @@ impl TaskStore for PostgresStore {
             tx.rollback().await?;
             return Ok(InputAck::default());
         }
-        let mut accepted = Vec::new();
-        for (key, value) in responses {
-            if task.input_requests.remove(&key).is_some() {
-                task.input_responses.insert(key.clone(), value);
-                accepted.push(key);
-            }
-        }
-        let complete = task.input_requests.is_empty();
+        let InputAck { accepted, complete } = super::transition::accept_input(&mut task, responses);
         if !accepted.is_empty() {
             let (status, due) = if complete {
                 (TaskStatus::Working, Some(now))

@@ -15,6 +15,7 @@ use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
 use sqlx::{Connection as _, Row as _, SqlitePool};
 
+use super::transition::visible;
 use super::{InputAck, StoreError, StoreResult, SweepReport, TaskStore};
 use crate::clock::Millis;
 use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
@@ -150,10 +151,6 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
     })
 }
 
-fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
-    &record.owner == owner && !record.is_expired(now)
-}
-
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
@@ -206,14 +203,7 @@ impl TaskStore for SqliteStore {
         if task.status != TaskStatus::InputRequired {
             return Ok(InputAck::default());
         }
-        let mut accepted = Vec::new();
-        for (key, value) in responses {
-            if task.input_requests.remove(&key).is_some() {
-                task.input_responses.insert(key.clone(), value);
-                accepted.push(key);
-            }
-        }
-        let complete = task.input_requests.is_empty();
+        let InputAck { accepted, complete } = super::transition::accept_input(&mut task, responses);
         if !accepted.is_empty() {
             let (status, due) = if complete {
                 (TaskStatus::Working, Some(now))

@@ -1,8 +1,35 @@
 //! The state machine of a stored task: how a step's [`Outcome`] becomes the
 //! task's next state. Every store calls [`apply`], so the rules live once.
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::InputAck;
 use crate::clock::Millis;
-use crate::task::{Outcome, TaskRecord, TaskStatus};
+use crate::task::{Outcome, Owner, TaskRecord, TaskStatus};
+
+/// Whether `owner` may see the task at `now`: another owner's or an expired
+/// task looks exactly like an unknown id.
+pub(crate) fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
+    &record.owner == owner && !record.is_expired(now)
+}
+
+/// Moves answers for outstanding keys from `responses` into the task;
+/// unknown or already answered keys are ignored.
+pub(crate) fn accept_input(task: &mut TaskRecord, responses: BTreeMap<String, Value>) -> InputAck {
+    let mut accepted = Vec::new();
+    for (key, value) in responses {
+        if task.input_requests.remove(&key).is_some() {
+            task.input_responses.insert(key.clone(), value);
+            accepted.push(key);
+        }
+    }
+    InputAck {
+        accepted,
+        complete: task.input_requests.is_empty(),
+    }
+}
 
 /// Turns a step's outcome into the task's next state. Shared by every store so
 /// the transition rules live in one place.
