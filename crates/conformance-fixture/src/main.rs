@@ -56,6 +56,11 @@ struct Cli {
     #[arg(long, default_value_t = 30)]
     lease_seconds: u64,
 
+    /// Steps this process runs at once. 0 runs none: the instance only
+    /// answers requests, and relays other instances' changes to its clients.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+
     /// How long clients without the tasks extension wait inline.
     #[arg(long, default_value_t = 30)]
     sync_budget_seconds: u64,
@@ -77,6 +82,7 @@ async fn main() -> anyhow::Result<()> {
     let config = EngineConfig {
         lease: Duration::from_secs(cli.lease_seconds.max(1)),
         idle_poll: Duration::from_millis(250),
+        concurrency: cli.concurrency,
         ..EngineConfig::default()
     };
     let tools = tasks::registry(Duration::from_secs(cli.sync_budget_seconds));

@@ -271,6 +271,12 @@ impl ServerHandler for Fixture {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.everything.listen(context).await
+        // One stream carries both: the catalogue's list changes and the
+        // gateway's task status (when the request named task ids).
+        let tasks = self
+            .gateway
+            .push_task_status(context.request_context().clone());
+        let (_, listened) = tokio::join!(tasks, self.everything.listen(context));
+        listened
     }
 }

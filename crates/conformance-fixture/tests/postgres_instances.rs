@@ -1,6 +1,7 @@
 //! Several fixture processes on one PostgreSQL database form one task space:
-//! any instance answers for any task, and `tasks/update` / `tasks/cancel`
-//! sent to one instance take effect on the task another one runs.
+//! any instance answers for any task, `tasks/update` / `tasks/cancel` sent to
+//! one instance take effect on the task another one runs, and a
+//! `subscriptions/listen` stream on one instance hears what another changed.
 //!
 //! Needs a PostgreSQL server (`AGENTGATE_TEST_POSTGRES_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); without one the test says
@@ -84,7 +85,7 @@ async fn three_instances_on_one_database_share_every_task() {
     let mut clients = Vec::new();
     for _ in 0..INSTANCES {
         // The fixture takes any store URL; `store_path` is unused here.
-        let fixture = Fixture::http_with_store(&db.url, dir.path()).await;
+        let fixture = Fixture::http_with_store(&db.url, dir.path(), &[]).await;
         clients.push(TestClient::tasks().http(&fixture.url).await);
         fixtures.push(fixture);
     }
@@ -164,4 +165,91 @@ async fn three_instances_on_one_database_share_every_task() {
     }
     drop(fixtures);
     db.drop().await;
+}
+
+#[tokio::test]
+async fn a_listener_hears_changes_another_instance_makes() {
+    let Some(db) = Database::create().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The front instance runs no steps, so every change its listener hears
+    // was made by the worker instance and arrived by NOTIFY.
+    let front = Fixture::http_with_store(&db.url, dir.path(), &["--concurrency", "0"]).await;
+    let worker = Fixture::http_with_store(&db.url, dir.path(), &[]).await;
+    let front_client = TestClient::tasks().http(&front.url).await;
+    let worker_client = TestClient::tasks().http(&worker.url).await;
+
+    let ask = start_task(
+        &front_client,
+        "confirm_delete",
+        json!({"filename": "b.txt"}),
+    )
+    .await;
+    let long = start_task(&front_client, "slow_compute", json!({"seconds": 600})).await;
+    let (ask, long) = (ask.task.task_id, long.task.task_id);
+    let mut listener = TaskListener::open(&front.url, &[&ask, &long], true).await;
+    let ack = listener.next().await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([ask, long])
+    );
+
+    let mut statuses: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // The worker runs the confirmation step until it asks.
+    loop {
+        let message = listener.next().await;
+        record(&mut statuses, &message);
+        if message["params"]["taskId"] == json!(ask)
+            && message["params"]["status"] == "input_required"
+        {
+            break;
+        }
+    }
+    let mut answer = BTreeMap::new();
+    answer.insert(
+        "confirm".to_owned(),
+        json!({"action": "accept", "content": {"confirm": false}}),
+    );
+    worker_client
+        .peer()
+        .update_task(UpdateTaskParams::new(ask.clone(), answer))
+        .await
+        .expect("tasks/update");
+    worker_client
+        .peer()
+        .cancel_task(CancelTaskParams::new(long.clone()))
+        .await
+        .expect("tasks/cancel");
+    let ended = |s: &BTreeMap<String, Vec<String>>, id: &str, status: &str| {
+        s.get(id)
+            .is_some_and(|v| v.last().is_some_and(|l| l == status))
+    };
+    while !(ended(&statuses, &ask, "completed") && ended(&statuses, &long, "cancelled")) {
+        let message = listener.next().await;
+        if message["params"]["taskId"] == json!(ask) && message["params"]["status"] == "completed" {
+            assert_eq!(
+                message["params"]["result"]["content"][0]["text"],
+                "confirm_delete(b.txt): confirmed = false",
+                "{message}"
+            );
+        }
+        record(&mut statuses, &message);
+    }
+    assert_eq!(statuses[&long].first().map(String::as_str), Some("working"));
+
+    front_client.cancel().await.expect("close");
+    worker_client.cancel().await.expect("close");
+    drop((front, worker));
+    db.drop().await;
+}
+
+/// Notes a `notifications/tasks` message's status under its task id.
+fn record(statuses: &mut BTreeMap<String, Vec<String>>, message: &serde_json::Value) {
+    assert_eq!(message["method"], "notifications/tasks", "{message}");
+    let params = &message["params"];
+    statuses
+        .entry(params["taskId"].as_str().unwrap_or_default().to_owned())
+        .or_default()
+        .push(params["status"].as_str().unwrap_or_default().to_owned());
 }

@@ -16,9 +16,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock, CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool, UpdateTaskParams,
+    SubscriptionFilter, Tool, UpdateTaskParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 
 use super::wire;
@@ -329,6 +329,22 @@ impl ServerHandler for Gateway {
                 self.engine.wake();
             }
         }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Tools never change, so no list-change category is accepted; task
+        // ids travel outside rmcp's filter (see `listen`).
+        Some(SubscriptionFilter::new())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.push_task_status(subscription.request_context().clone())
+            .await;
+        subscription.cancelled().await;
         Ok(())
     }
 

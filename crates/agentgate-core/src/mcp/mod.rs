@@ -15,16 +15,19 @@
 //! - [`sync_view`]: a tool's own answer for such clients, where its upstream
 //!   had a contract to keep ("poll 9 times, then say pending").
 //! - [`task_status`]: the built-in `task_status` tool.
+//! - [`listen`]: `subscriptions/listen` with `taskIds` → `notifications/tasks`.
 //! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
 
 mod gateway;
 mod inline;
+mod listen;
 mod sync_view;
 mod task_status;
 mod transport;
 mod wire;
 
 pub use gateway::{Gateway, Principal, TransportKind};
+pub use listen::MAX_LISTEN_TASK_IDS;
 pub use sync_view::{InlineTask, SyncView};
 pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};
 pub use wire::to_detailed_task;

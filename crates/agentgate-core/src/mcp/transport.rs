@@ -6,6 +6,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio_util::sync::CancellationToken;
 
+use super::listen;
+
 /// Serves one client on this process's stdin/stdout until it disconnects or
 /// `shutdown` fires. `handler` is usually a [`Gateway`](super::Gateway).
 pub async fn serve_stdio<H: ServerHandler>(
@@ -101,7 +103,8 @@ pub fn http_router<H: ServerHandler + Clone>(
 
 /// Answers bodies that are too large or not JSON with a JSON-RPC error object
 /// (`-32600` / `-32700`) instead of a bare text status, so every client gets
-/// an error it can parse. Well-formed bodies pass through untouched.
+/// an error it can parse, and carries a `subscriptions/listen` request's
+/// `taskIds` past rmcp (see [`listen`]). Other bodies pass through untouched.
 async fn json_rpc_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -126,15 +129,42 @@ async fn json_rpc_body(
                 .into_response();
         }
     };
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        let message = format!("Parse error: the body is not valid JSON ({e})");
-        return (StatusCode::BAD_REQUEST, json_rpc_error(-32700, &message)).into_response();
+    let method = match serde_json::from_slice::<Envelope<'_>>(&bytes) {
+        Ok(envelope) => envelope.method,
+        // Valid JSON that is not one request object (a batch, say): rmcp's call.
+        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => None,
+        Err(e) => {
+            let message = format!("Parse error: the body is not valid JSON ({e})");
+            return (StatusCode::BAD_REQUEST, json_rpc_error(-32700, &message)).into_response();
+        }
+    };
+    let mut listen = None;
+    if method.as_deref() == Some("subscriptions/listen") {
+        let request: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        match listen::inspect(&request) {
+            listen::Inspection::PassThrough => {}
+            listen::Inspection::Listen(ids) => listen = Some(ids),
+            listen::Inspection::Refuse(status, body) => {
+                return (status, axum::Json(body)).into_response();
+            }
+        }
     }
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(bytes),
-    ))
-    .await
+    let mut request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    match listen {
+        None => next.run(request).await,
+        Some(ids) => {
+            request.extensions_mut().insert(ids.clone());
+            listen::acknowledge_task_ids(next.run(request).await, ids)
+        }
+    }
+}
+
+/// Just enough of a JSON-RPC message to route it; parsing it also checks
+/// that the whole body is well-formed JSON.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
 }
 
 fn json_rpc_error(code: i32, message: &str) -> axum::Json<serde_json::Value> {

@@ -27,8 +27,8 @@ impl Fixture {
     }
 
     /// Starts the fixture over HTTP on any store URL (PostgreSQL).
-    pub async fn http_with_store(url: &str, dir: &Path) -> Self {
-        Self::start(url, dir, &[]).await
+    pub async fn http_with_store(url: &str, dir: &Path, extra: &[&str]) -> Self {
+        Self::start(url, dir, extra).await
     }
 
     async fn start(store: &str, store_path: &Path, extra: &[&str]) -> Self {
@@ -102,4 +102,92 @@ pub async fn backdate(store_path: &Path, id: &str, ms: i64) {
         .await
         .expect("backdate");
     assert_eq!(done.rows_affected(), 1);
+}
+
+/// A raw `subscriptions/listen` stream over HTTP (rmcp's client cannot send
+/// `taskIds`): the response's SSE events, one JSON-RPC message at a time.
+pub struct TaskListener {
+    pub status: u16,
+    response: reqwest::Response,
+    buffered: String,
+}
+
+impl TaskListener {
+    /// Opens a listen stream for `task_ids`; `tasks_extension` says whether
+    /// the request declares the tasks extension.
+    pub async fn open(url: &str, task_ids: &[&str], tasks_extension: bool) -> Self {
+        let extensions = if tasks_extension {
+            serde_json::json!({"io.modelcontextprotocol/tasks": {}})
+        } else {
+            serde_json::json!({})
+        };
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"taskIds": task_ids},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions}
+                }
+            }
+        });
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("POST subscriptions/listen");
+        Self {
+            status: response.status().as_u16(),
+            response,
+            buffered: String::new(),
+        }
+    }
+
+    /// The next JSON-RPC message on the stream (SSE events without data,
+    /// like the priming event, are skipped). Panics after 30 s.
+    pub async fn next(&mut self) -> serde_json::Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            while let Some(end) = self.buffered.find("\n\n") {
+                let event: String = self.buffered.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if !data.is_empty() {
+                    return serde_json::from_str(&data).expect("SSE data is JSON");
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .expect("no message on the listen stream within 30 s")
+                .expect("read listen stream")
+                .expect("listen stream ended");
+            self.buffered.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The next `notifications/tasks` whose status is `status`, skipping
+    /// earlier ones for other states; returns its params.
+    pub async fn until_status(&mut self, status: &str) -> serde_json::Value {
+        loop {
+            let message = self.next().await;
+            assert_eq!(message["method"], "notifications/tasks", "{message}");
+            if message["params"]["status"] == status {
+                return message["params"].clone();
+            }
+        }
+    }
+
+    /// The whole body, for a listen request that was refused.
+    pub async fn error_body(self) -> serde_json::Value {
+        let text = self.response.text().await.expect("body");
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+    }
 }

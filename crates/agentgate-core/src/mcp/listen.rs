@@ -1,0 +1,424 @@
+//! Task status push: `subscriptions/listen` with `taskIds` delivers
+//! `notifications/tasks` (the full task, as `tasks/get` returns it) whenever
+//! a listened task changes, on whichever instance the change happened.
+//!
+//! rmcp 3.11 serves `subscriptions/listen` (validation, the acknowledgement,
+//! the stream's lifetime) but its `SubscriptionFilter` has no `taskIds`: the
+//! field is dropped when the request is parsed. So the pieces meet at the
+//! HTTP layer:
+//!
+//! ```text
+//! POST /mcp {method: subscriptions/listen, params.notifications.taskIds}
+//!   inspect (axum layer, before rmcp):
+//!     bad taskIds ──────────────────────────────▶ -32602, names the field
+//!     no tasks extension declared ──────────────▶ -32021 (HTTP 400)
+//!     else: ListenTaskIds into the request's extensions, forward to rmcp
+//!   rmcp: validates headers, sends the acknowledgement, calls
+//!     Gateway::listen ─▶ push_task_status: the current state of each task,
+//!       then one notification per visible change, until the client leaves
+//!   response body: the acknowledgement gets `taskIds` added (rmcp cannot
+//!     name them), every other byte passes through
+//! ```
+//!
+//! Changes reach the stream through [`Engine::subscribe`]: steps saved here,
+//! and on PostgreSQL every other instance's saves, answers and cancels
+//! (LISTEN/NOTIFY). Only the caller's own tasks are reported, so an id of
+//! somebody else's task behaves like an unknown one: it never produces a
+//! notification. Over stdio there is no HTTP layer and rmcp drops `taskIds`,
+//! so a stdio client's listen is acknowledged with an empty filter and it
+//! polls `tasks/get` instead.
+//!
+//! [`Engine::subscribe`]: crate::scheduler::Engine::subscribe
+
+use std::collections::HashMap;
+
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use futures::StreamExt as _;
+use rmcp::model::{
+    ClientCapabilities, ErrorData, GetMeta as _, Notification, ServerNotification,
+    TaskStatusNotificationParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::gateway::Gateway;
+use super::wire;
+use crate::task::TaskId;
+
+/// Most task ids one listen request may name.
+pub const MAX_LISTEN_TASK_IDS: usize = 1000;
+
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// The `taskIds` of a `subscriptions/listen` request, carried from the HTTP
+/// layer to [`Gateway::push_task_status`] in the request's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ListenTaskIds(pub Vec<String>);
+
+/// What the HTTP layer does with a request body.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Inspection {
+    /// Not a task listen: rmcp handles it as it is.
+    PassThrough,
+    /// A task listen to forward, with its ids attached.
+    Listen(ListenTaskIds),
+    /// Refused before rmcp sees it: the HTTP status and JSON-RPC error body.
+    Refuse(StatusCode, Value),
+}
+
+/// Looks at a `subscriptions/listen` request (`request`, already parsed) for
+/// `params.notifications.taskIds`.
+pub(crate) fn inspect(request: &Value) -> Inspection {
+    let Some(ids) = request.pointer("/params/notifications/taskIds") else {
+        return Inspection::PassThrough;
+    };
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let invalid = |message: String| {
+        Inspection::Refuse(
+            StatusCode::OK,
+            error_body(id.clone(), ErrorData::invalid_params(message, None)),
+        )
+    };
+    let Some(list) = ids.as_array() else {
+        return invalid(
+            "`params.notifications.taskIds` must be an array of task id strings".to_owned(),
+        );
+    };
+    if list.len() > MAX_LISTEN_TASK_IDS {
+        return invalid(format!(
+            "`params.notifications.taskIds` names {} tasks; at most {MAX_LISTEN_TASK_IDS} \
+             per listen request, so split them over several streams",
+            list.len()
+        ));
+    }
+    let mut task_ids = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        match item.as_str() {
+            Some(s) => task_ids.push(s.to_owned()),
+            None => {
+                return invalid(format!(
+                    "`params.notifications.taskIds[{i}]` must be a task id string, got {item}"
+                ));
+            }
+        }
+    }
+    let declares_tasks = request
+        .pointer("/params/_meta/io.modelcontextprotocol~1clientCapabilities/extensions")
+        .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+        .is_some();
+    if !declares_tasks {
+        let mut error = ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        );
+        error.message = format!(
+            "`taskIds` in subscriptions/listen needs the {TASKS_EXTENSION} extension: declare \
+             it in _meta.io.modelcontextprotocol/clientCapabilities.extensions"
+        )
+        .into();
+        // rmcp answers -32021 with 400 on the modern path; so do we.
+        return Inspection::Refuse(StatusCode::BAD_REQUEST, error_body(id, error));
+    }
+    Inspection::Listen(ListenTaskIds(task_ids))
+}
+
+fn error_body(id: Value, error: ErrorData) -> Value {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+/// Adds `taskIds` to the acknowledgement on a listen response's SSE stream;
+/// every other byte passes through unchanged. A response that is not an
+/// event stream (an error) is returned as it is.
+pub(crate) fn acknowledge_task_ids(
+    response: axum::response::Response,
+    ids: ListenTaskIds,
+) -> axum::response::Response {
+    let is_stream = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_stream {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let mut patcher = AckPatcher::new(ids.0);
+    let stream = body
+        .into_data_stream()
+        .map(move |chunk| chunk.map(|bytes| patcher.feed(bytes)));
+    axum::response::Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// Holds back the stream's bytes until the acknowledgement event has been
+/// seen whole, rewrites it, then gets out of the way.
+struct AckPatcher {
+    ids: Option<Vec<String>>,
+    pending: Vec<u8>,
+}
+
+impl AckPatcher {
+    fn new(ids: Vec<String>) -> Self {
+        Self {
+            ids: Some(ids),
+            pending: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, bytes: Bytes) -> Bytes {
+        let Some(ids) = &self.ids else {
+            return bytes;
+        };
+        self.pending.extend_from_slice(&bytes);
+        let mut out = Vec::with_capacity(self.pending.len() + 64);
+        let mut consumed = 0;
+        while let Some(end) = find(&self.pending[consumed..], b"\n\n") {
+            let event = &self.pending[consumed..consumed + end + 2];
+            consumed += end + 2;
+            match patch_event(event, ids) {
+                Some(patched) => {
+                    out.extend_from_slice(&patched);
+                    out.extend_from_slice(&self.pending[consumed..]);
+                    self.pending.clear();
+                    self.ids = None;
+                    return Bytes::from(out);
+                }
+                None => out.extend_from_slice(event),
+            }
+        }
+        self.pending.drain(..consumed);
+        Bytes::from(out)
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The event with `taskIds` added, if it is the acknowledgement.
+fn patch_event(event: &[u8], ids: &[String]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(event).ok()?;
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut patched = false;
+    for line in text.split_inclusive('\n') {
+        let data = line
+            .strip_prefix("data:")
+            .map(|d| d.trim_start_matches(' ').trim_end_matches('\n'));
+        if let Some(data) = data
+            && let Ok(mut message) = serde_json::from_str::<Value>(data)
+            && message.get("method").and_then(Value::as_str) == Some(ACKNOWLEDGED)
+            && let Some(filter) = message
+                .pointer_mut("/params/notifications")
+                .and_then(Value::as_object_mut)
+        {
+            filter.insert("taskIds".to_owned(), Value::from(ids.to_vec()));
+            out.push_str("data: ");
+            out.push_str(&message.to_string());
+            out.push('\n');
+            patched = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    patched.then(|| out.into_bytes())
+}
+
+impl Gateway {
+    /// Streams `notifications/tasks` for the task ids the HTTP layer found in
+    /// this `subscriptions/listen` request: first each task's current state,
+    /// then every change, until the request is cancelled (the client went
+    /// away, or the server is shutting down). Returns at once when the
+    /// request named no task ids.
+    pub async fn push_task_status(&self, request: RequestContext<RoleServer>) {
+        let Some(ids) = request
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ListenTaskIds>())
+            .cloned()
+        else {
+            return;
+        };
+        let owner = self.owner(&request);
+        let ids: Vec<TaskId> = ids.0.into_iter().map(TaskId::from_client).collect();
+        // Subscribe before the first read, so no change falls in between.
+        let mut changes = self.engine.subscribe();
+        let mut sent: HashMap<TaskId, Value> = HashMap::new();
+        for id in &ids {
+            if !self.send_if_changed(&request, &owner, id, &mut sent).await {
+                return;
+            }
+        }
+        loop {
+            let changed = tokio::select! {
+                () = request.ct.cancelled() => return,
+                changed = changes.recv() => changed,
+            };
+            let to_check: Vec<&TaskId> = match changed {
+                Ok(id) => ids.iter().filter(|listened| **listened == id).collect(),
+                // Missed some changes: look at every listened task again.
+                Err(RecvError::Lagged(_)) => ids.iter().collect(),
+                Err(RecvError::Closed) => return,
+            };
+            for id in to_check {
+                if !self.send_if_changed(&request, &owner, id, &mut sent).await {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Sends the task's state unless it is what this stream last sent.
+    /// Returns false once the stream is gone.
+    async fn send_if_changed(
+        &self,
+        request: &RequestContext<RoleServer>,
+        owner: &crate::task::Owner,
+        id: &TaskId,
+        sent: &mut HashMap<TaskId, Value>,
+    ) -> bool {
+        let now = self.engine.clock().now();
+        let record = match self.engine.store().get(owner, id, now).await {
+            Ok(Some(record)) => record,
+            // Unknown, expired or another principal's: nothing to say.
+            Ok(None) => return true,
+            Err(e) => {
+                tracing::warn!(task = %id, error = %e, "task status push: store read failed");
+                return true;
+            }
+        };
+        let detailed = match wire::to_detailed_task(&record, self.engine.tools(), now) {
+            Ok(detailed) => detailed,
+            Err(e) => {
+                tracing::warn!(task = %id, error = %e.message, "task status push: unreadable task");
+                return true;
+            }
+        };
+        // The poll interval moves with the task's age; it alone is no news.
+        let mut fingerprint = serde_json::to_value(&detailed).unwrap_or(Value::Null);
+        if let Some(map) = fingerprint.as_object_mut() {
+            map.remove("pollIntervalMs");
+        }
+        if sent.get(id) == Some(&fingerprint) {
+            return true;
+        }
+        let mut notification = ServerNotification::TaskStatusNotification(Notification::new(
+            TaskStatusNotificationParams::new(detailed),
+        ));
+        notification
+            .get_meta_mut()
+            .set_subscription_id(request.id.clone());
+        if let Err(e) = request.peer.send_notification(notification).await {
+            tracing::debug!(task = %id, error = %e, "task status push: stream closed");
+            return false;
+        }
+        sent.insert(id.clone(), fingerprint);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn listen(notifications: Value, with_tasks: bool) -> Value {
+        let extensions = if with_tasks {
+            json!({ TASKS_EXTENSION: {} })
+        } else {
+            json!({})
+        };
+        json!({
+            "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+            "params": {
+                "notifications": notifications,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": { "extensions": extensions }
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn a_listen_without_task_ids_is_left_to_rmcp() {
+        let request = listen(json!({ "toolsListChanged": true }), false);
+        assert_eq!(inspect(&request), Inspection::PassThrough);
+    }
+
+    #[test]
+    fn task_ids_are_carried_to_the_handler() {
+        let request = listen(json!({ "taskIds": ["a", "b"] }), true);
+        assert_eq!(
+            inspect(&request),
+            Inspection::Listen(ListenTaskIds(vec!["a".into(), "b".into()]))
+        );
+    }
+
+    #[test]
+    fn task_ids_without_the_tasks_extension_get_32021() {
+        let request = listen(json!({ "taskIds": ["a"] }), false);
+        let Inspection::Refuse(status, body) = inspect(&request) else {
+            panic!("expected a refusal");
+        };
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["id"], 7);
+        assert_eq!(body["error"]["code"], -32021);
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(TASKS_EXTENSION), "{message}");
+    }
+
+    #[test]
+    fn malformed_task_ids_name_the_field() {
+        for (ids, field) in [
+            (json!("abc"), "`params.notifications.taskIds`"),
+            (json!(["ok", 3]), "`params.notifications.taskIds[1]`"),
+        ] {
+            let Inspection::Refuse(status, body) =
+                inspect(&listen(json!({ "taskIds": ids }), true))
+            else {
+                panic!("expected a refusal");
+            };
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(body["error"]["code"], -32602);
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(field), "{message}");
+        }
+        let many: Vec<String> = (0..=MAX_LISTEN_TASK_IDS).map(|i| i.to_string()).collect();
+        let Inspection::Refuse(_, body) = inspect(&listen(json!({ "taskIds": many }), true)) else {
+            panic!("expected a refusal");
+        };
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("at most"))
+        );
+    }
+
+    #[test]
+    fn the_acknowledgement_gets_the_task_ids_even_split_across_chunks() {
+        let ack = json!({
+            "jsonrpc": "2.0", "method": ACKNOWLEDGED,
+            "params": { "notifications": {}, "_meta": { "io.modelcontextprotocol/subscriptionId": 7 } }
+        });
+        let stream = format!("data:\nretry: 3000\n\ndata: {ack}\n\ndata: {{\"later\":1}}\n\n");
+        let bytes = stream.as_bytes();
+        let mut patcher = AckPatcher::new(vec!["t1".into()]);
+        let mut out = Vec::new();
+        for chunk in bytes.chunks(17) {
+            out.extend_from_slice(&patcher.feed(Bytes::copy_from_slice(chunk)));
+        }
+        let out = String::from_utf8(out).unwrap_or_default();
+        let events: Vec<&str> = out.split("\n\n").filter(|e| !e.is_empty()).collect();
+        assert_eq!(events.len(), 3, "{out}");
+        assert_eq!(events[0], "data:\nretry: 3000");
+        let data = events[1].strip_prefix("data: ").unwrap_or_default();
+        let patched: Value = serde_json::from_str(data).unwrap_or_default();
+        assert_eq!(patched["params"]["notifications"]["taskIds"], json!(["t1"]));
+        assert_eq!(
+            patched["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            7
+        );
+        assert_eq!(events[2], "data: {\"later\":1}");
+    }
+}
