@@ -8,6 +8,7 @@ use agentgate_core::clock::SystemClock;
 use agentgate_core::mcp::{
     Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
 };
+use agentgate_core::metrics::{self, Metrics};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
@@ -72,14 +73,25 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if let Some(hours) = file.engine.retention_hours {
         config.retention = Duration::from_secs(hours * 3600);
     }
+    // Made first: the backends count their upstream calls into it.
+    let metrics = Metrics::new();
     let copilot = backend_copilot::Copilot::from_env(file.copilot.clone())
-        .context("reading the GitHub settings")?;
+        .context("reading the GitHub settings")?
+        .with_upstream_metrics(metrics.upstream("github"));
     if copilot.watcher().github().endpoint().token.is_none() {
         tracing::warn!(
             "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools will say so when called"
         );
     }
-    let engine = Engine::new(store, tools(&copilot), Arc::new(SystemClock), config);
+    tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
+    let worker = config.worker_id.clone();
+    let engine = Engine::with_metrics(
+        store,
+        tools(&copilot, &metrics),
+        Arc::new(SystemClock),
+        config,
+        metrics,
+    );
     let shutdown = CancellationToken::new();
     let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
     let watcher = {
@@ -97,6 +109,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     } else {
         let addr = listen.context("no listen address")?;
         let store = engine.store().clone();
+        let scraped = engine.clone();
         let gateway = Gateway::new(engine, TransportKind::Http).await?;
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
@@ -111,12 +124,19 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             .with_context(|| format!("listening on {addr}"))?;
         let url = format!("http://{}/mcp", listener.local_addr()?);
         tracing::info!(%url, "serving MCP over Streamable HTTP");
-        // The first stdout line, for scripts and tests that bind port 0.
+        // The first stdout line, for scripts and tests that bind port 0; the
+        // second names this instance's leases (`lease_owner` in the store).
         println!("listening {url}");
-        let router = http_router(gateway, http, shutdown.clone()).route(
-            "/readyz",
-            axum::routing::get(move || readiness(store.clone())),
-        );
+        println!("worker {worker}");
+        let router = http_router(gateway, http, shutdown.clone())
+            .route(
+                "/readyz",
+                axum::routing::get(move || readiness(store.clone())),
+            )
+            .route(
+                "/metrics",
+                axum::routing::get(move || metrics_page(scraped.clone())),
+            );
         serve_http(listener, router, shutdown.clone())
             .await
             .context("serving HTTP")
@@ -129,11 +149,32 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
 
 /// The tools this build serves. Backends register here; each reads its own
 /// settings from the environment, as upstream does.
-fn tools(copilot: &backend_copilot::Copilot) -> ToolRegistry {
+fn tools(copilot: &backend_copilot::Copilot, metrics: &Metrics) -> ToolRegistry {
+    let qbusiness = backend_qbusiness::QBusinessQuery::from_env()
+        .with_upstream_metrics(metrics.upstream("qbusiness"));
     copilot.tools().into_iter().fold(
-        ToolRegistry::new().with(backend_qbusiness::tool_from_env()),
+        ToolRegistry::new().with(backend_qbusiness::tool(qbusiness)),
         ToolRegistry::with,
     )
+}
+
+/// `/metrics`: Prometheus metrics in the OpenMetrics text format (the task
+/// gauge is read from the store now; 503 when the store does not answer).
+async fn metrics_page(engine: Engine) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let tools = engine.tools().iter().map(|spec| spec.tool.name.as_ref());
+    match engine.metrics().render(&**engine.store(), tools).await {
+        Ok(text) => (
+            [(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            text,
+        )
+            .into_response(),
+        Err(e) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("task store unreachable: {e}\n"),
+        )
+            .into_response(),
+    }
 }
 
 /// `/readyz`: 200 when the task store answers a query, 503 with the
