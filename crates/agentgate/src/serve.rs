@@ -1,4 +1,5 @@
-//! `agentgate serve`: open the store, start the scheduler, serve MCP.
+//! `agentgate serve`: open the store, start the scheduler, serve MCP; and
+//! `agentgate migrate`: open the store (applying its migrations) and exit.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,19 +50,44 @@ pub struct ServeArgs {
     allowed_origins: Vec<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Task store: sqlite://PATH or postgres://USER@HOST/DB, as for `serve`.
+    #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
+    store: Option<String>,
+}
+
+/// `agentgate migrate`: opening a store applies its pending migrations
+/// (under an advisory lock on PostgreSQL, so racing instances are safe).
+pub async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
+    let store_url = store_url(args.store, &file)?;
+    open_store(&store_url).await?;
+    println!("migrated {}", store::redact_url(&store_url));
+    Ok(())
+}
+
+fn store_url(flag: Option<String>, file: &FileConfig) -> Result<String> {
+    match flag.or_else(|| file.server.store.clone()) {
+        Some(url) => Ok(url),
+        None => Ok(default_store_url()?.0),
+    }
+}
+
+async fn open_store(url: &str) -> Result<Arc<dyn store::TaskStore>> {
+    let store = store::open(url)
+        .await
+        .with_context(|| format!("opening task store {}", store::redact_url(url)))?;
+    tracing::info!(store = %store::redact_url(url), "task store ready");
+    Ok(store)
+}
+
 pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     let listen = args.listen.or(file.server.listen);
     if !args.stdio && listen.is_none() {
         bail!("say how to serve: --stdio, or --listen ADDR (e.g. --listen 127.0.0.1:8722)");
     }
-    let store_url = match args.store.or(file.server.store) {
-        Some(url) => url,
-        None => default_store_url()?.0,
-    };
-    let store = store::open(&store_url)
-        .await
-        .with_context(|| format!("opening task store {}", store::redact_url(&store_url)))?;
-    tracing::info!(store = %store::redact_url(&store_url), "task store ready");
+    let store_url = store_url(args.store, &file)?;
+    let store = open_store(&store_url).await?;
 
     let mut config = EngineConfig::default();
     if let Some(n) = args.concurrency.or(file.engine.concurrency) {
