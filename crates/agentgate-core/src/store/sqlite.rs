@@ -1,7 +1,8 @@
 //! The embedded store: one SQLite file in WAL mode.
 //!
-//! Single-statement writes (`create`, `claim`, `heartbeat`) are atomic on their
-//! own. Read-modify-write operations (`record_input`, `checkpoint`) run in a
+//! Single-statement writes (`create`, `heartbeat`) are atomic on their own.
+//! Read-modify-write operations (`record_input`, `checkpoint`, and `claim`,
+//! which reads the leases it replaces before taking them) run in a
 //! `BEGIN IMMEDIATE` transaction so a second process on the same file waits for
 //! the write lock instead of failing half-way.
 
