@@ -152,8 +152,14 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         tracing::info!(%url, "serving MCP over Streamable HTTP");
         // The first stdout line, for scripts and tests that bind port 0; the
         // second names this instance's leases (`lease_owner` in the store).
-        println!("listening {url}");
-        println!("worker {worker}");
+        // One write, errors ignored: a reader that closes the pipe after the
+        // first line (`| head -1`) must not bring the server down.
+        {
+            use std::io::Write as _;
+            let mut stdout = std::io::stdout().lock();
+            let _ = write!(stdout, "listening {url}\nworker {worker}\n");
+            let _ = stdout.flush();
+        }
         let router = http_router(gateway, http, shutdown.clone())
             .route(
                 "/readyz",
