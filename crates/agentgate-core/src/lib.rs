@@ -10,6 +10,7 @@
 //!   lease, runs one step each, and saves the result.
 //! - [`mcp`]: the MCP side, an rmcp `ServerHandler` (the [`mcp::Gateway`]) and
 //!   the stdio / Streamable HTTP entry points.
+//! - [`metrics`]: Prometheus metrics (steps, leases, upstream calls, polls).
 //! - [`clock`]: injectable time.
 //!
 //! A request flows transport → [`mcp::Gateway`] → [`scheduler::Engine`] →
@@ -18,6 +19,7 @@
 pub mod clock;
 pub mod job;
 pub mod mcp;
+pub mod metrics;
 pub mod registry;
 pub mod scheduler;
 pub mod store;

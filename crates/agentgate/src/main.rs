@@ -45,6 +45,9 @@ enum LogFormat {
 enum Command {
     /// Run the MCP server, over stdio (for desktop clients) or Streamable HTTP.
     Serve(serve::ServeArgs),
+    /// Apply the task store's schema migrations and exit (`serve` applies
+    /// them too; this is for deployments that migrate before rolling out).
+    Migrate(serve::MigrateArgs),
     /// Run local emulators of the backends (Amazon Q Business ChatSync) that
     /// speak the real wire protocols, for trying agentgate without a cloud account.
     Sim(agentgate_sim::SimArgs),
@@ -84,6 +87,7 @@ async fn run(cli: Cli) -> Result<()> {
     };
     match cli.command {
         Command::Serve(args) => serve::run(args, file).await,
+        Command::Migrate(args) => serve::migrate(args, file).await,
         Command::Sim(args) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
             let stop = shutdown.clone();

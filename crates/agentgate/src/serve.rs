@@ -1,4 +1,5 @@
-//! `agentgate serve`: open the store, start the scheduler, serve MCP.
+//! `agentgate serve`: open the store, start the scheduler, serve MCP; and
+//! `agentgate migrate`: open the store (applying its migrations) and exit.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use agentgate_core::clock::SystemClock;
 use agentgate_core::mcp::{
     Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
 };
+use agentgate_core::metrics::{self, Metrics};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
@@ -48,19 +50,44 @@ pub struct ServeArgs {
     allowed_origins: Vec<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Task store: sqlite://PATH or postgres://USER@HOST/DB, as for `serve`.
+    #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
+    store: Option<String>,
+}
+
+/// `agentgate migrate`: opening a store applies its pending migrations
+/// (under an advisory lock on PostgreSQL, so racing instances are safe).
+pub async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
+    let store_url = store_url(args.store, &file)?;
+    open_store(&store_url).await?;
+    println!("migrated {}", store::redact_url(&store_url));
+    Ok(())
+}
+
+fn store_url(flag: Option<String>, file: &FileConfig) -> Result<String> {
+    match flag.or_else(|| file.server.store.clone()) {
+        Some(url) => Ok(url),
+        None => Ok(default_store_url()?.0),
+    }
+}
+
+async fn open_store(url: &str) -> Result<Arc<dyn store::TaskStore>> {
+    let store = store::open(url)
+        .await
+        .with_context(|| format!("opening task store {}", store::redact_url(url)))?;
+    tracing::info!(store = %store::redact_url(url), "task store ready");
+    Ok(store)
+}
+
 pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     let listen = args.listen.or(file.server.listen);
     if !args.stdio && listen.is_none() {
         bail!("say how to serve: --stdio, or --listen ADDR (e.g. --listen 127.0.0.1:8722)");
     }
-    let store_url = match args.store.or(file.server.store) {
-        Some(url) => url,
-        None => default_store_url()?.0,
-    };
-    let store = store::open(&store_url)
-        .await
-        .with_context(|| format!("opening task store {}", store::redact_url(&store_url)))?;
-    tracing::info!(store = %store::redact_url(&store_url), "task store ready");
+    let store_url = store_url(args.store, &file)?;
+    let store = open_store(&store_url).await?;
 
     let mut config = EngineConfig::default();
     if let Some(n) = args.concurrency.or(file.engine.concurrency) {
@@ -72,14 +99,25 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if let Some(hours) = file.engine.retention_hours {
         config.retention = Duration::from_secs(hours * 3600);
     }
+    // Made first: the backends count their upstream calls into it.
+    let metrics = Metrics::new();
     let copilot = backend_copilot::Copilot::from_env(file.copilot.clone())
-        .context("reading the GitHub settings")?;
+        .context("reading the GitHub settings")?
+        .with_upstream_metrics(metrics.upstream("github"));
     if copilot.watcher().github().endpoint().token.is_none() {
         tracing::warn!(
             "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools will say so when called"
         );
     }
-    let engine = Engine::new(store, tools(&copilot), Arc::new(SystemClock), config);
+    tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
+    let worker = config.worker_id.clone();
+    let engine = Engine::with_metrics(
+        store,
+        tools(&copilot, &metrics),
+        Arc::new(SystemClock),
+        config,
+        metrics,
+    );
     let shutdown = CancellationToken::new();
     let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
     let watcher = {
@@ -97,6 +135,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     } else {
         let addr = listen.context("no listen address")?;
         let store = engine.store().clone();
+        let scraped = engine.clone();
         let gateway = Gateway::new(engine, TransportKind::Http).await?;
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
@@ -111,12 +150,25 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             .with_context(|| format!("listening on {addr}"))?;
         let url = format!("http://{}/mcp", listener.local_addr()?);
         tracing::info!(%url, "serving MCP over Streamable HTTP");
-        // The first stdout line, for scripts and tests that bind port 0.
-        println!("listening {url}");
-        let router = http_router(gateway, http, shutdown.clone()).route(
-            "/readyz",
-            axum::routing::get(move || readiness(store.clone())),
-        );
+        // The first stdout line, for scripts and tests that bind port 0; the
+        // second names this instance's leases (`lease_owner` in the store).
+        // One write, errors ignored: a reader that closes the pipe after the
+        // first line (`| head -1`) must not bring the server down.
+        {
+            use std::io::Write as _;
+            let mut stdout = std::io::stdout().lock();
+            let _ = write!(stdout, "listening {url}\nworker {worker}\n");
+            let _ = stdout.flush();
+        }
+        let router = http_router(gateway, http, shutdown.clone())
+            .route(
+                "/readyz",
+                axum::routing::get(move || readiness(store.clone())),
+            )
+            .route(
+                "/metrics",
+                axum::routing::get(move || metrics_page(scraped.clone())),
+            );
         serve_http(listener, router, shutdown.clone())
             .await
             .context("serving HTTP")
@@ -129,11 +181,32 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
 
 /// The tools this build serves. Backends register here; each reads its own
 /// settings from the environment, as upstream does.
-fn tools(copilot: &backend_copilot::Copilot) -> ToolRegistry {
+fn tools(copilot: &backend_copilot::Copilot, metrics: &Metrics) -> ToolRegistry {
+    let qbusiness = backend_qbusiness::QBusinessQuery::from_env()
+        .with_upstream_metrics(metrics.upstream("qbusiness"));
     copilot.tools().into_iter().fold(
-        ToolRegistry::new().with(backend_qbusiness::tool_from_env()),
+        ToolRegistry::new().with(backend_qbusiness::tool(qbusiness)),
         ToolRegistry::with,
     )
+}
+
+/// `/metrics`: Prometheus metrics in the OpenMetrics text format (the task
+/// gauge is read from the store now; 503 when the store does not answer).
+async fn metrics_page(engine: Engine) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let tools = engine.tools().iter().map(|spec| spec.tool.name.as_ref());
+    match engine.metrics().render(&**engine.store(), tools).await {
+        Ok(text) => (
+            [(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            text,
+        )
+            .into_response(),
+        Err(e) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!("task store unreachable: {e}\n"),
+        )
+            .into_response(),
+    }
 }
 
 /// `/readyz`: 200 when the task store answers a query, 503 with the

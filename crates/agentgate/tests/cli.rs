@@ -35,6 +35,37 @@ fn help_describes_every_serve_option() {
     }
 }
 
+#[tokio::test]
+async fn migrate_creates_the_schema_and_exits() {
+    use sqlx::Connection as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("new/tasks.db").display());
+    let out = run(&["migrate", "--store", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("migrated {url}\n")
+    );
+    let mut conn = sqlx::SqliteConnection::connect(&url)
+        .await
+        .expect("open the migrated file");
+    let tasks: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks")
+        .fetch_one(&mut conn)
+        .await
+        .expect("the tasks table exists");
+    assert_eq!(tasks, 0);
+    let again = run(&["migrate", "--store", &url]);
+    assert!(again.status.success(), "migrating twice is a no-op");
+
+    let bad = run(&["migrate", "--store", "mysql://db/x"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("sqlite://PATH"));
+}
+
 #[test]
 fn serve_without_a_transport_says_how_to_choose_one() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -85,7 +85,10 @@ const CREATE_PR_DESCRIPTION: &str = "Perform task with GitHub Copilot coding age
 impl Copilot {
     /// The backend for `endpoint`, with `config`'s knobs.
     pub fn new(endpoint: Endpoint, config: CopilotConfig) -> Self {
-        let github = GitHub::new(endpoint);
+        Self::with_github(GitHub::new(endpoint), config)
+    }
+
+    fn with_github(github: GitHub, config: CopilotConfig) -> Self {
         let watcher = Arc::new(CopilotWatcher::new(github.clone(), Self::poll(&config)));
         Self {
             shared: Arc::new(Shared {
@@ -99,6 +102,14 @@ impl Copilot {
     /// Reads `GITHUB_API_URL` and `GITHUB_PERSONAL_ACCESS_TOKEN`.
     pub fn from_env(config: CopilotConfig) -> Result<Self, SettingsError> {
         Ok(Self::new(Endpoint::from_env()?, config))
+    }
+
+    /// The same backend, counting every GitHub request into `upstream`.
+    /// Call it before handing out tools or starting the watcher: they keep
+    /// the client they were given.
+    pub fn with_upstream_metrics(self, upstream: agentgate_core::metrics::UpstreamMetrics) -> Self {
+        let github = self.shared.github.clone().with_upstream_metrics(upstream);
+        Self::with_github(github, self.shared.config.clone())
     }
 
     fn poll(config: &CopilotConfig) -> PollPolicy {

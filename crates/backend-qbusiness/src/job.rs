@@ -41,6 +41,8 @@ use crate::settings::Settings;
 pub struct QBusinessQuery {
     settings: Option<Settings>,
     client: OnceCell<(Settings, Client)>,
+    /// Where ChatSync requests are counted, if anywhere.
+    upstream: Option<agentgate_core::metrics::UpstreamMetrics>,
 }
 
 impl QBusinessQuery {
@@ -55,7 +57,17 @@ impl QBusinessQuery {
         Self {
             settings: Some(settings),
             client: OnceCell::new(),
+            upstream: None,
         }
+    }
+
+    /// Counts every ChatSync request (each SDK attempt) into `upstream`.
+    pub fn with_upstream_metrics(
+        mut self,
+        upstream: agentgate_core::metrics::UpstreamMetrics,
+    ) -> Self {
+        self.upstream = Some(upstream);
+        self
     }
 
     async fn client(&self) -> Result<&(Settings, Client), String> {
@@ -65,7 +77,7 @@ impl QBusinessQuery {
                     Some(s) => s.clone(),
                     None => Settings::from_env().map_err(|e| format!("Error: {e}"))?,
                 };
-                let client = settings.client().await;
+                let client = settings.client_counted(self.upstream.clone()).await;
                 Ok((settings, client))
             })
             .await

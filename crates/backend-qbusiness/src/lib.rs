@@ -7,6 +7,7 @@
 //! - [`review`]: action reviews ↔ elicitation forms.
 //! - [`answer`]: the result, with everything ChatSync returned.
 //! - [`error`]: failures as messages that say what to fix.
+//! - `upstream`: ChatSync requests counted into the gateway's metrics.
 
 pub mod answer;
 pub mod args;
@@ -15,6 +16,7 @@ pub mod filter;
 pub mod job;
 pub mod review;
 pub mod settings;
+mod upstream;
 
 use std::time::Duration;
 

@@ -53,6 +53,14 @@ impl Settings {
     /// SDK's standard retry mode (3 attempts with jittered backoff on
     /// throttling and 5xx).
     pub async fn client(&self) -> Client {
+        self.client_counted(None).await
+    }
+
+    /// [`Settings::client`], counting every HTTP attempt into `upstream`.
+    pub async fn client_counted(
+        &self,
+        upstream: Option<agentgate_core::metrics::UpstreamMetrics>,
+    ) -> Client {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(self.region.clone()));
         if let Ok(name) = aws_config::AppName::new("agentgate") {
@@ -61,6 +69,14 @@ impl Settings {
         if let Some(profile) = &self.profile {
             loader = loader.profile_name(profile);
         }
-        Client::new(&loader.load().await)
+        let shared = loader.load().await;
+        match upstream {
+            Some(upstream) => Client::from_conf(
+                aws_sdk_qbusiness::config::Builder::from(&shared)
+                    .interceptor(crate::upstream::CountAttempts(upstream))
+                    .build(),
+            ),
+            None => Client::new(&shared),
+        }
     }
 }

@@ -297,6 +297,7 @@ impl ServerHandler for Gateway {
         request: GetTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        self.engine.metrics().task_get();
         let owner = self.owner(&cx);
         let id = TaskId::from_client(request.task_id);
         let record = self.get_visible(&owner, &id).await?;

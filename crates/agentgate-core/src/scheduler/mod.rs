@@ -24,6 +24,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
 use crate::store::TaskStore;
 use crate::task::TaskId;
@@ -74,6 +75,7 @@ struct Inner {
     tools: ToolRegistry,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
+    metrics: Metrics,
     wake: Notify,
     changes: broadcast::Sender<TaskId>,
     /// Steps running in this process, to interrupt one when its task is
@@ -88,6 +90,18 @@ impl Engine {
         clock: Arc<dyn Clock>,
         config: EngineConfig,
     ) -> Self {
+        Self::with_metrics(store, tools, clock, config, Metrics::new())
+    }
+
+    /// An engine that counts into `metrics`, made beforehand so the backends
+    /// in `tools` could be handed their upstream counters.
+    pub fn with_metrics(
+        store: Arc<dyn TaskStore>,
+        tools: ToolRegistry,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+        metrics: Metrics,
+    ) -> Self {
         let (changes, _) = broadcast::channel(1024);
         Self {
             inner: Arc::new(Inner {
@@ -95,6 +109,7 @@ impl Engine {
                 tools,
                 clock,
                 config,
+                metrics,
                 wake: Notify::new(),
                 changes,
                 running: Mutex::new(HashMap::new()),
@@ -116,6 +131,10 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     /// Tells the scheduler that a task may have become due.
@@ -211,7 +230,17 @@ impl Engine {
                 {
                     Ok(tasks) => {
                         claimed = tasks.len();
-                        for task in tasks {
+                        for crate::store::Claimed {
+                            task,
+                            taken_over_from,
+                        } in tasks
+                        {
+                            if let Some(previous) = taken_over_from
+                                && previous != config.worker_id
+                            {
+                                tracing::info!(task = %task.id, %previous, "took over an expired lease");
+                                self.inner.metrics.lease_taken_over();
+                            }
                             let token = shutdown.child_token();
                             self.running().insert(task.id.clone(), token.clone());
                             steps.spawn(self.clone().run_step(task, token));

@@ -14,7 +14,14 @@ use crate::task::{Outcome, TaskRecord};
 
 impl Engine {
     pub(super) async fn run_step(self, task: TaskRecord, interrupt: CancellationToken) {
+        // Wall time, not the engine's clock: tests move that one by hand.
+        let started = std::time::Instant::now();
         let outcome = self.step_outcome(&task, &interrupt).await;
+        self.inner.metrics.observe_step(
+            &task.tool,
+            outcome.as_ref().map_or("lease_lost", outcome_label),
+            started.elapsed(),
+        );
         self.running().remove(&task.id);
         let Some(outcome) = outcome else { return };
         let worker = &self.inner.config.worker_id;
@@ -161,6 +168,19 @@ impl Engine {
                 Err(e) => tracing::warn!(task = %task.id, error = %e, "heartbeat failed"),
             }
         }
+    }
+}
+
+/// The `outcome` label of a step in `agentgate_step_duration_seconds`.
+fn outcome_label(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Completed { .. } => "completed",
+        Outcome::Failed { .. } => "failed",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Waiting { .. } => "waiting",
+        Outcome::InputRequired { .. } => "input_required",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Retry { .. } => "retry",
     }
 }
 

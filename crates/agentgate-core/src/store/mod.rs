@@ -22,9 +22,11 @@
 //!   ignored. When the last outstanding key is answered the task becomes
 //!   `working` and due at once.
 //! - **Leases.** `claim` hands out due, unleased (or lease-expired) tasks and
-//!   increments `attempt`, the fencing token. `heartbeat` and `checkpoint`
-//!   succeed only for the current worker *and* attempt; otherwise they return
-//!   [`StoreError::LeaseLost`] and change nothing.
+//!   increments `attempt`, the fencing token; a claim of a lease-expired task
+//!   names the worker that held it ([`Claimed::taken_over_from`]).
+//!   `heartbeat` and `checkpoint` succeed only for the current worker *and*
+//!   attempt; otherwise they return [`StoreError::LeaseLost`] and change
+//!   nothing.
 //! - **Cancel** is cooperative: `request_cancel` flags a live task and makes it
 //!   due at once; the job decides how to end. It is a no-op on ended tasks.
 //! - **Nudge** moves a waiting `working` task's `due_at` forward to now and
@@ -95,6 +97,32 @@ pub struct SweepReport {
     pub deleted: u64,
 }
 
+/// A task handed out by [`TaskStore::claim`]. It reads as the task itself
+/// (`Deref`), with what the claim learned about the lease it replaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    pub task: TaskRecord,
+    /// The worker whose lease had run out when this claim took the task
+    /// (it died or stalled past its lease); `None` when nobody held it.
+    pub taken_over_from: Option<String>,
+}
+
+impl std::ops::Deref for Claimed {
+    type Target = TaskRecord;
+
+    fn deref(&self) -> &TaskRecord {
+        &self.task
+    }
+}
+
+/// How many stored tasks one tool has in one status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCount {
+    pub tool: String,
+    pub status: crate::task::TaskStatus,
+    pub count: u64,
+}
+
 /// A change to a task made through a store, possibly by another instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskChange {
@@ -132,14 +160,15 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Asks a live task to cancel. Errors with `NotFound` like `get` would.
     async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()>;
 
-    /// Leases up to `limit` due tasks to `worker` until `now + lease`.
+    /// Leases up to `limit` due tasks to `worker` until `now + lease`, saying
+    /// for each whose expired lease it took over.
     async fn claim(
         &self,
         worker: &str,
         limit: usize,
         lease: Duration,
         now: Millis,
-    ) -> StoreResult<Vec<TaskRecord>>;
+    ) -> StoreResult<Vec<Claimed>>;
 
     /// Extends a lease the caller still holds.
     async fn heartbeat(
@@ -173,6 +202,11 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// The earliest `due_at` of a live task, to know how long to sleep.
     async fn next_due(&self) -> StoreResult<Option<Millis>>;
 
+    /// How many stored tasks each tool has in each status (ended tasks count
+    /// until the sweeper deletes them), for the `/metrics` gauge: one
+    /// aggregate query, no row decoded. Pairs with no task are left out.
+    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>>;
+
     /// Expires overdue tasks and deletes old ended ones.
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;
 
@@ -186,6 +220,18 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// A named random secret, created on first use and shared by every
     /// instance on this store (used to seal MRTR `requestState`).
     async fn secret(&self, name: &str) -> StoreResult<Vec<u8>>;
+}
+
+/// A `(tool, status, count)` row of `count_by_tool_and_status`.
+fn task_count((tool, status, count): (String, String, i64)) -> StoreResult<TaskCount> {
+    Ok(TaskCount {
+        status: crate::task::TaskStatus::parse(&status).ok_or_else(|| StoreError::Corrupt {
+            task: format!("(a {tool} task)"),
+            reason: format!("status {status}"),
+        })?,
+        tool,
+        count: u64::try_from(count).unwrap_or(0),
+    })
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (created on first use),

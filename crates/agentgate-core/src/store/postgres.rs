@@ -66,7 +66,8 @@ use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
 
 use super::transition::visible;
 use super::{
-    ChangeKind, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskStore, redact_url,
+    ChangeKind, Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskCount,
+    TaskStore, redact_url,
 };
 use crate::clock::Millis;
 use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
@@ -419,18 +420,21 @@ impl TaskStore for PostgresStore {
         limit: usize,
         lease: Duration,
         now: Millis,
-    ) -> StoreResult<Vec<TaskRecord>> {
+    ) -> StoreResult<Vec<Claimed>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         // SKIP LOCKED: rows another instance is claiming right now are passed
         // over; rows it has claimed since our snapshot fail the re-check.
+        // RETURNING shows new values only, so the lease being replaced is
+        // read in `due` (under the row lock, so it is the one replaced).
         let rows = sqlx::query(&format!(
-            "WITH due AS (SELECT id FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
-             AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
+            "WITH due AS (SELECT id, lease_owner AS previous_owner FROM tasks WHERE {LIVE} \
+             AND due_at IS NOT NULL AND due_at <= $3 \
+             AND (lease_until IS NULL OR lease_until <= $3) \
              ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
              UPDATE tasks SET lease_owner = $1, lease_until = $2, attempt = tasks.attempt + 1 \
-             FROM due WHERE tasks.id = due.id RETURNING tasks.*"
+             FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner"
         ))
         .bind(worker)
         .bind(now.saturating_add(millis(lease)))
@@ -438,7 +442,15 @@ impl TaskStore for PostgresStore {
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter().map(decode).collect()
+        rows.into_iter()
+            .map(|row| {
+                let taken_over_from = row.try_get("previous_owner")?;
+                Ok(Claimed {
+                    task: decode(row)?,
+                    taken_over_from,
+                })
+            })
+            .collect()
     }
 
     async fn heartbeat(
@@ -560,6 +572,14 @@ impl TaskStore for PostgresStore {
         .fetch_one(&self.pool)
         .await?;
         Ok(due)
+    }
+
+    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
+        let rows: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT tool, status, COUNT(*) FROM tasks GROUP BY tool, status")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.into_iter().map(super::task_count).collect()
     }
 
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {

@@ -1,7 +1,8 @@
 //! The embedded store: one SQLite file in WAL mode.
 //!
-//! Single-statement writes (`create`, `claim`, `heartbeat`) are atomic on their
-//! own. Read-modify-write operations (`record_input`, `checkpoint`) run in a
+//! Single-statement writes (`create`, `heartbeat`) are atomic on their own.
+//! Read-modify-write operations (`record_input`, `checkpoint`, and `claim`,
+//! which reads the leases it replaces before taking them) run in a
 //! `BEGIN IMMEDIATE` transaction so a second process on the same file waits for
 //! the write lock instead of failing half-way.
 
@@ -16,7 +17,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection as _, Row as _, SqlitePool};
 
 use super::transition::visible;
-use super::{InputAck, StoreError, StoreResult, SweepReport, TaskStore};
+use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
 use crate::clock::Millis;
 use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
 
@@ -252,24 +253,42 @@ impl TaskStore for SqliteStore {
         limit: usize,
         lease: Duration,
         now: Millis,
-    ) -> StoreResult<Vec<TaskRecord>> {
+    ) -> StoreResult<Vec<Claimed>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(&format!(
-            "UPDATE tasks SET lease_owner = ?, lease_until = ?, attempt = attempt + 1 \
-             WHERE id IN (SELECT id FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
+        // RETURNING shows new values only: the leases being replaced are read
+        // first, in the same write transaction, so they are the ones replaced.
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let due: Vec<(String, Option<String>)> = sqlx::query_as(&format!(
+            "SELECT id, lease_owner FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
              AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) \
-             ORDER BY due_at LIMIT ?) RETURNING *"
+             ORDER BY due_at LIMIT ?"
         ))
-        .bind(worker)
-        .bind(now.saturating_add(lease.as_millis() as i64))
         .bind(now)
         .bind(now)
         .bind(limit as i64)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
-        rows.into_iter().map(decode).collect()
+        let mut claimed = Vec::with_capacity(due.len());
+        for (id, taken_over_from) in due {
+            let row = sqlx::query(
+                "UPDATE tasks SET lease_owner = ?, lease_until = ?, attempt = attempt + 1 \
+                 WHERE id = ? RETURNING *",
+            )
+            .bind(worker)
+            .bind(now.saturating_add(lease.as_millis() as i64))
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await?;
+            claimed.push(Claimed {
+                task: decode(row)?,
+                taken_over_from,
+            });
+        }
+        tx.commit().await?;
+        Ok(claimed)
     }
 
     async fn heartbeat(
@@ -382,6 +401,14 @@ impl TaskStore for SqliteStore {
         .fetch_one(&self.pool)
         .await?;
         Ok(due)
+    }
+
+    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
+        let rows: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT tool, status, COUNT(*) FROM tasks GROUP BY tool, status")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.into_iter().map(super::task_count).collect()
     }
 
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {

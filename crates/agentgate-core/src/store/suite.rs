@@ -119,9 +119,15 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
     let first = store.claim("w1", 1, LEASE, T0).await.expect("claim");
     assert_eq!(first[0].attempt, 1);
     let later = T0 + LEASE.as_millis() as i64;
+    assert_eq!(first[0].taken_over_from, None, "nobody held a new task");
     let second = store.claim("w2", 1, LEASE, later).await.expect("claim");
     assert_eq!(second.len(), 1, "an expired lease must be claimable");
     assert_eq!(second[0].attempt, 2);
+    assert_eq!(
+        second[0].taken_over_from.as_deref(),
+        Some("w1"),
+        "the claim names the worker whose lease it took over"
+    );
 
     let done = Outcome::Completed {
         result: json!({"content": []}),
@@ -455,6 +461,71 @@ pub async fn nudge_makes_a_waiting_task_due_now_and_nothing_else(store: &dyn Tas
     assert!(!store.nudge(&unknown, T0 + 5).await.expect("nudge"));
 }
 
+pub async fn tasks_are_counted_by_tool_and_status(store: &dyn TaskStore) {
+    assert!(
+        store
+            .count_by_tool_and_status()
+            .await
+            .expect("count")
+            .is_empty()
+    );
+    let mut ids = Vec::new();
+    for tool in ["a", "a", "a", "b"] {
+        let id = TaskId::generate();
+        store
+            .create(NewTask {
+                id: id.clone(),
+                owner: alice(),
+                tool: tool.into(),
+                args: json!({}),
+                status_message: None,
+                ttl_ms: None,
+                now: T0,
+            })
+            .await
+            .expect("create");
+        ids.push(id);
+    }
+    // Complete one `a` task and send another one to input_required.
+    let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
+    assert_eq!(claimed.len(), 4);
+    let attempt = |id: &TaskId| {
+        claimed
+            .iter()
+            .find(|t| &t.id == id)
+            .map(|t| t.attempt)
+            .expect("claimed")
+    };
+    let done = Outcome::Completed {
+        result: json!({"content": []}),
+    };
+    store
+        .checkpoint(&ids[0], "w", attempt(&ids[0]), done, T0)
+        .await
+        .expect("save");
+    store
+        .checkpoint(&ids[1], "w", attempt(&ids[1]), ask(&["k"]), T0)
+        .await
+        .expect("save");
+    let mut counts: Vec<_> = store
+        .count_by_tool_and_status()
+        .await
+        .expect("count")
+        .into_iter()
+        .map(|c| (c.tool, c.status, c.count))
+        .collect();
+    counts.sort_by(|x, y| (&x.0, x.1.as_str()).cmp(&(&y.0, y.1.as_str())));
+    assert_eq!(
+        counts,
+        vec![
+            ("a".to_owned(), TaskStatus::Completed, 1),
+            ("a".to_owned(), TaskStatus::InputRequired, 1),
+            ("a".to_owned(), TaskStatus::Working, 1),
+            ("b".to_owned(), TaskStatus::Working, 1),
+        ]
+    );
+}
+
 /// Runs the whole suite against a store constructor: `store_suite!(async { ... })`
 /// where the block yields a fresh `impl TaskStore`.
 ///
@@ -496,6 +567,7 @@ macro_rules! store_suite {
             sweep_expires_overdue_tasks_and_deletes_old_ended_ones,
             release_all_frees_a_workers_leases,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,
+            tasks_are_counted_by_tool_and_status,
             secrets_are_created_once
         );
     };

@@ -18,6 +18,7 @@ pub mod model;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use agentgate_core::metrics::{UpstreamMetrics, UpstreamOutcome};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -68,6 +69,8 @@ pub struct GitHub {
     http: reqwest::Client,
     endpoint: Endpoint,
     gate: Arc<RateGate>,
+    /// Where requests are counted, if anywhere.
+    upstream: Option<UpstreamMetrics>,
 }
 
 /// Shared by every request of the instance: once GitHub says stop, nobody
@@ -111,7 +114,15 @@ impl GitHub {
             http,
             endpoint,
             gate: Arc::new(RateGate::default()),
+            upstream: None,
         }
+    }
+
+    /// Counts every HTTP request into `upstream`, by operation
+    /// (`graphql_query`, `graphql_mutation`, `rest_get`, `rest_post`).
+    pub fn with_upstream_metrics(mut self, upstream: UpstreamMetrics) -> Self {
+        self.upstream = Some(upstream);
+        self
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -179,7 +190,14 @@ impl GitHub {
             .post(self.endpoint.graphql.clone())
             .headers(self.headers(features)?)
             .json(&body);
-        let (status, headers, bytes) = self.send(request).await?;
+        // Documents start with their operation type (`query(…)`, `mutation(…)`
+        // or a bare selection, which is a query).
+        let operation = if query.trim_start().starts_with("mutation") {
+            "graphql_mutation"
+        } else {
+            "graphql_query"
+        };
+        let (status, headers, bytes) = self.send(operation, request).await?;
         if !status.is_success() {
             return Err(self.http_error(status, &headers, &bytes));
         }
@@ -224,7 +242,7 @@ impl GitHub {
             headers.insert("x-github-api-version", HeaderValue::from_static(version));
         }
         let request = self.http.get(url).headers(headers).query(query);
-        self.rest_response(request).await
+        self.rest_response("rest_get", request).await
     }
 
     /// `POST` JSON to a REST path into `T`.
@@ -241,14 +259,15 @@ impl GitHub {
             headers.insert("x-github-api-version", HeaderValue::from_static(version));
         }
         let request = self.http.post(url).headers(headers).json(body);
-        self.rest_response(request).await
+        self.rest_response("rest_post", request).await
     }
 
     async fn rest_response<T: DeserializeOwned>(
         &self,
+        operation: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<T, GitHubError> {
-        let (status, headers, bytes) = self.send(request).await?;
+        let (status, headers, bytes) = self.send(operation, request).await?;
         if !status.is_success() {
             return Err(self.http_error(status, &headers, &bytes));
         }
@@ -265,12 +284,18 @@ impl GitHub {
 
     async fn send(
         &self,
+        operation: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<(reqwest::StatusCode, HeaderMap, Vec<u8>), GitHubError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
+        let response = request.send().await;
+        if let Some(upstream) = &self.upstream {
+            let outcome = match &response {
+                Ok(response) => UpstreamOutcome::from_status(response.status().as_u16()),
+                Err(_) => UpstreamOutcome::Transport,
+            };
+            upstream.record(operation, outcome);
+        }
+        let response = response.map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
         let status = response.status();
         let headers = response.headers().clone();
         self.note_rate_limit(&headers);

@@ -1,0 +1,37 @@
+//! Counting ChatSync requests into the gateway's metrics.
+//!
+//! An SDK interceptor, so every HTTP attempt counts, the SDK's own retries
+//! of throttling and 5xx included: the counter then matches what Q Business
+//! received, and a throttled attempt that a retry hid is still visible.
+
+use agentgate_core::metrics::{UpstreamMetrics, UpstreamOutcome};
+use aws_sdk_qbusiness::config::interceptors::FinalizerInterceptorContextRef;
+use aws_sdk_qbusiness::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+
+/// Records each attempt's operation (`ChatSync`, …) and outcome.
+#[derive(Debug)]
+pub(crate) struct CountAttempts(pub(crate) UpstreamMetrics);
+
+impl Intercept for CountAttempts {
+    fn name(&self) -> &'static str {
+        "agentgate-upstream-metrics"
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let operation = cfg.load::<Metadata>().map_or("unknown", Metadata::name);
+        let outcome = context
+            .response()
+            .map_or(UpstreamOutcome::Transport, |response| {
+                UpstreamOutcome::from_status(response.status().as_u16())
+            });
+        self.0.record(operation, outcome);
+        Ok(())
+    }
+}
