@@ -111,19 +111,9 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     }
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
-    let engine = Engine::with_metrics(
-        store,
-        tools(&copilot, &metrics),
-        Arc::new(SystemClock),
-        config,
-        metrics,
-    );
-    let shutdown = CancellationToken::new();
-    let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
-    let watcher = {
-        let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
-        tokio::spawn(async move { copilot.run_watcher(engine, shutdown).await })
-    };
+    let runtime = Runtime::start(store, tools(&copilot, &metrics), &copilot, config, metrics);
+    let engine = runtime.engine.clone();
+    let shutdown = runtime.shutdown.clone();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 
     let served = if args.stdio {
@@ -134,8 +124,6 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             .context("serving stdio")
     } else {
         let addr = listen.context("no listen address")?;
-        let store = engine.store().clone();
-        let scraped = engine.clone();
         let gateway = Gateway::new(engine, TransportKind::Http).await?;
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
@@ -160,23 +148,54 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             let _ = write!(stdout, "listening {url}\nworker {worker}\n");
             let _ = stdout.flush();
         }
-        let router = http_router(gateway, http, shutdown.clone())
-            .route(
-                "/readyz",
-                axum::routing::get(move || readiness(store.clone())),
-            )
-            .route(
-                "/metrics",
-                axum::routing::get(move || metrics_page(scraped.clone())),
-            );
-        serve_http(listener, router, shutdown.clone())
+        serve_http(listener, router(gateway, http, shutdown.clone()), shutdown.clone())
             .await
             .context("serving HTTP")
     };
-    shutdown.cancel();
-    scheduler.await.context("scheduler task")?;
-    watcher.await.context("Copilot watcher task")?;
+    runtime.stop().await?;
     served
+}
+
+/// The engine and its background work (the scheduler, the Copilot
+/// watcher), until [`Runtime::stop`]. `serve` and `demo` both run one.
+pub(crate) struct Runtime {
+    pub engine: Engine,
+    pub shutdown: CancellationToken,
+    scheduler: tokio::task::JoinHandle<()>,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl Runtime {
+    pub fn start(
+        store: Arc<dyn store::TaskStore>,
+        tools: ToolRegistry,
+        copilot: &backend_copilot::Copilot,
+        config: EngineConfig,
+        metrics: Metrics,
+    ) -> Self {
+        let engine = Engine::with_metrics(store, tools, Arc::new(SystemClock), config, metrics);
+        let shutdown = CancellationToken::new();
+        let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
+        let watcher = {
+            let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
+            tokio::spawn(async move { copilot.run_watcher(engine, shutdown).await })
+        };
+        Self {
+            engine,
+            shutdown,
+            scheduler,
+            watcher,
+        }
+    }
+
+    /// Stops everything and waits: running steps finish (or are
+    /// interrupted), and leases are released.
+    pub async fn stop(self) -> Result<()> {
+        self.shutdown.cancel();
+        self.scheduler.await.context("scheduler task")?;
+        self.watcher.await.context("Copilot watcher task")?;
+        Ok(())
+    }
 }
 
 /// The tools this build serves. Backends register here; each reads its own
@@ -184,10 +203,37 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
 fn tools(copilot: &backend_copilot::Copilot, metrics: &Metrics) -> ToolRegistry {
     let qbusiness = backend_qbusiness::QBusinessQuery::from_env()
         .with_upstream_metrics(metrics.upstream("qbusiness"));
+    registry(qbusiness, copilot)
+}
+
+/// The registry of a Q Business job and the Copilot tools.
+pub(crate) fn registry(
+    qbusiness: backend_qbusiness::QBusinessQuery,
+    copilot: &backend_copilot::Copilot,
+) -> ToolRegistry {
     copilot.tools().into_iter().fold(
         ToolRegistry::new().with(backend_qbusiness::tool(qbusiness)),
         ToolRegistry::with,
     )
+}
+
+/// Everything served over HTTP: `/mcp`, `/healthz`, `/readyz`, `/metrics`.
+pub(crate) fn router(
+    gateway: Gateway,
+    http: HttpOptions,
+    shutdown: CancellationToken,
+) -> axum::Router {
+    let engine = gateway.engine().clone();
+    let store = engine.store().clone();
+    http_router(gateway, http, shutdown)
+        .route(
+            "/readyz",
+            axum::routing::get(move || readiness(store.clone())),
+        )
+        .route(
+            "/metrics",
+            axum::routing::get(move || metrics_page(engine.clone())),
+        )
 }
 
 /// `/metrics`: Prometheus metrics in the OpenMetrics text format (the task

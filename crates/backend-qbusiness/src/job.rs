@@ -70,6 +70,15 @@ impl QBusinessQuery {
         self
     }
 
+    /// Uses this SDK client (built, say, with [`Settings::fixed_client`]).
+    pub fn with_client(settings: Settings, client: Client) -> Self {
+        Self {
+            settings: Some(settings.clone()),
+            client: OnceCell::new_with(Some((settings, client))),
+            upstream: None,
+        }
+    }
+
     async fn client(&self) -> Result<&(Settings, Client), String> {
         self.client
             .get_or_try_init(|| async {

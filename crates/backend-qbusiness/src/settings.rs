@@ -79,4 +79,33 @@ impl Settings {
             None => Client::new(&shared),
         }
     }
+
+    /// A client for an explicit endpoint with fixed credentials, read from
+    /// nowhere else: how `agentgate demo` talks to its in-process emulator.
+    /// Every HTTP attempt is counted into `upstream`, if given.
+    pub fn fixed_client(
+        &self,
+        endpoint: &str,
+        access_key_id: &str,
+        secret: &str,
+        upstream: Option<agentgate_core::metrics::UpstreamMetrics>,
+    ) -> Client {
+        let credentials = aws_sdk_qbusiness::config::Credentials::new(
+            access_key_id,
+            secret,
+            None,
+            None,
+            "agentgate-fixed",
+        );
+        let config = aws_sdk_qbusiness::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(aws_config::Region::new(self.region.clone()))
+            .endpoint_url(endpoint)
+            .credentials_provider(credentials);
+        let config = match upstream {
+            Some(upstream) => config.interceptor(crate::upstream::CountAttempts(upstream)),
+            None => config,
+        };
+        Client::from_conf(config.build())
+    }
 }
