@@ -127,6 +127,8 @@ enum TaskCommand {
     },
     /// Ask the server for a task's current state.
     Get {
+        /// The task id (ids may start with `-`).
+        #[arg(allow_hyphen_values = true)]
         id: String,
         #[command(flatten)]
         server: ServerArgs,
@@ -136,6 +138,8 @@ enum TaskCommand {
     },
     /// Follow a task to its end, answering input requests; exit status as for `call`.
     Wait {
+        /// The task id (ids may start with `-`).
+        #[arg(allow_hyphen_values = true)]
         id: String,
         #[command(flatten)]
         server: ServerArgs,
@@ -144,12 +148,17 @@ enum TaskCommand {
     },
     /// Ask the server to cancel a task (cooperative: see `task get` for the outcome).
     Cancel {
+        /// The task id (ids may start with `-`).
+        #[arg(allow_hyphen_values = true)]
         id: String,
         #[command(flatten)]
         server: ServerArgs,
     },
     /// Remove a task from the local list (the server is not told).
-    Forget { id: String },
+    Forget {
+        #[arg(allow_hyphen_values = true)]
+        id: String,
+    },
 }
 
 /// `agentgate call`; returns the exit status.
@@ -515,6 +524,22 @@ mod tests {
             Value::Object(args),
             json!({"n": 5, "q": "hello world", "o": {"a": 1}, "s": "5", "keep": true})
         );
+    }
+
+    #[test]
+    fn task_ids_may_start_with_a_hyphen() {
+        use clap::Parser as _;
+        #[derive(Debug, clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            task: TaskArgs,
+        }
+        let cli = Cli::try_parse_from(["t", "wait", "-9Ab_c", "--yes"]).expect("parses");
+        let TaskCommand::Wait { id, follow, .. } = cli.task.command else {
+            panic!("expected wait")
+        };
+        assert_eq!(id, "-9Ab_c");
+        assert!(follow.yes);
     }
 
     #[test]
