@@ -4,6 +4,7 @@
 //! `main` parses the command line, sets up logging (always to stderr: stdout
 //! belongs to the MCP stdio transport) and hands over to the subcommand.
 
+mod client;
 mod config;
 mod serve;
 
@@ -51,11 +52,16 @@ enum Command {
     /// Run local emulators of the backends (Amazon Q Business ChatSync) that
     /// speak the real wire protocols, for trying agentgate without a cloud account.
     Sim(agentgate_sim::SimArgs),
+    /// Call a tool on an MCP server and follow the task it starts; exit 0
+    /// completed, 1 tool error, 2 failed/cancelled or error.
+    Call(client::cli::CallArgs),
+    /// List, inspect, wait for or cancel the tasks `agentgate call` started.
+    Task(client::cli::TaskArgs),
 }
 
-fn init_logging(format: LogFormat) {
+fn init_logging(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -68,7 +74,9 @@ fn init_logging(format: LogFormat) {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    init_logging(cli.log_format);
+    // The client's output is for people and scripts: only warnings by default.
+    let client = matches!(cli.command, Command::Call(_) | Command::Task(_));
+    init_logging(cli.log_format, if client { "warn" } else { "info" });
     let format = cli.log_format;
     let outcome = run(cli).await;
     if let (Err(e), LogFormat::Json) = (&outcome, format) {
@@ -86,6 +94,9 @@ async fn run(cli: Cli) -> Result<()> {
         None => config::FileConfig::default(),
     };
     match cli.command {
+        // Exit statuses carry the outcome; everything is dropped by now.
+        Command::Call(args) => std::process::exit(client::cli::call(args).await),
+        Command::Task(args) => std::process::exit(client::cli::task(args).await),
         Command::Serve(args) => serve::run(args, file).await,
         Command::Migrate(args) => serve::migrate(args, file).await,
         Command::Sim(args) => {

@@ -1,0 +1,409 @@
+//! One connection to an MCP server, the requests the client makes on it, and
+//! following a task to its end.
+//!
+//! Every request carries protocol 2026-07-28 `_meta` declaring the tasks
+//! extension and form + URL elicitation (rmcp adds it; the server may not
+//! infer capabilities from earlier requests). A server that only speaks the
+//! older `initialize` lifecycle is still reached: it answers synchronously.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ClientConfig, DetailedTask, ElicitationCapability, FormElicitationCapability, GetTaskParams,
+    Implementation, InputRequests, JsonObject, ProtocolVersion, Task, TaskPayload,
+    UpdateTaskParams, UrlElicitationCapability,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ErrorData, RoleClient};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncBufReadExt as _;
+
+use super::input::InputSource;
+use super::render::FollowObserver;
+
+/// Where a server is: enough to reconnect later, so it is stored with each
+/// task in the local task list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Server {
+    /// A Streamable HTTP endpoint, e.g. `http://127.0.0.1:8722/mcp`.
+    Http { url: String },
+    /// A command that serves MCP on its stdin/stdout, split like a shell
+    /// would, run in `dir` (so relative paths in it keep their meaning).
+    Stdio {
+        command: String,
+        dir: Option<PathBuf>,
+    },
+}
+
+impl Server {
+    /// A stdio server run from the current directory.
+    pub fn stdio(command: impl Into<String>) -> Self {
+        Self::Stdio {
+            command: command.into(),
+            dir: std::env::current_dir().ok(),
+        }
+    }
+}
+
+impl std::fmt::Display for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Http { url } => f.write_str(url),
+            Self::Stdio { command, .. } => write!(f, "stdio: {command}"),
+        }
+    }
+}
+
+/// What `tools/call` gave back.
+#[derive(Debug, Clone)]
+pub enum CallOutcome {
+    /// The server answered synchronously.
+    Done(CallToolResult),
+    /// The server started a task: follow it with [`Connection::follow`].
+    Task(Task),
+}
+
+/// How a task ended.
+#[derive(Debug, Clone)]
+pub enum FinalState {
+    /// The tool ran; its result may still be a tool error (`isError`).
+    Completed {
+        task: Task,
+        result: CallToolResult,
+    },
+    /// A protocol-level failure: the JSON-RPC error the task ended with.
+    Failed {
+        task: Task,
+        error: JsonObject,
+    },
+    Cancelled {
+        task: Task,
+    },
+}
+
+impl FinalState {
+    pub fn task(&self) -> &Task {
+        match self {
+            Self::Completed { task, .. } | Self::Failed { task, .. } | Self::Cancelled { task } => {
+                task
+            }
+        }
+    }
+}
+
+/// MRTR rounds driven before giving up on a server that keeps asking.
+const MAX_INPUT_ROUNDS: usize = 10;
+/// When the server suggests no poll interval.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// Lines of a stdio server's stderr kept to explain a failed start.
+const STDERR_TAIL: usize = 20;
+
+/// A connected MCP client. Dropping it closes the connection (and stops a
+/// stdio server it spawned).
+#[derive(Debug)]
+pub struct Connection {
+    service: RunningService<RoleClient, ClientConfig>,
+    server: Server,
+    stderr_tail: Arc<Mutex<Vec<String>>>,
+}
+
+/// The capabilities sent with every request.
+fn client_config() -> ClientConfig {
+    let elicitation = ElicitationCapability::new()
+        .with_form(FormElicitationCapability::new())
+        .with_url(UrlElicitationCapability::new());
+    let caps = ClientCapabilities::builder()
+        .enable_elicitation_with(elicitation)
+        .enable_tasks()
+        .build();
+    ClientConfig::new(
+        caps,
+        Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::V_2026_07_28)
+}
+
+fn lifecycle() -> ClientLifecycleMode {
+    // Discover first; a server that only knows `initialize` is still served
+    // (synchronously: tasks need 2026-07-28).
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+impl Connection {
+    /// Connects to a Streamable HTTP endpoint.
+    pub async fn http(url: &str) -> Result<Self> {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        let service = client_config()
+            .serve_with_lifecycle(transport, lifecycle())
+            .await
+            .with_context(|| format!("connecting to the MCP server at {url}"))?;
+        Ok(Self {
+            service,
+            server: Server::Http {
+                url: url.to_owned(),
+            },
+            stderr_tail: Arc::default(),
+        })
+    }
+
+    /// Spawns `command` (split like a shell would) and speaks MCP over its
+    /// stdin/stdout.
+    #[allow(dead_code)] // API for `agentgate demo`; the CLI goes through `open`.
+    pub async fn stdio(command: &str) -> Result<Self> {
+        Self::open(&Server::stdio(command)).await
+    }
+
+    /// Connects to `server`.
+    pub async fn open(server: &Server) -> Result<Self> {
+        let (command, dir) = match server {
+            Server::Http { url } => return Self::http(url).await,
+            Server::Stdio { command, dir } => (command, dir),
+        };
+        let words = shlex::split(command)
+            .with_context(|| format!("--stdio {command:?}: unbalanced quotes"))?;
+        let Some((program, args)) = words.split_first() else {
+            bail!("--stdio needs a command, e.g. --stdio \"agentgate serve --stdio\"");
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        if let Some(dir) = dir.as_ref().filter(|d| d.is_dir()) {
+            cmd.current_dir(dir);
+        }
+        // Its own process group: Ctrl-C at the terminal reaches only us, so
+        // the server is still there to hear a tasks/cancel.
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting the stdio server `{program}`"))?;
+        let stderr_tail: Arc<Mutex<Vec<String>>> = Arc::default();
+        if let Some(stderr) = stderr {
+            // Keep the server's log quiet but at hand: shown if it fails.
+            let tail = stderr_tail.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Ok(mut tail) = tail.lock() {
+                        if tail.len() == STDERR_TAIL {
+                            tail.remove(0);
+                        }
+                        tail.push(line);
+                    }
+                }
+            });
+        }
+        let service = match client_config()
+            .serve_with_lifecycle(transport, lifecycle())
+            .await
+        {
+            Ok(service) => service,
+            Err(e) => {
+                // Give the reader a moment to collect what the server said.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let log = tail_text(&stderr_tail);
+                return Err(anyhow!(e))
+                    .with_context(|| format!("connecting to the stdio server `{command}`{log}"));
+            }
+        };
+        Ok(Self {
+            service,
+            server: server.clone(),
+            stderr_tail,
+        })
+    }
+
+    #[allow(dead_code)] // API for `agentgate demo`.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// `tools/call`. Input the server asks for before starting (MRTR
+    /// `input_required`) is answered by `input` and the call retried.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        input: &mut impl InputSource,
+    ) -> Result<CallOutcome> {
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let response = self
+                .service
+                .call_tool_once(params.clone())
+                .await
+                .map_err(|e| self.explain(e))
+                .with_context(|| format!("calling tool `{tool}`"))?;
+            match response {
+                CallToolResponse::Complete(result) => return Ok(CallOutcome::Done(result)),
+                CallToolResponse::Task(created) => return Ok(CallOutcome::Task(created.task)),
+                CallToolResponse::InputRequired(asked) => {
+                    let requests = asked.input_requests.unwrap_or_default();
+                    let responses = if requests.is_empty() {
+                        BTreeMap::new()
+                    } else {
+                        input.answer(&requests).await?
+                    };
+                    params.input_responses = Some(responses);
+                    params.request_state = asked.request_state;
+                }
+                other => bail!("`{tool}` answered with an unsupported result: {other:?}"),
+            }
+        }
+        bail!("`{tool}` asked for input {MAX_INPUT_ROUNDS} times without finishing; giving up")
+    }
+
+    /// `tasks/get`.
+    pub async fn get(&self, task_id: &str) -> Result<DetailedTask> {
+        let got = self
+            .service
+            .get_task(GetTaskParams::new(task_id.to_owned()))
+            .await
+            .map_err(|e| self.explain_task(task_id, e))?;
+        Ok(got.task)
+    }
+
+    /// `tasks/update`: answers to outstanding input requests.
+    pub async fn answer(
+        &self,
+        task_id: &str,
+        responses: rmcp::model::InputResponses,
+    ) -> Result<()> {
+        self.service
+            .update_task(UpdateTaskParams::new(task_id.to_owned(), responses))
+            .await
+            .map_err(|e| self.explain_task(task_id, e))
+    }
+
+    /// `tasks/cancel`. Cooperative: follow the task to see how it ends.
+    pub async fn cancel(&self, task_id: &str) -> Result<()> {
+        self.service
+            .cancel_task(CancelTaskParams::new(task_id.to_owned()))
+            .await
+            .map_err(|e| self.explain_task(task_id, e))
+    }
+
+    /// Polls `tasks/get` until the task ends, honouring `pollIntervalMs`.
+    /// `observer` sees every change of status or status message; new input
+    /// requests go to `input` and its answers back with `tasks/update`.
+    ///
+    /// Cancel-safe between requests: dropping the future (e.g. on Ctrl-C)
+    /// leaves the task running on the server.
+    pub async fn follow(
+        &self,
+        task_id: &str,
+        observer: &mut impl FollowObserver,
+        input: &mut impl InputSource,
+    ) -> Result<FinalState> {
+        // Keys answered by this call; the ack of tasks/update is eventually
+        // consistent, so they may still be listed for a poll or two.
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut last: Option<(rmcp::model::TaskStatus, Option<String>)> = None;
+        loop {
+            let detailed = self.get(task_id).await?;
+            let task = detailed.task.clone();
+            let now = (task.status, task.status_message.clone());
+            if last.as_ref() != Some(&now) {
+                observer.status(&task);
+                last = Some(now);
+            }
+            match detailed.payload {
+                TaskPayload::Completed { result } => {
+                    let result: CallToolResult =
+                        serde_json::from_value(serde_json::Value::Object(result))
+                            .context("the task's result is not a CallToolResult")?;
+                    return Ok(FinalState::Completed { task, result });
+                }
+                TaskPayload::Failed { error } => return Ok(FinalState::Failed { task, error }),
+                TaskPayload::Cancelled => return Ok(FinalState::Cancelled { task }),
+                TaskPayload::InputRequired { input_requests } => {
+                    let pending: InputRequests = input_requests
+                        .into_iter()
+                        .filter(|(key, _)| !answered.contains(key))
+                        .collect();
+                    if !pending.is_empty() {
+                        observer.input_needed(&pending);
+                        let responses = input.answer(&pending).await?;
+                        if responses.is_empty() {
+                            bail!("no answer was given to the task's input requests");
+                        }
+                        answered.extend(responses.keys().cloned());
+                        self.answer(task_id, responses).await?;
+                        observer.answered();
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            let wait = task
+                .poll_interval_ms
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_POLL)
+                .clamp(Duration::from_millis(10), Duration::from_secs(60));
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Closes the connection; a spawned stdio server is asked to exit.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+
+    fn explain(&self, e: ServiceError) -> anyhow::Error {
+        let log = tail_text(&self.stderr_tail);
+        match e {
+            ServiceError::McpError(error) => anyhow!(describe_error(&error)),
+            ServiceError::TransportClosed if !log.is_empty() => {
+                anyhow!("the server closed the connection{log}")
+            }
+            other => anyhow!(other),
+        }
+    }
+
+    fn explain_task(&self, task_id: &str, e: ServiceError) -> anyhow::Error {
+        match e {
+            ServiceError::McpError(error)
+                if error.code == rmcp::model::ErrorCode::INVALID_PARAMS =>
+            {
+                anyhow!(
+                    "the server at {} does not know task {task_id} (it may have expired after its \
+                     ttl, or belong to another server): {}",
+                    self.server,
+                    error.message
+                )
+            }
+            other => self.explain(other),
+        }
+    }
+}
+
+/// A JSON-RPC error as one line: message, code, and the fix for the common ones.
+pub fn describe_error(error: &ErrorData) -> String {
+    let hint = match error.code.0 {
+        -32021 => " (the server needs a capability this client did not declare)",
+        -32022 => " (the server does not speak protocol 2026-07-28)",
+        -32601 => " (the server does not implement this method)",
+        _ => "",
+    };
+    format!("{} (JSON-RPC error {}){hint}", error.message, error.code.0)
+}
+
+fn tail_text(tail: &Arc<Mutex<Vec<String>>>) -> String {
+    let lines = tail.lock().map(|t| t.clone()).unwrap_or_default();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; the server's last log lines:\n  {}", lines.join("\n  "))
+    }
+}

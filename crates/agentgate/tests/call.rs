@@ -1,0 +1,558 @@
+//! `agentgate call` and `agentgate task` as a script meets them: the real
+//! client binary against the real `agentgate serve` (over HTTP and stdio),
+//! whose Q Business tool talks to the emulator in this test process. Each
+//! test keeps its task list in its own directory (`AGENTGATE_CLIENT_STATE`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use agentgate_sim::qbusiness::{
+    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
+    QBusinessConfig, QBusinessSim, TICKET_PLUGIN_ID,
+};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+const TICKET: &str = "Open a ticket: my laptop battery is swollen";
+
+/// The emulator, a temporary directory, and (for HTTP) a running gateway.
+struct World {
+    sim: QBusinessSim,
+    sim_url: String,
+    dir: tempfile::TempDir,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl World {
+    async fn new() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let sim_url = format!("http://{}", listener.local_addr().expect("addr"));
+        let sim = QBusinessSim::new(QBusinessConfig::default());
+        let stop = CancellationToken::new();
+        tokio::spawn(agentgate_sim::qbusiness::serve(
+            listener,
+            sim.router(),
+            stop.clone(),
+        ));
+        Self {
+            sim,
+            sim_url,
+            dir: tempfile::tempdir().expect("tempdir"),
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    fn store(&self) -> String {
+        format!("sqlite://{}", self.dir.path().join("tasks.db").display())
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("client-state")
+    }
+
+    /// The environment `agentgate serve` needs to reach the emulator; set on
+    /// the client too, so a server it spawns over stdio inherits it.
+    fn env(&self, cmd: &mut Command) {
+        let empty = self.dir.path().join("aws-empty");
+        std::fs::write(&empty, "").expect("write empty AWS config");
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("AWS_CONFIG_FILE", &empty)
+            .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("RUST_LOG", "warn")
+            .env("AWS_ENDPOINT_URL_QBUSINESS", &self.sim_url)
+            .env("AWS_REGION", DEFAULT_REGION)
+            .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
+            .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
+            .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
+            .env("AGENTGATE_CLIENT_STATE", self.state());
+    }
+
+    /// `agentgate serve --listen 127.0.0.1:0`, and its MCP URL.
+    async fn serve_http(&self) -> (Child, String) {
+        let mut cmd = Command::new(BIN);
+        self.env(&mut cmd);
+        let mut child = cmd
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", &self.store()])
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn agentgate serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let line = tokio::time::timeout(
+            Duration::from_secs(30),
+            BufReader::new(stdout).lines().next_line(),
+        )
+        .await
+        .expect("agentgate serve did not start")
+        .expect("stdout")
+        .expect("a listening line");
+        let url = line
+            .strip_prefix("listening ")
+            .expect("listening line")
+            .to_owned();
+        (child, url)
+    }
+
+    /// The `--stdio` value that runs a gateway on this world's store.
+    fn stdio_server(&self) -> String {
+        format!("{BIN} serve --stdio --store {}", self.store())
+    }
+
+    fn client(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        self.env(&mut cmd);
+        cmd.args(args).kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs the client with `stdin` piped in (then closed).
+    async fn run(&self, args: &[&str], stdin: &str) -> Run {
+        let mut child = self
+            .client(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agentgate client");
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(stdin.as_bytes()).await.expect("write stdin");
+        drop(pipe);
+        let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+            .await
+            .expect("the client did not finish in 120 s")
+            .expect("client output");
+        Run::from(out)
+    }
+}
+
+/// What a client run printed and how it exited.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Self {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "{self:#?}");
+        self
+    }
+}
+
+fn task_records(state: &Path) -> Vec<Value> {
+    std::fs::read_dir(state)
+        .map(|entries| {
+            entries
+                .filter_map(|e| std::fs::read(e.ok()?.path()).ok())
+                .filter_map(|b| serde_json::from_slice(&b).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn call_follows_a_task_over_http_to_its_answer_and_records_it() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--arg",
+                "query=How do I set up the VPN?",
+            ],
+            "",
+        )
+        .await;
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("Qbiz response: "), "{run:#?}");
+    assert!(
+        run.stdout.contains("\"conversationId\""),
+        "structured content is printed: {run:#?}"
+    );
+    assert!(
+        run.stderr.contains(": completed"),
+        "plain progress lines off a terminal: {run:#?}"
+    );
+    let records = task_records(&world.state());
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["tool"], "QBusinessQueryTool");
+    assert_eq!(records[0]["last_status"], "completed");
+    assert_eq!(records[0]["server"]["http"]["url"], url.as_str());
+    assert_eq!(world.sim.stats().chat_sync_effects, 1);
+
+    // --json prints the raw CallToolResult.
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--args",
+                r#"{"query": "vacation days"}"#,
+                "--json",
+            ],
+            "",
+        )
+        .await;
+    run.expect_code(0);
+    let raw: Value = serde_json::from_str(&run.stdout).expect("stdout is JSON");
+    assert!(raw["structuredContent"]["answer"].is_string(), "{raw}");
+}
+
+#[tokio::test]
+async fn call_over_stdio_spawns_the_server_and_follows_the_task() {
+    let world = World::new().await;
+    let server = world.stdio_server();
+    let run = world
+        .run(
+            &[
+                "call",
+                "--stdio",
+                &server,
+                "QBusinessQueryTool",
+                "--arg",
+                "query=vacation days",
+            ],
+            "",
+        )
+        .await;
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("Qbiz response: "), "{run:#?}");
+    let records = task_records(&world.state());
+    assert_eq!(records[0]["server"]["stdio"]["command"], server.as_str());
+}
+
+#[tokio::test]
+async fn input_request_is_answered_from_piped_stdin_lines() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--arg",
+                &format!("query={TICKET}"),
+                "--arg",
+                &format!("plugin_id={TICKET_PLUGIN_ID}"),
+            ],
+            "summary=Swollen laptop battery\npriority=high\n\n",
+        )
+        .await;
+    run.expect_code(0);
+    assert!(run.stdout.contains("Created ticket NWR-"), "{run:#?}");
+    assert!(run.stderr.contains("input required"), "{run:#?}");
+    let tickets = world.sim.tickets();
+    assert_eq!(tickets.len(), 1);
+    assert_eq!(tickets[0].summary, "Swollen laptop battery");
+    assert_eq!(
+        tickets[0].priority, "HIGH",
+        "matched by value or title, any case"
+    );
+}
+
+#[tokio::test]
+async fn malformed_piped_answer_names_the_line_and_the_fields() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--arg",
+                &format!("query={TICKET}"),
+                "--arg",
+                &format!("plugin_id={TICKET_PLUGIN_ID}"),
+            ],
+            "priority=urgent\n",
+        )
+        .await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("stdin line 1"), "{run:#?}");
+    assert!(
+        run.stderr.contains("`priority`") && run.stderr.contains("HIGH"),
+        "{run:#?}"
+    );
+    assert!(
+        run.stderr.contains("agentgate task wait"),
+        "says how to resume: {run:#?}"
+    );
+    assert!(world.sim.tickets().is_empty());
+}
+
+#[tokio::test]
+async fn input_flags_answer_without_reading_stdin() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    // stdin stays open and empty: reading it would hang past the timeout.
+    let mut child = world
+        .client(&[
+            "call",
+            "--url",
+            &url,
+            "QBusinessQueryTool",
+            "--arg",
+            &format!("query={TICKET}"),
+            "--arg",
+            &format!("plugin_id={TICKET_PLUGIN_ID}"),
+            "--input",
+            "priority=LOW",
+            "--input",
+            "summary=Battery",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let _stdin = child.stdin.take();
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("finished without stdin")
+        .expect("output");
+    let run = Run::from(out);
+    run.expect_code(0);
+    let tickets = world.sim.tickets();
+    assert_eq!(tickets.len(), 1, "{run:#?}");
+    assert_eq!(
+        (tickets[0].summary.as_str(), tickets[0].priority.as_str()),
+        ("Battery", "LOW")
+    );
+}
+
+#[tokio::test]
+async fn no_wait_returns_the_id_and_task_wait_follows_it_in_a_new_process() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "--no-wait",
+                "QBusinessQueryTool",
+                "--arg",
+                "query=vacation days",
+            ],
+            "",
+        )
+        .await;
+    run.expect_code(0);
+    let id = run.stdout.trim().to_owned();
+    assert!(
+        !id.is_empty() && !id.contains(char::is_whitespace),
+        "{run:#?}"
+    );
+    assert!(
+        run.stderr.contains(&format!("agentgate task wait {id}")),
+        "{run:#?}"
+    );
+
+    let list = world.run(&["task", "list"], "").await;
+    list.expect_code(0);
+    assert!(
+        list.stdout.contains(&id) && list.stdout.contains("QBusinessQueryTool"),
+        "{list:#?}"
+    );
+
+    // No --url: the server comes from the local task list.
+    let wait = world.run(&["task", "wait", &id], "").await;
+    wait.expect_code(0);
+    assert!(wait.stdout.starts_with("Qbiz response: "), "{wait:#?}");
+
+    let get = world.run(&["task", "get", &id, "--json"], "").await;
+    get.expect_code(0);
+    let detailed: Value = serde_json::from_str(&get.stdout).expect("JSON");
+    assert_eq!(detailed["status"], "completed");
+    assert_eq!(detailed["taskId"], id.as_str());
+
+    let list = world.run(&["task", "list", "--json"], "").await;
+    let records: Value = serde_json::from_str(&list.stdout).expect("JSON");
+    assert_eq!(records[0]["last_status"], "completed", "{records}");
+}
+
+#[tokio::test]
+async fn exit_status_is_1_for_a_tool_error_and_2_for_cancelled_or_protocol_errors() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+
+    let tool_error = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--arg",
+                "query=",
+            ],
+            "",
+        )
+        .await;
+    tool_error.expect_code(1);
+    assert!(
+        tool_error.stdout.contains("Query cannot be empty"),
+        "{tool_error:#?}"
+    );
+    assert!(
+        tool_error.stderr.contains("reported an error"),
+        "{tool_error:#?}"
+    );
+
+    let unknown = world
+        .run(&["call", "--url", &url, "no_such_tool"], "")
+        .await;
+    unknown.expect_code(2);
+    assert!(
+        unknown.stderr.contains("unknown tool `no_such_tool`"),
+        "{unknown:#?}"
+    );
+
+    // A ticket task waits for its form; cancel it from another process.
+    let started = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "--no-wait",
+                "QBusinessQueryTool",
+                "--arg",
+                &format!("query={TICKET}"),
+                "--arg",
+                &format!("plugin_id={TICKET_PLUGIN_ID}"),
+            ],
+            "",
+        )
+        .await;
+    started.expect_code(0);
+    let id = started.stdout.trim().to_owned();
+    let cancel = world.run(&["task", "cancel", &id], "").await;
+    cancel.expect_code(0);
+    assert!(cancel.stderr.contains("cancel requested"), "{cancel:#?}");
+    let wait = world.run(&["task", "wait", &id], "").await;
+    wait.expect_code(2);
+    assert!(wait.stderr.contains("cancelled"), "{wait:#?}");
+    assert!(world.sim.tickets().is_empty());
+
+    let malformed = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--arg",
+                "query",
+            ],
+            "",
+        )
+        .await;
+    malformed.expect_code(2);
+    assert!(
+        malformed.stderr.contains("--arg \"query\" is malformed"),
+        "{malformed:#?}"
+    );
+
+    let unknown_task = world.run(&["task", "wait", "nope"], "").await;
+    unknown_task.expect_code(2);
+    assert!(
+        unknown_task.stderr.contains("--url URL"),
+        "{unknown_task:#?}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_in_a_script_detaches_and_the_task_can_be_resumed() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let mut child = world
+        .client(&[
+            "call",
+            "--url",
+            &url,
+            "QBusinessQueryTool",
+            "--arg",
+            &format!("query={TICKET}"),
+            "--arg",
+            &format!("plugin_id={TICKET_PLUGIN_ID}"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // stdin stays open and silent: the client sits waiting for the answer.
+    let _stdin = child.stdin.take();
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut seen = String::new();
+    while !seen.contains("input required") {
+        let line = tokio::time::timeout(Duration::from_secs(60), stderr.next_line())
+            .await
+            .expect("the task asked for input")
+            .expect("stderr")
+            .expect("a progress line");
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    let pid = Pid::from_raw(child.id().expect("pid") as i32);
+    kill(pid, Signal::SIGINT).expect("SIGINT");
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exited on Ctrl-C")
+        .expect("status");
+    let mut rest = String::new();
+    while let Ok(Some(line)) = stderr.next_line().await {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    assert!(
+        rest.contains("detached") && rest.contains("agentgate task wait"),
+        "{rest}"
+    );
+
+    let record = &task_records(&world.state())[0];
+    let id = record["task_id"].as_str().expect("id").to_owned();
+    let wait = world
+        .run(&["task", "wait", &id, "--input", "priority=MEDIUM"], "")
+        .await;
+    wait.expect_code(0);
+    assert!(wait.stdout.contains("Created ticket NWR-"), "{wait:#?}");
+    assert_eq!(world.sim.tickets()[0].priority, "MEDIUM");
+}
