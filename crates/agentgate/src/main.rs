@@ -6,6 +6,7 @@
 
 mod client;
 mod config;
+mod demo;
 mod serve;
 
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Try agentgate with no cloud account: both emulators and the gateway
+    /// in one process, and a narrated walkthrough as an MCP client.
+    Demo(demo::DemoArgs),
     /// Run the MCP server, over stdio (for desktop clients) or Streamable HTTP.
     Serve(serve::ServeArgs),
     /// Apply the task store's schema migrations and exit (`serve` applies
@@ -74,8 +78,12 @@ fn init_logging(format: LogFormat, default: &str) {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    // The client's output is for people and scripts: only warnings by default.
-    let client = matches!(cli.command, Command::Call(_) | Command::Task(_));
+    // The client's and the demo's output is for people and scripts: only
+    // warnings by default.
+    let client = matches!(
+        cli.command,
+        Command::Call(_) | Command::Task(_) | Command::Demo(_)
+    );
     init_logging(cli.log_format, if client { "warn" } else { "info" });
     let format = cli.log_format;
     let outcome = run(cli).await;
@@ -97,6 +105,7 @@ async fn run(cli: Cli) -> Result<()> {
         // Exit statuses carry the outcome; everything is dropped by now.
         Command::Call(args) => std::process::exit(client::cli::call(args).await),
         Command::Task(args) => std::process::exit(client::cli::task(args).await),
+        Command::Demo(args) => demo::run(args).await,
         Command::Serve(args) => serve::run(args, file).await,
         Command::Migrate(args) => serve::migrate(args, file).await,
         Command::Sim(args) => {

@@ -148,9 +148,13 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             let _ = write!(stdout, "listening {url}\nworker {worker}\n");
             let _ = stdout.flush();
         }
-        serve_http(listener, router(gateway, http, shutdown.clone()), shutdown.clone())
-            .await
-            .context("serving HTTP")
+        serve_http(
+            listener,
+            router(gateway, http, shutdown.clone()),
+            shutdown.clone(),
+        )
+        .await
+        .context("serving HTTP")
     };
     runtime.stop().await?;
     served

@@ -43,18 +43,35 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
     task.failures = 0;
     match outcome {
         Outcome::Interrupted => {}
+        // An ended task's message says how it ended; the last one of its
+        // work ("waiting for a pull request") would no longer be true.
         Outcome::Completed { result } => {
             task.status = TaskStatus::Completed;
+            let tool_error = result.get("isError") == Some(&serde_json::Value::Bool(true));
+            task.status_message = Some(
+                if tool_error {
+                    "done: the tool reported an error"
+                } else {
+                    "done"
+                }
+                .to_owned(),
+            );
             task.result = Some(result);
             finish(task);
         }
         Outcome::Failed { error } => {
             task.status = TaskStatus::Failed;
+            let reason = error.get("message").and_then(serde_json::Value::as_str);
+            task.status_message = Some(match reason {
+                Some(reason) => format!("failed: {reason}"),
+                None => "failed".to_owned(),
+            });
             task.error = Some(error);
             finish(task);
         }
         Outcome::Cancelled => {
             task.status = TaskStatus::Cancelled;
+            task.status_message = Some("cancelled".to_owned());
             finish(task);
         }
         Outcome::Waiting {

@@ -1,0 +1,216 @@
+//! `agentgate demo`: the whole point of agentgate in one command, with no
+//! cloud account.
+//!
+//! ```text
+//! Q Business emulator ◀─ChatSync (SigV4)─┐
+//! GitHub emulator     ◀─GraphQL / REST───┤ backends ◀─ engine ◀─ gateway (HTTP /mcp)
+//!                                        │                          ▲
+//!                                        └──────── walkthrough: a real MCP client over HTTP
+//! ```
+//!
+//! One process starts both emulators on loopback, the engine on a SQLite
+//! file in a fresh temporary directory (or `--store`), and the gateway on
+//! `127.0.0.1:8722` (another free port if that one is taken). The
+//! [`walkthrough`] then drives the gateway through the `agentgate call`
+//! client as any MCP client would, narrating each step. Afterwards the demo
+//! keeps serving and prints how to connect other clients ([`connect`]),
+//! until Ctrl-C; `--no-serve` exits with the walkthrough's verdict instead.
+
+mod connect;
+mod walkthrough;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, serve_http};
+use agentgate_core::metrics::Metrics;
+use agentgate_core::scheduler::EngineConfig;
+use agentgate_sim::github::{self, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
+use agentgate_sim::qbusiness::{self, QBusinessConfig, QBusinessSim};
+use anyhow::{Context as _, Result, bail};
+use backend_copilot::{CopilotConfig, Endpoint, Token};
+use clap::Args;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::serve::{Runtime, registry, router};
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the gateway listens; if the port is taken, another free port on
+    /// the same address is used (and the demo says so).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8722")]
+    listen: SocketAddr,
+
+    /// Task store URL. Default: a SQLite file in a fresh temporary
+    /// directory, removed when the demo ends.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+
+    /// Exit after the walkthrough: status 0 when every step succeeded.
+    #[arg(long)]
+    no_serve: bool,
+
+    /// The emulated Copilot agent's pace (1.0: a pull request after 5 s and
+    /// 20 s of work; the default 0.2 makes that 1 s and 4 s).
+    #[arg(long, value_name = "F", default_value_t = 0.2)]
+    time_scale: f64,
+}
+
+/// The emulators' addresses and the settings a client of them needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Emulators {
+    pub qbusiness_url: String,
+    pub github_url: String,
+    pub qbusiness: QBusinessConfig,
+}
+
+pub async fn run(args: DemoArgs) -> Result<()> {
+    if !(args.time_scale > 0.0 && args.time_scale <= 10.0) {
+        bail!(
+            "--time-scale {} is out of range: give a factor above 0 and at most 10 (0.2 is quick)",
+            args.time_scale
+        );
+    }
+    let shutdown = CancellationToken::new();
+    let temp = tempfile::Builder::new()
+        .prefix("agentgate-demo-")
+        .tempdir()
+        .context("creating a temporary directory for the demo's task store")?;
+    let store_url = match &args.store {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", temp.path().join("tasks.db").display()),
+    };
+
+    let emulators = start_emulators(args.time_scale, &shutdown).await?;
+    let store = agentgate_core::store::open(&store_url)
+        .await
+        .with_context(|| {
+            format!(
+                "opening task store {}",
+                agentgate_core::store::redact_url(&store_url)
+            )
+        })?;
+    let metrics = Metrics::new();
+    let endpoint = Endpoint::new(
+        &emulators.github_url,
+        Some(Token::new(DEFAULT_GITHUB_TOKEN)),
+    )
+    .context("the GitHub emulator's address")?;
+    let copilot = backend_copilot::Copilot::new(endpoint, CopilotConfig::default())
+        .with_upstream_metrics(metrics.upstream("github"));
+    let settings = backend_qbusiness::Settings {
+        region: emulators.qbusiness.region.clone(),
+        application_id: emulators.qbusiness.application_id.clone(),
+        profile: None,
+    };
+    let client = settings.fixed_client(
+        &emulators.qbusiness_url,
+        &emulators.qbusiness.access_key_id,
+        &emulators.qbusiness.secret_access_key,
+        Some(metrics.upstream("qbusiness")),
+    );
+    let qbusiness = backend_qbusiness::QBusinessQuery::with_client(settings, client);
+    let runtime = Runtime::start(
+        store,
+        registry(qbusiness, &copilot),
+        &copilot,
+        EngineConfig::default(),
+        metrics,
+    );
+
+    let listener = bind(args.listen).await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let gateway = Gateway::new(runtime.engine.clone(), TransportKind::Http).await?;
+    let served = tokio::spawn(serve_http(
+        listener,
+        router(gateway, HttpOptions::default(), runtime.shutdown.clone()),
+        runtime.shutdown.clone(),
+    ));
+    println!(
+        "{} gateway {url}, Amazon Q Business emulator {}, GitHub emulator {}",
+        console::style("agentgate demo:").bold(),
+        emulators.qbusiness_url,
+        emulators.github_url
+    );
+
+    let report = walkthrough::run(&url).await;
+    report.print_summary();
+
+    if !args.no_serve {
+        connect::print(&url, &store_url, &emulators)?;
+        tokio::signal::ctrl_c()
+            .await
+            .context("waiting for Ctrl-C")?;
+        println!("stopping");
+    }
+    runtime.stop().await?;
+    shutdown.cancel();
+    served
+        .await
+        .context("gateway task")?
+        .context("serving HTTP")?;
+    // `temp` is removed here, after the store is closed.
+    drop(temp);
+    if args.no_serve && !report.all_passed() {
+        bail!(
+            "{} of {} demo steps failed",
+            report.failed(),
+            report.steps.len()
+        );
+    }
+    Ok(())
+}
+
+/// Binds `addr`, or a free port on the same address if it is taken.
+async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    match TcpListener::bind(addr).await {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && addr.port() != 0 => {
+            let listener = TcpListener::bind(SocketAddr::new(addr.ip(), 0))
+                .await
+                .with_context(|| format!("listening on {} (any port)", addr.ip()))?;
+            println!(
+                "port {} is taken; the gateway listens on {} instead",
+                addr.port(),
+                listener.local_addr()?
+            );
+            Ok(listener)
+        }
+        Err(e) => Err(e).with_context(|| format!("listening on {addr}")),
+    }
+}
+
+/// Starts both emulators on free loopback ports, serving until `shutdown`.
+async fn start_emulators(time_scale: f64, shutdown: &CancellationToken) -> Result<Emulators> {
+    let config = QBusinessConfig::default();
+    let sim = QBusinessSim::new(config.clone());
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("starting the Q Business emulator")?;
+    let qbusiness_url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(qbusiness::serve(listener, sim.router(), shutdown.clone()));
+
+    let github_sim = GithubSim::new(GithubConfig {
+        time_scale,
+        ..GithubConfig::default()
+    });
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("starting the GitHub emulator")?;
+    let github_url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(github::serve(
+        listener,
+        github_sim.router(),
+        shutdown.clone(),
+    ));
+
+    Ok(Emulators {
+        qbusiness_url,
+        github_url,
+        qbusiness: config,
+    })
+}
+
+/// How long one walkthrough step may take before it counts as failed.
+const STEP_DEADLINE: Duration = Duration::from_secs(45);
