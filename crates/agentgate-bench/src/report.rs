@@ -38,6 +38,8 @@ pub struct ServerFigures {
 #[derive(Debug, Clone, Serialize)]
 pub struct Backlog {
     pub first_steps: i64,
+    /// First steps still queued when the wait for them ended.
+    pub left: i64,
     pub seconds: f64,
 }
 
@@ -78,6 +80,9 @@ pub struct RssFigures {
     pub peak_rss_mb: Option<f64>,
     pub rss_mb: Option<f64>,
     pub create_seconds: f64,
+    /// Tasks whose first step had not run yet when RSS was read (still
+    /// `working`, queued rather than checkpointed in a wait).
+    pub first_step_pending: i64,
 }
 
 /// The machine the run was made on.
@@ -492,11 +497,12 @@ impl Report {
             if let Some(b) = &server.backlog {
                 let _ = writeln!(
                     md,
-                    "\n{}: the creates left {} first steps queued; the scheduler ran them in {:.1} s ({:.0} steps/s).",
+                    "\n{}: after the creates, the scheduler ran {} queued first steps in {:.1} s ({:.0} steps/s; {} still queued after that).",
                     server.name,
                     b.first_steps,
                     b.seconds,
-                    b.first_steps as f64 / b.seconds.max(0.001)
+                    b.first_steps as f64 / b.seconds.max(0.001),
+                    b.left
                 );
             }
         }
@@ -559,15 +565,16 @@ impl Report {
         }
         let _ = writeln!(
             md,
-            "\n| server | store | working tasks | RSS idle MB | peak RSS (VmHWM) MB | created in s |\n|---|---|---:|---:|---:|---:|"
+            "\n| server | store | working tasks | of which first step pending | RSS idle MB | peak RSS (VmHWM) MB | created in s |\n|---|---|---:|---:|---:|---:|---:|"
         );
         for r in &self.rss {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {} | {:.1} |",
                 r.server,
                 r.store.as_deref().unwrap_or("in memory"),
                 r.working_tasks,
+                r.first_step_pending,
                 f(r.idle_rss_mb, 1),
                 f(r.peak_rss_mb, 1),
                 r.create_seconds
