@@ -544,10 +544,11 @@ mod tests {
 
     #[test]
     fn malformed_arguments_name_the_culprit() {
-        let err = parse_arguments(&["ok=1".into(), "oops".into()], None).unwrap_err();
+        let err =
+            parse_arguments(&["ok=1".into(), "oops".into()], None).expect_err("a pair without `=`");
         assert!(err.to_string().contains("\"oops\""), "{err}");
         assert!(parse_arguments(&["=1".into()], None).is_err());
-        let err = parse_arguments(&[], Some("[1]")).unwrap_err();
+        let err = parse_arguments(&[], Some("[1]")).expect_err("an array, not an object");
         assert!(err.to_string().contains("JSON object"), "{err}");
     }
 }

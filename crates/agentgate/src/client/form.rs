@@ -317,7 +317,11 @@ mod tests {
         assert!(f[0].parse("far too long text").is_err());
         assert_eq!(f[1].parse("high"), Ok(json!("HIGH")), "by title");
         assert_eq!(f[1].parse("1"), Ok(json!("LOW")), "by number");
-        assert!(f[1].parse("urgent").unwrap_err().contains("LOW, HIGH"));
+        assert!(
+            f[1].parse("urgent")
+                .expect_err("not an option")
+                .contains("LOW, HIGH")
+        );
         assert_eq!(f[2].parse("3"), Ok(json!(3)));
         assert!(f[2].parse("0").is_err(), "minimum");
         assert!(f[2].parse("2.5").is_err());

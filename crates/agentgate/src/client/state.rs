@@ -212,7 +212,7 @@ mod tests {
         assert!(
             again
                 .forget("a")
-                .unwrap_err()
+                .expect_err("already forgotten")
                 .to_string()
                 .contains("not in the local task list")
         );
