@@ -34,6 +34,9 @@ pub struct ServerSection {
     #[serde(default)]
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: Option<usize>,
+    /// File with the key that seals the store's secrets (see
+    /// `agentgate serve --help`, `--store-key-file`).
+    pub store_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -65,11 +68,17 @@ impl FileConfig {
 /// Where the store lives when neither `--store` nor the config names one:
 /// `tasks.db` in the user's data directory (e.g. ~/.local/share/agentgate).
 pub fn default_store_url() -> Result<(String, PathBuf)> {
-    let dirs = directories::ProjectDirs::from("dev", "agentgate", "agentgate").context(
-        "no home directory to keep the task store in; pass --store sqlite:///path/to/tasks.db",
-    )?;
-    let path = dirs.data_dir().join("tasks.db");
+    let path = default_data_file("tasks.db")?;
     Ok((format!("sqlite://{}", path.display()), path))
+}
+
+/// `name` in the user's data directory (e.g. ~/.local/share/agentgate).
+pub fn default_data_file(name: &str) -> Result<PathBuf> {
+    let dirs =
+        directories::ProjectDirs::from("dev", "agentgate", "agentgate").with_context(|| {
+            format!("no home directory to keep {name} in; name a path for it (see --help)")
+        })?;
+    Ok(dirs.data_dir().join(name))
 }
 
 #[cfg(test)]

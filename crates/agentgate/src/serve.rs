@@ -2,6 +2,7 @@
 //! `agentgate migrate`: open the store (applying its migrations) and exit.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,12 +14,13 @@ use agentgate_core::metrics::{self, Metrics};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
+use agentgate_core::store::seal::SealKey;
 use agentgate_core::task::Owner;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{FileConfig, default_store_url};
+use crate::config::{FileConfig, default_data_file, default_store_url};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -40,6 +42,9 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTGATE_CONCURRENCY")]
     concurrency: Option<usize>,
 
+    #[command(flatten)]
+    store_key: StoreKeyArgs,
+
     /// Also accept this Host header (repeatable); loopback names always pass.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
@@ -48,6 +53,41 @@ pub struct ServeArgs {
     /// (repeatable); loopback origins always pass.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+}
+
+/// Where the key that seals the store's secrets comes from.
+#[derive(Debug, Args)]
+pub struct StoreKeyArgs {
+    /// File holding the store key (64 hex digits or base64 of 32 bytes),
+    /// created with a random key if missing. Every instance on one store
+    /// needs the same key. Default: beside a SQLite database
+    /// (tasks.db.key), or store.key in the user's data directory for
+    /// PostgreSQL. AGENTGATE_STORE_KEY (the key itself) takes precedence.
+    #[arg(long, env = "AGENTGATE_STORE_KEY_FILE", value_name = "FILE")]
+    store_key_file: Option<PathBuf>,
+}
+
+impl StoreKeyArgs {
+    /// The store key: `AGENTGATE_STORE_KEY`, else the key file (flag, then
+    /// config, then the default place for `store_url`).
+    pub fn load(&self, file: &FileConfig, store_url: &str) -> Result<SealKey> {
+        if let Ok(text) = std::env::var("AGENTGATE_STORE_KEY") {
+            return SealKey::parse(&text).context("reading AGENTGATE_STORE_KEY");
+        }
+        let path = match self
+            .store_key_file
+            .clone()
+            .or_else(|| file.server.store_key_file.clone())
+            .or_else(|| SealKey::default_file(store_url))
+        {
+            Some(path) => path,
+            None if store_url.contains(":memory:") => return Ok(SealKey::generate()),
+            None => default_data_file("store.key")?,
+        };
+        let key = SealKey::load_or_create(&path)?;
+        tracing::info!(file = %path.display(), "store key loaded");
+        Ok(key)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +139,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if let Some(hours) = file.engine.retention_hours {
         config.retention = Duration::from_secs(hours * 3600);
     }
+    config.store_key = args.store_key.load(&file, &store_url)?;
     // Made first: the backends count their upstream calls into it.
     let metrics = Metrics::new();
     let copilot = backend_copilot::Copilot::from_env(file.copilot.clone())

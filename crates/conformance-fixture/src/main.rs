@@ -25,6 +25,7 @@ use agentgate_core::mcp::{
     Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
 };
 use agentgate_core::scheduler::{Engine, EngineConfig};
+use agentgate_core::store::seal::SealKey;
 use agentgate_core::task::Owner;
 use anyhow::Context as _;
 use clap::Parser;
@@ -83,6 +84,7 @@ async fn main() -> anyhow::Result<()> {
         lease: Duration::from_secs(cli.lease_seconds.max(1)),
         idle_poll: Duration::from_millis(250),
         concurrency: cli.concurrency,
+        store_key: store_key(&cli.store)?,
         ..EngineConfig::default()
     };
     let tools = tasks::registry(Duration::from_secs(cli.sync_budget_seconds));
@@ -129,4 +131,17 @@ async fn main() -> anyhow::Result<()> {
     shutdown.cancel();
     scheduler.await.context("scheduler")?;
     served
+}
+
+/// The key sealing the store's secrets: `AGENTGATE_STORE_KEY`, else a key
+/// file beside a SQLite database (so a restarted fixture reads its own
+/// secrets), else a fresh one.
+fn store_key(url: &str) -> anyhow::Result<SealKey> {
+    if let Ok(text) = std::env::var("AGENTGATE_STORE_KEY") {
+        return Ok(SealKey::parse(&text)?);
+    }
+    Ok(match SealKey::default_file(url) {
+        Some(path) => SealKey::load_or_create(&path)?,
+        None => SealKey::generate(),
+    })
 }

@@ -23,7 +23,8 @@ use serde_json::Value;
 
 use super::wire;
 use crate::scheduler::Engine;
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreError;
+use crate::store::seal::{self, SealError};
 use crate::task::{NewTask, Owner, TaskId};
 
 /// An authenticated HTTP principal, placed in the request's extensions by an
@@ -78,10 +79,16 @@ fn store_error(e: StoreError) -> ErrorData {
 }
 
 impl Gateway {
-    /// Builds a gateway over `engine`. The MRTR sealing key comes from the
-    /// store, so every instance on one store accepts the others' states.
-    pub async fn new(engine: Engine, transport: TransportKind) -> StoreResult<Self> {
-        let key = engine.store().secret("mrtr-request-state").await?;
+    /// Builds a gateway over `engine`. The MRTR signing key comes from the
+    /// store (sealed with the engine's store key), so every instance on one
+    /// store accepts the others' states.
+    pub async fn new(engine: Engine, transport: TransportKind) -> Result<Self, SealError> {
+        let key = seal::shared_secret(
+            &**engine.store(),
+            &engine.config().store_key,
+            "mrtr-request-state",
+        )
+        .await?;
         Ok(Self {
             engine,
             transport,

@@ -27,6 +27,7 @@ use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
 use crate::store::TaskStore;
+use crate::store::seal::SealKey;
 use crate::task::TaskId;
 
 /// Scheduler settings.
@@ -47,6 +48,10 @@ pub struct EngineConfig {
     pub retention: Duration,
     /// Retryable failures in a row before a task fails.
     pub max_retries: i64,
+    /// Seals the secrets kept in the store (see [`crate::store::seal`]).
+    /// The default is random, right for a store only this process uses;
+    /// `agentgate serve` loads it from a key file every instance shares.
+    pub store_key: SealKey,
 }
 
 impl Default for EngineConfig {
@@ -59,6 +64,7 @@ impl Default for EngineConfig {
             sweep_every: Duration::from_secs(30),
             retention: Duration::from_secs(7 * 24 * 3600),
             max_retries: 8,
+            store_key: SealKey::generate(),
         }
     }
 }

@@ -44,6 +44,7 @@ use crate::clock::Millis;
 use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord};
 
 mod postgres;
+pub mod seal;
 mod sqlite;
 pub mod suite;
 mod transition;
@@ -217,9 +218,14 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         None
     }
 
-    /// A named random secret, created on first use and shared by every
-    /// instance on this store (used to seal MRTR `requestState`).
-    async fn secret(&self, name: &str) -> StoreResult<Vec<u8>>;
+    /// The secret stored under `name`, storing `fresh` first if there is
+    /// none: the first writer wins and every instance reads the same value.
+    /// Callers pass sealed bytes; see [`seal::shared_secret`].
+    async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>>;
+
+    /// Replaces the secret `name` with `new` if it still holds `old`;
+    /// returns whether it did.
+    async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool>;
 }
 
 /// A `(tool, status, count)` row of `count_by_tool_and_status`.

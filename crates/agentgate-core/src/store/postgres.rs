@@ -57,7 +57,6 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rand::RngCore as _;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -610,9 +609,7 @@ impl TaskStore for PostgresStore {
         Some(self.changes.subscribe())
     }
 
-    async fn secret(&self, name: &str) -> StoreResult<Vec<u8>> {
-        let mut fresh = vec![0u8; 32];
-        rand::rng().fill_bytes(&mut fresh);
+    async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
         // Whoever inserts first wins; everyone then reads the winner's value.
         sqlx::query(
             "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
@@ -626,6 +623,16 @@ impl TaskStore for PostgresStore {
             .fetch_one(&self.pool)
             .await?;
         Ok(value)
+    }
+
+    async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE secrets SET value = $1 WHERE name = $2 AND value = $3")
+            .bind(&new)
+            .bind(name)
+            .bind(old)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 

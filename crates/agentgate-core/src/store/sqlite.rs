@@ -19,7 +19,6 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rand::RngCore as _;
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
 use sqlx::{Connection as _, Row as _, SqlitePool};
@@ -459,9 +458,7 @@ impl TaskStore for SqliteStore {
         Ok(SweepReport { expired, deleted })
     }
 
-    async fn secret(&self, name: &str) -> StoreResult<Vec<u8>> {
-        let mut fresh = vec![0u8; 32];
-        rand::rng().fill_bytes(&mut fresh);
+    async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
         let _write = self.write.lock().await;
         sqlx::query("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING")
             .bind(name)
@@ -473,5 +470,16 @@ impl TaskStore for SqliteStore {
             .fetch_one(&self.pool)
             .await?;
         Ok(value)
+    }
+
+    async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
+        let _write = self.write.lock().await;
+        let done = sqlx::query("UPDATE secrets SET value = ? WHERE name = ? AND value = ?")
+            .bind(&new)
+            .bind(name)
+            .bind(old)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

@@ -411,11 +411,66 @@ pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
 }
 
 pub async fn secrets_are_created_once(store: &dyn TaskStore) {
-    let a = store.secret("k").await.expect("secret");
-    let b = store.secret("k").await.expect("secret");
-    assert_eq!(a, b);
-    assert!(a.len() >= 32);
-    assert_ne!(store.secret("other").await.expect("secret"), a);
+    let a = store.secret("k", b"first".to_vec()).await.expect("secret");
+    let b = store.secret("k", b"second".to_vec()).await.expect("secret");
+    assert_eq!(a, b"first");
+    assert_eq!(b, b"first", "the first writer wins");
+    assert!(
+        !store
+            .replace_secret("k", b"not it", b"x".to_vec())
+            .await
+            .expect("replace"),
+        "replacing needs the current value"
+    );
+    assert!(
+        store
+            .replace_secret("k", b"first", b"third".to_vec())
+            .await
+            .expect("replace")
+    );
+    assert_eq!(store.secret("k", vec![]).await.expect("secret"), b"third");
+    assert_eq!(
+        store.secret("other", b"o".to_vec()).await.expect("secret"),
+        b"o"
+    );
+}
+
+pub async fn sealed_secrets_are_not_in_the_store_in_clear(store: &dyn TaskStore) {
+    let key = super::seal::SealKey::generate();
+    let plain = super::seal::shared_secret(store, &key, "s")
+        .await
+        .expect("secret");
+    let again = super::seal::shared_secret(store, &key, "s")
+        .await
+        .expect("secret");
+    assert_eq!(plain, again, "every reader gets the same secret");
+    let stored = store.secret("s", vec![]).await.expect("raw");
+    assert!(
+        !stored.windows(plain.len()).any(|w| w == plain.as_slice()),
+        "the secret must be stored sealed"
+    );
+    let err = super::seal::shared_secret(store, &super::seal::SealKey::generate(), "s")
+        .await
+        .expect_err("another key cannot open it");
+    assert!(err.to_string().contains("same key"), "{err}");
+
+    // A secret an earlier version stored in clear is sealed on first read.
+    store
+        .secret("legacy", b"0123456789abcdef0123456789abcdef".to_vec())
+        .await
+        .expect("legacy");
+    let opened = super::seal::shared_secret(store, &key, "legacy")
+        .await
+        .expect("legacy opens");
+    assert_eq!(opened, b"0123456789abcdef0123456789abcdef");
+    let stored = store.secret("legacy", vec![]).await.expect("raw");
+    assert!(!stored.windows(opened.len()).any(|w| w == opened.as_slice()));
+    assert_eq!(
+        super::seal::shared_secret(store, &key, "legacy")
+            .await
+            .expect("still opens"),
+        opened
+    );
 }
 
 pub async fn nudge_makes_a_waiting_task_due_now_and_nothing_else(store: &dyn TaskStore) {
@@ -568,7 +623,8 @@ macro_rules! store_suite {
             release_all_frees_a_workers_leases,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,
             tasks_are_counted_by_tool_and_status,
-            secrets_are_created_once
+            secrets_are_created_once,
+            sealed_secrets_are_not_in_the_store_in_clear
         );
     };
     (skippable: $make:expr) => {

@@ -47,6 +47,9 @@ pub struct DemoArgs {
     #[arg(long, value_name = "URL")]
     store: Option<String>,
 
+    #[command(flatten)]
+    store_key: crate::serve::StoreKeyArgs,
+
     /// Exit after the walkthrough: status 0 when every step succeeded.
     #[arg(long)]
     no_serve: bool,
@@ -115,7 +118,12 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         store,
         registry(qbusiness, &copilot),
         &copilot,
-        EngineConfig::default(),
+        EngineConfig {
+            store_key: args
+                .store_key
+                .load(&crate::config::FileConfig::default(), &store_url)?,
+            ..EngineConfig::default()
+        },
         metrics,
     );
 

@@ -13,6 +13,9 @@ use tokio::process::{Child, Command};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_conformance-fixture");
 
+/// The store key of fixtures on PostgreSQL (a test key, used nowhere else).
+const SHARED_STORE_KEY: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
+
 /// A fixture process on a SQLite file in a temporary directory.
 pub struct Fixture {
     pub child: Child,
@@ -32,7 +35,13 @@ impl Fixture {
     }
 
     async fn start(store: &str, store_path: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        if !store.starts_with("sqlite:") {
+            // Instances sharing a PostgreSQL store need one store key (a
+            // SQLite store's key file sits beside the database).
+            command.env("AGENTGATE_STORE_KEY", SHARED_STORE_KEY);
+        }
+        let mut child = command
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--store")
