@@ -24,7 +24,9 @@ use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, ToolPoli
 use agentgate_testkit::{Client, TestClient, call, start_task};
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, ContentBlock, ErrorData, GetTaskParams, UpdateTaskParams,
+    CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ErrorData, GetTaskParams, InputRequest, ProtocolVersion,
+    UpdateTaskParams,
 };
 use rmcp::service::ServiceError;
 use schemars::JsonSchema;
@@ -149,8 +151,44 @@ impl Job for Idle {
     }
 }
 
+/// Asks one question, then completes.
+#[derive(Clone)]
+struct Ask;
+
+impl Job for Ask {
+    type Args = Args;
+    type State = ();
+
+    async fn start(&self, _: Args, _: &JobContext) -> StepResult<()> {
+        let schema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {"note": {"type": "string"}},
+        }))
+        .expect("schema");
+        let request = InputRequest::Elicitation(ElicitRequest::new(
+            ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: "a note?".to_owned(),
+                requested_schema: schema,
+            },
+        ));
+        Ok(Step::Ask {
+            state: (),
+            status: Some("asking".into()),
+            requests: BTreeMap::from([("note".to_owned(), request)]),
+        })
+    }
+
+    async fn resume(&self, _: (), _: Event, _: &JobContext) -> StepResult<()> {
+        Ok(Step::Done(CallToolResult::success(vec![
+            ContentBlock::text("noted"),
+        ])))
+    }
+}
+
 struct Setup {
     clock: ManualClock,
+    anonymous_url: String,
     store: Arc<Counting>,
     /// Anonymous, as every HTTP caller is without authentication.
     anonymous: Client,
@@ -166,17 +204,29 @@ impl Setup {
 }
 
 async fn setup(limits: Limits) -> Setup {
+    setup_with(limits, false).await
+}
+
+/// `run`: also run the scheduler, so tasks make progress.
+async fn setup_with(limits: Limits, run: bool) -> Setup {
     let clock = ManualClock::starting_at(T0);
     let store = Arc::new(Counting {
         inner: SqliteStore::open("sqlite::memory:").await.expect("store"),
         gets: AtomicU64::new(0),
     });
-    let tools = ToolRegistry::new().with(ToolSpec::new(
-        "idle",
-        "a task that stays working",
-        ToolPolicy::default(),
-        Idle,
-    ));
+    let tools = ToolRegistry::new()
+        .with(ToolSpec::new(
+            "idle",
+            "a task that stays working",
+            ToolPolicy::default(),
+            Idle,
+        ))
+        .with(ToolSpec::new(
+            "ask",
+            "asks for a note",
+            ToolPolicy::default(),
+            Ask,
+        ));
     let engine = Engine::new(
         store.clone(),
         tools,
@@ -188,6 +238,9 @@ async fn setup(limits: Limits) -> Setup {
         .expect("gateway")
         .with_limits(limits);
     let stop = CancellationToken::new();
+    if run {
+        tokio::spawn(gateway.engine().clone().run(stop.clone()));
+    }
     let anonymous = http_router(gateway.clone(), HttpOptions::default(), stop.clone());
     let bob = http_router(gateway, HttpOptions::default(), stop.clone()).layer(
         axum::middleware::from_fn(
@@ -205,6 +258,7 @@ async fn setup(limits: Limits) -> Setup {
         clock,
         store,
         anonymous: TestClient::tasks().http(&anonymous).await,
+        anonymous_url: anonymous,
         bob: TestClient::tasks().http(&bob).await,
         _stop: stop.drop_guard(),
     }
@@ -430,4 +484,50 @@ async fn oversized_input_responses_are_refused_naming_the_field() {
         .update_task(small)
         .await
         .expect("tasks/update under the cap");
+}
+
+#[tokio::test]
+async fn oversized_input_responses_in_an_mrtr_retry_are_refused() {
+    let limits = Limits {
+        max_input_response_bytes: 100,
+        ..Limits::default()
+    };
+    let s = setup_with(limits, true).await;
+    // A 2026-07-28 client without the tasks extension that can answer
+    // elicitations: input comes back as an MRTR retry of the tools/call.
+    let caps = ClientCapabilities::builder().enable_elicitation().build();
+    let client = TestClient::new(caps, ProtocolVersion::V_2026_07_28)
+        .http(&s.anonymous_url)
+        .await;
+    let first = client
+        .call_tool_once(call("ask", json!({})))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected an InputRequiredResult, got {first:?}");
+    };
+    let state = asked.request_state.expect("requestState");
+    let retry = |note: &str| {
+        let mut params = call("ask", json!({})).with_input_responses(BTreeMap::from([(
+            "note".to_owned(),
+            json!({"action": "accept", "content": {"note": note}}),
+        )]));
+        params.request_state = Some(state.clone());
+        params
+    };
+    let error = refusal(client.call_tool_once(retry(&"x".repeat(200))).await);
+    assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert!(
+        error.message.contains("`inputResponses`") && error.message.contains("100-byte limit"),
+        "{}",
+        error.message
+    );
+    match client
+        .call_tool_once(retry("ok"))
+        .await
+        .expect("retry under the cap")
+    {
+        CallToolResponse::Complete(result) => assert_ne!(result.is_error, Some(true)),
+        other => panic!("expected the tool's result, got {other:?}"),
+    }
 }
