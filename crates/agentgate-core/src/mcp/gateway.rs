@@ -104,6 +104,20 @@ impl Gateway {
     /// Enforces `limits` (see [`super::limits`]). Without this call the
     /// gateway enforces none, which suits embedded and benchmark use.
     pub fn with_limits(mut self, limits: Limits) -> Self {
+        if let Some(max) = limits.max_ttl {
+            for spec in self.engine.tools().iter() {
+                if spec.policy.ttl.is_none_or(|ttl| ttl > max) {
+                    // Said once at start: the tool's tasks expire (fail)
+                    // sooner than the tool was built for.
+                    tracing::warn!(
+                        tool = %spec.tool.name,
+                        max_ttl_seconds = max.as_secs(),
+                        "the tool's task TTL is longer than limits.max_ttl_seconds; its tasks get \
+                         the shorter TTL"
+                    );
+                }
+            }
+        }
         self.guard = Some(Arc::new(Guard::new(limits, self.engine.subscribe())));
         self
     }
