@@ -18,6 +18,9 @@ pub struct FileConfig {
     /// The GitHub Copilot tools' knobs (`backend_copilot::CopilotConfig`).
     #[serde(default)]
     pub copilot: backend_copilot::CopilotConfig,
+    /// Per-principal limits and caps.
+    #[serde(default)]
+    pub limits: LimitsSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -50,6 +53,73 @@ pub struct EngineSection {
     pub retention_hours: Option<u64>,
 }
 
+/// `[limits]`: per-principal limits and caps (`agentgate_core::mcp::limits`
+/// says what each does). A principal is the authenticated caller; without
+/// authentication every HTTP caller is one principal, `anonymous`. Defaults:
+///
+/// ```toml
+/// [limits]
+/// max_active_tasks = 200          # live tasks per principal; 0 = no cap
+/// requests_per_second = 100.0     # per principal, per instance; 0 = no limit
+/// request_burst = 500             # requests at once after idling
+/// max_principals = 10000          # principals whose rate is tracked at once
+/// poll_burst = 20                 # tasks/get of one task per pollIntervalMs; 0 = never refused
+/// max_input_response_bytes = 1048576  # inputResponses, as JSON
+/// max_ttl_seconds = 604800        # longest task TTL (7 days); 0 = no cap
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    pub max_active_tasks: Option<u64>,
+    pub requests_per_second: Option<f64>,
+    pub request_burst: Option<u32>,
+    pub max_principals: Option<usize>,
+    pub poll_burst: Option<u32>,
+    pub max_input_response_bytes: Option<usize>,
+    pub max_ttl_seconds: Option<u64>,
+}
+
+impl LimitsSection {
+    /// The limits to enforce: these settings over the defaults.
+    pub fn to_limits(&self) -> Result<agentgate_core::mcp::Limits> {
+        let mut limits = agentgate_core::mcp::Limits::default();
+        if let Some(n) = self.max_active_tasks {
+            limits.max_active_tasks = n;
+        }
+        if let Some(rate) = self.requests_per_second {
+            if !rate.is_finite() || rate < 0.0 {
+                anyhow::bail!(
+                    "limits.requests_per_second must be a number >= 0 (0 turns the limit off), \
+                     got {rate}"
+                );
+            }
+            limits.requests_per_second = rate;
+        }
+        if let Some(burst) = self.request_burst {
+            if burst == 0 {
+                anyhow::bail!("limits.request_burst must be at least 1, got 0");
+            }
+            limits.request_burst = burst;
+        }
+        if let Some(n) = self.max_principals {
+            if n == 0 {
+                anyhow::bail!("limits.max_principals must be at least 1, got 0");
+            }
+            limits.max_principals = n;
+        }
+        if let Some(n) = self.poll_burst {
+            limits.poll_burst = n;
+        }
+        if let Some(n) = self.max_input_response_bytes {
+            limits.max_input_response_bytes = n;
+        }
+        if let Some(secs) = self.max_ttl_seconds {
+            limits.max_ttl = (secs > 0).then(|| std::time::Duration::from_secs(secs));
+        }
+        Ok(limits)
+    }
+}
+
 impl FileConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
@@ -60,6 +130,10 @@ impl FileConfig {
             .copilot
             .validate()
             .map_err(anyhow::Error::msg)
+            .with_context(|| format!("checking config file {}", path.display()))?;
+        config
+            .limits
+            .to_limits()
             .with_context(|| format!("checking config file {}", path.display()))?;
         Ok(config)
     }
@@ -104,6 +178,29 @@ mod tests {
             Some("127.0.0.1:9000".parse().expect("addr"))
         );
         assert_eq!(cfg.engine.concurrency, Some(4));
+    }
+
+    #[test]
+    fn limits_section_overrides_defaults_and_refuses_typos() {
+        let cfg: FileConfig = toml::from_str(
+            "[limits]\nmax_active_tasks = 5\nrequests_per_second = 2.5\nmax_ttl_seconds = 0\n",
+        )
+        .expect("valid config");
+        let limits = cfg.limits.to_limits().expect("valid limits");
+        assert_eq!(limits.max_active_tasks, 5);
+        assert_eq!(limits.requests_per_second, 2.5);
+        assert_eq!(limits.max_ttl, None, "0 turns the TTL cap off");
+        let defaults = agentgate_core::mcp::Limits::default();
+        assert_eq!(
+            limits.poll_burst, defaults.poll_burst,
+            "unset keys keep defaults"
+        );
+        let err = toml::from_str::<FileConfig>("[limits]\nmax_tasks = 5\n")
+            .expect_err("typo must be refused");
+        assert!(err.to_string().contains("max_tasks"), "{err}");
+        let cfg: FileConfig = toml::from_str("[limits]\nrequest_burst = 0\n").expect("parses");
+        let err = cfg.limits.to_limits().expect_err("burst 0 refused");
+        assert!(err.to_string().contains("limits.request_burst"), "{err}");
     }
 
     #[test]

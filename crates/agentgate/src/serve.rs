@@ -127,6 +127,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         bail!("say how to serve: --stdio, or --listen ADDR (e.g. --listen 127.0.0.1:8722)");
     }
     let store_url = store_url(args.store, &file)?;
+    let limits = file.limits.to_limits().context("reading [limits]")?;
     let store = open_store(&store_url).await?;
 
     let mut config = EngineConfig::default();
@@ -158,14 +159,18 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     tokio::spawn(stop_on_signal(shutdown.clone()));
 
     let served = if args.stdio {
-        let gateway = Gateway::new(engine, TransportKind::Stdio(Owner::local_user())).await?;
+        let gateway = Gateway::new(engine, TransportKind::Stdio(Owner::local_user()))
+            .await?
+            .with_limits(limits);
         tracing::info!("serving MCP on stdio");
         serve_stdio(gateway, shutdown.clone())
             .await
             .context("serving stdio")
     } else {
         let addr = listen.context("no listen address")?;
-        let gateway = Gateway::new(engine, TransportKind::Http).await?;
+        let gateway = Gateway::new(engine, TransportKind::Http)
+            .await?
+            .with_limits(limits);
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
         http.allowed_hosts.extend(file.server.allowed_hosts);

@@ -103,13 +103,18 @@ async fn main() -> anyhow::Result<()> {
     } else {
         TransportKind::Http
     };
-    let gateway = Gateway::new(engine, kind).await?.with_server_info(
-        rmcp::model::Implementation::new(
-            "agentgate-conformance-fixture",
-            env!("CARGO_PKG_VERSION"),
-        ),
-        Some("agentgate fixture for the MCP conformance suite".to_owned()),
-    );
+    let gateway = Gateway::new(engine, kind)
+        .await?
+        .with_server_info(
+            rmcp::model::Implementation::new(
+                "agentgate-conformance-fixture",
+                env!("CARGO_PKG_VERSION"),
+            ),
+            Some("agentgate fixture for the MCP conformance suite".to_owned()),
+        )
+        // The limits `agentgate serve` enforces by default, so the suite runs
+        // against them (fast polls are served from memory, for one).
+        .with_limits(agentgate_core::mcp::Limits::default());
     let fixture = Fixture::new(gateway);
 
     let served = if cli.stdio {

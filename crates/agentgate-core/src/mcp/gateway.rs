@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::ServerHandler;
 use rmcp::model::RequestStateCodec;
@@ -21,6 +22,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 
+use super::limits::{self, Guard, Limits, Poll};
 use super::wire;
 use crate::scheduler::Engine;
 use crate::store::StoreError;
@@ -49,6 +51,8 @@ pub struct Gateway {
     pub(super) sealer: Arc<RequestStateCodec>,
     info: Implementation,
     instructions: Option<String>,
+    /// Per-principal limits; `None` (the default) enforces none.
+    guard: Option<Arc<Guard>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -100,7 +104,51 @@ impl Gateway {
             ),
             info: Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
             instructions: None,
+            guard: None,
         })
+    }
+
+    /// Enforces `limits` (see [`super::limits`]). Without this call the
+    /// gateway enforces none, which suits embedded and benchmark use.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        if let Some(max) = limits.max_ttl {
+            for spec in self.engine.tools().iter() {
+                if spec.policy.ttl.is_none_or(|ttl| ttl > max) {
+                    // Said once at start: the tool's tasks expire (fail)
+                    // sooner than the tool was built for.
+                    tracing::warn!(
+                        tool = %spec.tool.name,
+                        max_ttl_seconds = max.as_secs(),
+                        "the tool's task TTL is longer than limits.max_ttl_seconds; its tasks get \
+                         the shorter TTL"
+                    );
+                }
+            }
+        }
+        self.guard = Some(Arc::new(Guard::new(limits, self.engine.subscribe())));
+        self
+    }
+
+    /// The limits enforced, if any.
+    pub fn limits(&self) -> Option<&Limits> {
+        self.guard.as_deref().map(|g| &g.limits)
+    }
+
+    /// Charges one request to the owner's rate limit.
+    fn admit(&self, owner: &Owner) -> Result<(), ErrorData> {
+        match &self.guard {
+            Some(guard) => guard.admit(owner, self.engine.clock().now()),
+            None => Ok(()),
+        }
+    }
+
+    fn check_input_size(&self, responses: &rmcp::model::InputResponses) -> Result<(), ErrorData> {
+        match &self.guard {
+            Some(guard) => {
+                limits::check_input_size(responses, guard.limits.max_input_response_bytes)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Names the server in `server/discover` and `initialize`.
@@ -163,6 +211,23 @@ impl Gateway {
         let Some(spec) = self.engine.tools().get(tool) else {
             return Err(unknown_tool(tool));
         };
+        let now = self.engine.clock().now();
+        let mut ttl = spec.policy.ttl;
+        if let Some(guard) = &self.guard {
+            let max = guard.limits.max_active_tasks;
+            if max > 0 {
+                let active = self
+                    .engine
+                    .store()
+                    .count_active(&owner, now)
+                    .await
+                    .map_err(store_error)?;
+                if active >= max {
+                    return Err(limits::too_many_tasks(max, active));
+                }
+            }
+            ttl = limits::clamp_ttl(ttl, guard.limits.max_ttl);
+        }
         let record = self
             .engine
             .store()
@@ -172,8 +237,8 @@ impl Gateway {
                 tool: tool.to_owned(),
                 args: Value::Object(args),
                 status_message: Some("queued".to_owned()),
-                ttl_ms: spec.policy.ttl.map(|t| t.as_millis() as u64),
-                now: self.engine.clock().now(),
+                ttl_ms: ttl.map(|t| t.as_millis() as u64),
+                now,
             })
             .await
             .map_err(store_error)?;
@@ -202,6 +267,7 @@ impl Gateway {
             // A 2026-07-28 client without tasks answering our MRTR request.
             let id = self.open_request_state(state, &owner, &name)?;
             let responses = request.input_responses.clone().unwrap_or_default();
+            self.check_input_size(&responses)?;
             self.engine
                 .store()
                 .record_input(&owner, &id, responses, self.engine.clock().now())
@@ -279,8 +345,9 @@ impl ServerHandler for Gateway {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.admit(&self.owner(&cx))?;
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
@@ -293,6 +360,7 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.admit(&self.owner(&cx))?;
         if request.name == super::task_status::NAME {
             return self.task_status(request, cx).await.map(Into::into);
         }
@@ -306,10 +374,26 @@ impl ServerHandler for Gateway {
     ) -> Result<GetTaskResult, ErrorData> {
         self.engine.metrics().task_get();
         let owner = self.owner(&cx);
+        self.admit(&owner)?;
         let id = TaskId::from_client(request.task_id);
-        let record = self.get_visible(&owner, &id).await?;
-        let detailed =
-            wire::to_detailed_task(&record, self.engine.tools(), self.engine.clock().now())?;
+        let now = self.engine.clock().now();
+        let record = match &self.guard {
+            None => self.get_visible(&owner, &id).await?,
+            Some(guard) => match guard.polls.poll(&owner, &id, now) {
+                Poll::Cached(record) => *record,
+                Poll::TooFast { interval, polls } => {
+                    return Err(guard.too_fast(&id, interval, polls));
+                }
+                Poll::Read(ticket) => {
+                    let record = self.get_visible(&owner, &id).await?;
+                    let fields = wire::task_fields(&record, self.engine.tools(), now);
+                    let interval = fields.poll_interval_ms.map(Duration::from_millis);
+                    guard.polls.remember(&record, interval, now, ticket);
+                    record
+                }
+            },
+        };
+        let detailed = wire::to_detailed_task(&record, self.engine.tools(), now)?;
         Ok(GetTaskResult::new(detailed))
     }
 
@@ -319,6 +403,8 @@ impl ServerHandler for Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let owner = self.owner(&cx);
+        self.admit(&owner)?;
+        self.check_input_size(&request.input_responses)?;
         let id = TaskId::from_client(request.task_id);
         let ack = self
             .engine
@@ -350,6 +436,7 @@ impl ServerHandler for Gateway {
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.admit(&self.owner(subscription.request_context()))?;
         self.push_task_status(subscription.request_context().clone())
             .await;
         subscription.cancelled().await;
@@ -362,6 +449,7 @@ impl ServerHandler for Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let owner = self.owner(&cx);
+        self.admit(&owner)?;
         let id = TaskId::from_client(request.task_id);
         self.engine
             .store()

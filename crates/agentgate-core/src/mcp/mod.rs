@@ -16,10 +16,13 @@
 //!   had a contract to keep ("poll 9 times, then say pending").
 //! - [`task_status`]: the built-in `task_status` tool.
 //! - [`listen`]: `subscriptions/listen` with `taskIds` → `notifications/tasks`.
+//! - [`limits`]: per-principal limits (live tasks, request rate, fast
+//!   `tasks/get` polling) and caps (`inputResponses` size, task TTL).
 //! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
 
 mod gateway;
 mod inline;
+pub mod limits;
 mod listen;
 mod sync_view;
 mod task_status;
@@ -27,6 +30,7 @@ mod transport;
 mod wire;
 
 pub use gateway::{Gateway, Principal, TransportKind};
+pub use limits::Limits;
 pub use listen::MAX_LISTEN_TASK_IDS;
 pub use sync_view::{InlineTask, SyncView};
 pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};

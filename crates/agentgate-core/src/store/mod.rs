@@ -31,6 +31,8 @@
 //!   due at once; the job decides how to end. It is a no-op on ended tasks.
 //! - **Nudge** moves a waiting `working` task's `due_at` forward to now and
 //!   touches nothing else; it never wakes a task that waits for input.
+//! - **Active count.** `count_active` counts an owner's live tasks that `get`
+//!   would still show (not past their TTL), whether or not the sweeper ran.
 //! - **Sweep** marks live tasks past their TTL `failed` and deletes ended tasks
 //!   whose last update is older than the retention window.
 
@@ -207,6 +209,11 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// until the sweeper deletes them), for the `/metrics` gauge: one
     /// aggregate query, no row decoded. Pairs with no task are left out.
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>>;
+
+    /// How many live (`working` or `input_required`) tasks `owner` has that
+    /// are not past their TTL, for the per-principal cap on concurrent tasks.
+    /// Counted in the store, so the cap holds across instances.
+    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64>;
 
     /// Expires overdue tasks and deletes old ended ones.
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;

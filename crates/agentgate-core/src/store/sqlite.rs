@@ -431,6 +431,18 @@ impl TaskStore for SqliteStore {
         rows.into_iter().map(super::task_count).collect()
     }
 
+    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
+        let count: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM tasks WHERE owner = ? AND {LIVE} \
+             AND (ttl_ms IS NULL OR created_at + ttl_ms > ?)"
+        ))
+        .bind(owner.as_str())
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         let error = json_text(&crate::job::expired_error());
         let _write = self.write.lock().await;

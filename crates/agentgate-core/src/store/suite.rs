@@ -581,6 +581,70 @@ pub async fn tasks_are_counted_by_tool_and_status(store: &dyn TaskStore) {
     );
 }
 
+pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
+    assert_eq!(store.count_active(&alice(), T0).await.expect("count"), 0);
+    let done = new_task(store, None).await;
+    let asking = new_task(store, None).await;
+    let _working = new_task(store, None).await;
+    let _short_lived = new_task(store, Some(1_000)).await;
+    store
+        .create(NewTask {
+            id: TaskId::generate(),
+            owner: Owner::new("bob"),
+            tool: "tool".into(),
+            args: json!({}),
+            status_message: None,
+            ttl_ms: None,
+            now: T0,
+        })
+        .await
+        .expect("create");
+    assert_eq!(store.count_active(&alice(), T0).await.expect("count"), 4);
+    assert_eq!(
+        store
+            .count_active(&Owner::new("bob"), T0)
+            .await
+            .expect("count"),
+        1
+    );
+    // One task ends and one waits for input: only the ended one stops counting.
+    let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
+    let attempt = |id: &TaskId| {
+        claimed
+            .iter()
+            .find(|t| &t.id == id)
+            .map(|t| t.attempt)
+            .expect("claimed")
+    };
+    let result = Outcome::Completed {
+        result: json!({"content": []}),
+    };
+    store
+        .checkpoint(&done, "w", attempt(&done), result, T0)
+        .await
+        .expect("save");
+    store
+        .checkpoint(&asking, "w", attempt(&asking), ask(&["k"]), T0)
+        .await
+        .expect("save");
+    assert_eq!(store.count_active(&alice(), T0).await.expect("count"), 3);
+    // Past its TTL a task no longer counts, even before the sweeper runs.
+    assert_eq!(
+        store
+            .count_active(&alice(), T0 + 1_000)
+            .await
+            .expect("count"),
+        2
+    );
+    assert_eq!(
+        store
+            .count_active(&Owner::new("carol"), T0)
+            .await
+            .expect("count"),
+        0
+    );
+}
+
 /// Runs the whole suite against a store constructor: `store_suite!(async { ... })`
 /// where the block yields a fresh `impl TaskStore`.
 ///
@@ -623,6 +687,7 @@ macro_rules! store_suite {
             release_all_frees_a_workers_leases,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,
             tasks_are_counted_by_tool_and_status,
+            active_tasks_are_counted_per_owner,
             secrets_are_created_once,
             sealed_secrets_are_not_in_the_store_in_clear
         );
