@@ -27,6 +27,8 @@ pub const EXIT_DETACHED: i32 = 130;
 #[derive(Debug, Args)]
 pub struct ServerArgs {
     /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8722/mcp.
+    /// A server with authentication on takes the bearer token from the
+    /// AGENTGATE_TOKEN environment variable.
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     url: Option<String>,
 

@@ -20,6 +20,7 @@ use rmcp::model::{
     UpdateTaskParams, UrlElicitationCapability,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ErrorData, RoleClient};
 use serde::{Deserialize, Serialize};
@@ -141,9 +142,18 @@ fn lifecycle() -> ClientLifecycleMode {
 }
 
 impl Connection {
-    /// Connects to a Streamable HTTP endpoint.
+    /// Connects to a Streamable HTTP endpoint, sending the bearer token in
+    /// `AGENTGATE_TOKEN` if there is one (an environment variable, not a
+    /// flag: command lines are visible to every user of the machine).
     pub async fn http(url: &str) -> Result<Self> {
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        if let Some(token) = std::env::var("AGENTGATE_TOKEN")
+            .ok()
+            .filter(|token| !token.is_empty())
+        {
+            config = config.auth_header(token);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
         let service = client_config()
             .serve_with_lifecycle(transport, lifecycle())
             .await
