@@ -103,7 +103,8 @@ fn harness() -> Harness {
         let app = axum::Router::new().fallback(move || {
             let canned = served.next();
             async move {
-                let mut response = axum::response::Response::new(axum::body::Body::from(canned.body));
+                let mut response =
+                    axum::response::Response::new(axum::body::Body::from(canned.body));
                 *response.status_mut() = axum::http::StatusCode::from_u16(canned.status)
                     .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
                 for (name, value) in canned.headers {
@@ -173,7 +174,15 @@ fn check_step<S>(step: &Result<Step<S>, JobError>) -> Result<(), TestCaseError> 
         Ok(Step::Done(result)) => {
             prop_assert!(!texts(result).trim().is_empty(), "empty result: {result:?}");
             if result.is_error == Some(true) {
-                prop_assert!(texts(result).starts_with("Error"), "{}", texts(result));
+                let text = texts(result);
+                prop_assert!(text.starts_with("Error"), "{}", text);
+                // An unreadable answer says why, not just "(Unknown)".
+                prop_assert!(
+                    !(text.contains("(Unknown)")
+                        && text.ends_with("See the AWS error code above.")),
+                    "{}",
+                    text
+                );
             }
         }
         Ok(Step::Fail(e)) => prop_assert!(!e.message.trim().is_empty()),
@@ -182,6 +191,30 @@ fn check_step<S>(step: &Result<Step<S>, JobError>) -> Result<(), TestCaseError> 
         Err(e) => prop_assert!(!e.to_string().trim().is_empty()),
     }
     Ok(())
+}
+
+/// Counts what a step ended in, by kind.
+fn tally<S>(
+    outcomes: &Mutex<std::collections::BTreeMap<String, usize>>,
+    step: &Result<Step<S>, JobError>,
+) {
+    let kind = match step {
+        Ok(Step::Done(r)) if r.is_error == Some(true) => {
+            format!(
+                "tool error: {}",
+                texts(r).chars().take(60).collect::<String>()
+            )
+        }
+        Ok(Step::Done(_)) => "answer".to_owned(),
+        Ok(Step::Ask { .. }) => "ask".to_owned(),
+        Ok(_) => "other step".to_owned(),
+        Err(e) => format!("job error: {e}"),
+    };
+    *outcomes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(kind)
+        .or_default() += 1;
 }
 
 fn within<T>(h: &Harness, work: impl std::future::Future<Output = T>) -> Result<T, TestCaseError> {
@@ -374,7 +407,14 @@ fn chat_sync_body() -> impl Strategy<Value = Value> {
         proptest::option::of((".{0,6}", any_json())),
     )
         .prop_map(
-            |((conversation, message, message_id, user_id), sources, review, auth, failed, extra)| {
+            |(
+                (conversation, message, message_id, user_id),
+                sources,
+                review,
+                auth,
+                failed,
+                extra,
+            )| {
                 let mut m = Map::new();
                 put(&mut m, "conversationId", conversation);
                 put(&mut m, "systemMessage", message);
@@ -454,12 +494,8 @@ fn input_responses(key: String) -> impl Strategy<Value = Map<String, Value>> {
             .prop_map(|(action, content)| json!({"action": action, "content": content})),
         1 => any_json(),
     ];
-    prop::collection::btree_map(
-        prop_oneof![3 => Just(key), 1 => ".{0,10}"],
-        answer,
-        0..3,
-    )
-    .prop_map(|m| m.into_iter().collect())
+    prop::collection::btree_map(prop_oneof![3 => Just(key), 1 => ".{0,10}"], answer, 0..3)
+        .prop_map(|m| m.into_iter().collect())
 }
 
 // ---------------------------------------------------------------------------
@@ -470,7 +506,8 @@ fn hostile_chat_sync_responses_give_a_result_or_a_clear_error() {
     let h = harness();
     let job = &h.job;
     let args = json!({"query": "What is the VPN policy?", "plugin_id": APPLICATION});
-    let mut runner = TestRunner::new(config(64));
+    let mut runner = TestRunner::new(config(512));
+    let outcomes = Mutex::new(std::collections::BTreeMap::<String, usize>::new());
     let strategy = (
         canned(),
         canned(),
@@ -479,35 +516,50 @@ fn hostile_chat_sync_responses_give_a_result_or_a_clear_error() {
         input_responses("sign-in-0".to_owned()),
     );
     runner
-        .run(&strategy, |(first, second, pick, review_answer, sign_in_answer)| {
-            h.upstream.set(vec![first, second]);
-            let step = within(&h, job.start(query(args.clone()), &cx(0)))?;
-            check_step(&step)?;
-            let Ok(Step::Ask {
-                state, requests, ..
-            }) = step
-            else {
-                return Ok(());
-            };
-            // Answer what was asked, with anything: the keys are
-            // `action-review-0` or `sign-in-0` at step 0.
-            let key = requests.keys().next().cloned().unwrap_or_default();
-            let mut responses = if key.starts_with("sign-in") {
-                sign_in_answer
-            } else {
-                review_answer
-            };
-            if pick.index(2) == 0 {
-                // And sometimes exactly what a good client sends.
-                responses.insert(key, json!({"action": "accept", "content": {}}));
-            }
-            let step = within(
-                &h,
-                job.resume(state, Event::Input(responses.into_iter().collect()), &cx(1)),
-            )?;
-            check_step(&step)
-        })
+        .run(
+            &strategy,
+            |(first, second, pick, review_answer, sign_in_answer)| {
+                h.upstream.set(vec![first, second]);
+                let step = within(&h, job.start(query(args.clone()), &cx(0)))?;
+                check_step(&step)?;
+                tally(&outcomes, &step);
+                let Ok(Step::Ask {
+                    state, requests, ..
+                }) = step
+                else {
+                    return Ok(());
+                };
+                // Answer what was asked, with anything: the keys are
+                // `action-review-0` or `sign-in-0` at step 0.
+                let key = requests.keys().next().cloned().unwrap_or_default();
+                let mut responses = if key.starts_with("sign-in") {
+                    sign_in_answer
+                } else {
+                    review_answer
+                };
+                if pick.index(2) == 0 {
+                    // And sometimes exactly what a good client sends.
+                    responses.insert(key, json!({"action": "accept", "content": {}}));
+                }
+                let step = within(
+                    &h,
+                    job.resume(state, Event::Input(responses.into_iter().collect()), &cx(1)),
+                )?;
+                check_step(&step)?;
+                tally(&outcomes, &step);
+                Ok(())
+            },
+        )
         .expect("property");
+    let outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
+    eprintln!("outcomes: {outcomes:#?}");
+    // The generator must reach every branch, or the property proves little.
+    for kind in ["answer", "tool error", "ask"] {
+        assert!(
+            outcomes.keys().any(|k| k.starts_with(kind)),
+            "no case ended in {kind}: {outcomes:?}"
+        );
+    }
 }
 
 /// Tool arguments: names from the schema with hostile values, and junk.
@@ -533,8 +585,13 @@ fn tool_arguments() -> impl Strategy<Value = Map<String, Value>> {
         proptest::option::of(id36.clone()),
         proptest::option::of(id36),
         proptest::option::of(or_any(
-            prop::sample::select(vec!["RETRIEVAL_MODE", "CREATOR_MODE", "PLUGIN_MODE", "plugin"])
-                .prop_map(Value::from),
+            prop::sample::select(vec![
+                "RETRIEVAL_MODE",
+                "CREATOR_MODE",
+                "PLUGIN_MODE",
+                "plugin",
+            ])
+            .prop_map(Value::from),
         )),
         proptest::option::of(or_any(prop_oneof![
             Just(Value::from(APPLICATION)),
@@ -543,7 +600,8 @@ fn tool_arguments() -> impl Strategy<Value = Map<String, Value>> {
         proptest::option::of(filter),
         proptest::option::of(string()),
         proptest::option::of(or_any(
-            prop::collection::vec(nasty_string().prop_map(Value::from), 0..4).prop_map(Value::Array),
+            prop::collection::vec(nasty_string().prop_map(Value::from), 0..4)
+                .prop_map(Value::Array),
         )),
         proptest::option::of(("[a-z_]{1,10}", any_json())),
     )
@@ -580,7 +638,7 @@ fn hostile_tool_arguments_are_rejected_naming_the_field_or_answered() {
         profile: None,
     }));
     h.upstream.set(vec![ok_answer()]);
-    let mut runner = TestRunner::new(config(192));
+    let mut runner = TestRunner::new(config(1024));
     runner
         .run(&tool_arguments(), |args| {
             // What the gateway checks before creating a task.
@@ -600,4 +658,42 @@ fn hostile_tool_arguments_are_rejected_naming_the_field_or_answered() {
             Ok(())
         })
         .expect("property");
+}
+
+// ---------------------------------------------------------------------------
+// Regressions found by the properties above
+
+/// An answer the SDK cannot read (here a 301 with an empty
+/// `x-amzn-errortype`) once gave "(Unknown) ... no message See the AWS error
+/// code above.", with no code above to see. It now says what went wrong.
+#[test]
+fn an_unreadable_answer_says_why() {
+    let h = harness();
+    for (status, error_type, body) in [
+        (
+            301,
+            Some(""),
+            br#"{"conversationId":"c","systemMessage":"a"}"#.to_vec(),
+        ),
+        (200, None, b"<html>proxy login</html>".to_vec()),
+        (200, None, br#"{"systemMessage": 42}"#.to_vec()),
+    ] {
+        let mut headers = vec![("content-type", "application/json".to_owned())];
+        if let Some(kind) = error_type {
+            headers.push(("x-amzn-errortype", kind.to_owned()));
+        }
+        h.upstream.set(vec![Canned {
+            status,
+            headers,
+            body,
+        }]);
+        let step = within(&h, h.job.start(query(json!({"query": "q"})), &cx(0)))
+            .expect("an answer in time");
+        let Ok(Step::Done(result)) = step else {
+            panic!("expected a tool error, got {step:?}");
+        };
+        let text = texts(&result);
+        assert_eq!(result.is_error, Some(true), "{text}");
+        assert!(text.contains("could not be read"), "{status}: {text}");
+    }
 }
