@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, SystemClock};
+use agentgate_core::clock::SystemClock;
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
@@ -306,7 +306,9 @@ fn graphql_errors() -> impl Strategy<Value = Option<Value>> {
         ])),
         nasty_string(),
     )
-        .prop_map(|(kind, message)| json!({"type": kind, "message": message, "path": ["repository"]}));
+        .prop_map(
+            |(kind, message)| json!({"type": kind, "message": message, "path": ["repository"]}),
+        );
     prop_oneof![
         6 => Just(None),
         2 => prop::collection::vec(error, 1..3).prop_map(|e| Some(Value::Array(e))),
@@ -464,23 +466,26 @@ fn hostile_github_responses_give_a_value_or_a_clear_error() {
         Call::RestComments,
         Call::RestPostTask,
     ]);
-    let mut runner = TestRunner::new(config(256));
+    let mut runner = TestRunner::new(config(1024));
     runner
-        .run(&(calls, canned(true), canned(false)), |(which, graphql, rest)| {
-            h.upstream.set(graphql, rest);
-            // A fresh client: a rate limit from one case must not turn the
-            // next into a fast "waiting for the reset".
-            let github = GitHub::new(h.endpoint());
-            match h.within(call(&github, which))? {
-                Ok(value) => prop_assert!(!value.contains(TOKEN), "{value}"),
-                Err(message) => check_message("error", &message)?,
-            }
-            // The backoff GitHub asked for is a usable duration.
-            if let Some(wait) = github.backoff() {
-                prop_assert!(wait <= Duration::from_secs(24 * 3600), "{wait:?}");
-            }
-            Ok(())
-        })
+        .run(
+            &(calls, canned(true), canned(false)),
+            |(which, graphql, rest)| {
+                h.upstream.set(graphql, rest);
+                // A fresh client: a rate limit from one case must not turn the
+                // next into a fast "waiting for the reset".
+                let github = GitHub::new(h.endpoint());
+                match h.within(call(&github, which))? {
+                    Ok(value) => prop_assert!(!value.contains(TOKEN), "{value}"),
+                    Err(message) => check_message("error", &message)?,
+                }
+                // The backoff GitHub asked for is a usable duration.
+                if let Some(wait) = github.backoff() {
+                    prop_assert!(wait <= Duration::from_secs(24 * 3600), "{wait:?}");
+                }
+                Ok(())
+            },
+        )
         .expect("property");
 }
 
@@ -541,7 +546,15 @@ fn tool_call() -> impl Strategy<Value = (&'static str, Map<String, Value>)> {
 #[test]
 fn copilot_tools_survive_hostile_arguments_and_responses() {
     let h = harness();
-    let mut runner = TestRunner::new(config(48));
+    let mut runner = TestRunner::new(config(400));
+    let outcomes = Mutex::new(std::collections::BTreeMap::<String, usize>::new());
+    let count = |kind: String| {
+        *outcomes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(kind)
+            .or_default() += 1;
+    };
     runner
         .run(
             &(tool_call(), canned(true), canned(false)),
@@ -555,12 +568,23 @@ fn copilot_tools_survive_hostile_arguments_and_responses() {
                 // The gateway's check: refused arguments name the field.
                 if let Err(problem) = spec.check_args(&args) {
                     prop_assert!(problem.contains('`'), "{problem}");
+                    count("refused arguments".to_owned());
                     return Ok(());
                 }
-                h.within(run_first_step(copilot, tool, args))?
+                let status = h.within(run_first_step(copilot, tool, args))??;
+                count(format!("{tool}: {status:?}"));
+                Ok(())
             },
         )
         .expect("property");
+    let outcomes = outcomes.into_inner().unwrap_or_else(|p| p.into_inner());
+    eprintln!("outcomes: {outcomes:#?}");
+    // Both sides must be reached, or the property proves little.
+    assert!(outcomes.contains_key("refused arguments"), "{outcomes:?}");
+    assert!(
+        outcomes.keys().filter(|k| k.contains(": ")).count() >= 3,
+        "too few tasks ran: {outcomes:?}"
+    );
 }
 
 /// Creates a task for `tool` on a fresh engine and checks what its first
@@ -569,7 +593,7 @@ async fn run_first_step(
     copilot: Copilot,
     tool: &str,
     args: Map<String, Value>,
-) -> Result<(), TestCaseError> {
+) -> Result<TaskStatus, TestCaseError> {
     let store = SqliteStore::open("sqlite::memory:")
         .await
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -652,7 +676,7 @@ async fn run_first_step(
         TaskStatus::Cancelled => prop_assert!(false, "cancelled without a cancel request"),
     }
     shutdown.cancel();
-    Ok(())
+    Ok(task.status)
 }
 
 // ---------------------------------------------------------------------------
@@ -698,6 +722,37 @@ fn an_absurd_rate_limit_wait_is_capped_not_a_panic() {
             .expect("an answer in time")
             .expect_err("a rate-limit error");
         assert!(message.contains("rate limit"), "{message}");
-        assert!(github.backoff().is_some_and(|w| w <= Duration::from_secs(3600)));
+        assert!(
+            github
+                .backoff()
+                .is_some_and(|w| w <= Duration::from_secs(3600))
+        );
+    }
+}
+
+/// A body that echoes the token where a decode error quotes it (here as an
+/// assignee, which must be an object) once put the token in the error text.
+/// Bodies are scrubbed before anything reads them.
+#[test]
+fn a_token_echoed_in_a_body_never_reaches_an_error() {
+    let h = harness();
+    let echoed = format!(
+        r#"{{"data":{{"repository":{{"id":"R","issue":{{"id":"I","number":1,"title":"t","url":"u","state":"OPEN","assignees":{{"nodes":["bad credentials {TOKEN}"]}}}}}}}}}}"#
+    );
+    let rest = format!(r#"{{"number":"{TOKEN}"}}"#);
+    let canned = |body: String| Canned {
+        status: 200,
+        headers: vec![("content-type", "application/json".to_owned())],
+        body: body.into_bytes(),
+    };
+    h.upstream.set(canned(echoed), canned(rest));
+    let github = GitHub::new(h.endpoint());
+    for which in [Call::Issue, Call::RestPull] {
+        let message = h
+            .within(call(&github, which))
+            .expect("an answer in time")
+            .expect_err("a decode error");
+        assert!(message.contains("<redacted>"), "{message}");
+        assert!(!message.contains(TOKEN), "{message}");
     }
 }
