@@ -29,7 +29,8 @@ pub fn describe<R: std::fmt::Debug>(
     match error {
         SdkError::ServiceError(service) => {
             let err = service.err();
-            let code = err.code().unwrap_or("Unknown");
+            let coded = err.code().filter(|c| !c.is_empty());
+            let code = coded.unwrap_or("Unknown");
             let message = err.message().unwrap_or("no message");
             let fix = match err {
                 ChatSyncError::ValidationException(v) => {
@@ -96,6 +97,14 @@ pub fn describe<R: std::fmt::Debug>(
                     "MissingAuthenticationTokenException" => {
                         "The request was not signed: configure AWS credentials.".to_owned()
                     }
+                    // No code at all: the answer did not parse (a proxy's
+                    // page, a truncated body, fields of the wrong type), so
+                    // say that, with the parser's reason.
+                    _ if coded.is_none() => format!(
+                        "The answer could not be read as a ChatSync response ({}); check that \
+                         {endpoint_hint} is Amazon Q Business, or try again.",
+                        causes(err)
+                    ),
                     _ => "See the AWS error code above.".to_owned(),
                 },
             };
@@ -136,6 +145,21 @@ pub fn describe<R: std::fmt::Debug>(
     }
 }
 
+/// The causes under `error`, outermost first, as `a: b`.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        parts.push(e.to_string());
+        cause = e.source();
+    }
+    if parts.is_empty() {
+        error.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +168,17 @@ mod tests {
     fn unmodeled(code: &str) -> String {
         let err = ChatSyncError::generic(ErrorMetadata::builder().code(code).message("m").build());
         describe(&SdkError::service_error(err, ()), "app", "endpoint")
+    }
+
+    #[test]
+    fn an_unreadable_answer_says_why_not_just_unknown() {
+        // What the SDK gives for a 200 whose body does not parse.
+        let err = ChatSyncError::unhandled(std::io::Error::other("expected StartObject"));
+        let text = describe(&SdkError::service_error(err, ()), "app", "http://q.example");
+        assert!(text.contains("(Unknown)"), "{text}");
+        assert!(text.contains("could not be read"), "{text}");
+        assert!(text.contains("expected StartObject"), "{text}");
+        assert!(text.contains("http://q.example"), "{text}");
     }
 
     #[test]

@@ -37,6 +37,10 @@ const USER_AGENT: &str = concat!("agentgate/", env!("CARGO_PKG_VERSION"));
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Backoff when GitHub says "slow down" without saying for how long.
 const DEFAULT_BACKOFF: Duration = Duration::from_secs(60);
+/// The longest GitHub may hold calls back: its limits reset within the hour,
+/// and a larger `retry-after` / `x-ratelimit-reset` (a broken proxy, a
+/// clock far off) would otherwise overflow `Instant` arithmetic and panic.
+const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 
 /// A GraphQL response: `data` and GitHub's `errors`, kept apart so a batched
 /// query can use what resolved.
@@ -93,12 +97,16 @@ impl RateGate {
         }
     }
 
-    fn block_for(&self, wait: Duration) {
+    /// Holds calls back for `wait`, at most [`MAX_BACKOFF`]; returns the
+    /// wait that applies.
+    fn block_for(&self, wait: Duration) -> Duration {
+        let wait = wait.min(MAX_BACKOFF);
         let until = Instant::now() + wait;
         let mut blocked = self.blocked_until.lock().unwrap_or_else(|p| p.into_inner());
         if blocked.is_none_or(|b| b < until) {
             *blocked = Some(until);
         }
+        wait
     }
 }
 
@@ -208,8 +216,9 @@ impl GitHub {
             .iter()
             .find(|e| e.kind.as_deref() == Some("RATE_LIMITED"))
         {
-            let wait = reset_wait(&headers).unwrap_or(DEFAULT_BACKOFF);
-            self.gate.block_for(wait);
+            let wait = self
+                .gate
+                .block_for(reset_wait(&headers).unwrap_or(DEFAULT_BACKOFF));
             return Err(GitHubError::RateLimited {
                 retry_after: wait,
                 message: self.scrub(&limited.message),
@@ -303,7 +312,19 @@ impl GitHub {
             .bytes()
             .await
             .map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
-        Ok((status, headers, bytes.to_vec()))
+        Ok((status, headers, self.scrub_body(bytes.to_vec())))
+    }
+
+    /// Removes the token from a response body before anything reads it, so
+    /// no decode error or field that quotes the body can carry it on.
+    fn scrub_body(&self, body: Vec<u8>) -> Vec<u8> {
+        let Some(token) = self.endpoint.token.as_ref().map(|t| t.expose().as_bytes()) else {
+            return body;
+        };
+        if token.is_empty() || !body.windows(token.len()).any(|w| w == token) {
+            return body;
+        }
+        self.scrub(&String::from_utf8_lossy(&body)).into_bytes()
     }
 
     fn note_rate_limit(&self, headers: &HeaderMap) {
@@ -351,10 +372,11 @@ impl GitHub {
                     || exhausted
                     || message.to_lowercase().contains("rate limit")));
         if limited {
-            let wait = retry_after
-                .or_else(|| exhausted.then(|| reset_wait(headers)).flatten())
-                .unwrap_or(DEFAULT_BACKOFF);
-            self.gate.block_for(wait);
+            let wait = self.gate.block_for(
+                retry_after
+                    .or_else(|| exhausted.then(|| reset_wait(headers)).flatten())
+                    .unwrap_or(DEFAULT_BACKOFF),
+            );
             return GitHubError::RateLimited {
                 retry_after: wait,
                 message,
