@@ -771,7 +771,7 @@ fn hostile_request(task_ids: Vec<String>) -> impl Strategy<Value = (Headers, Vec
 fn hostile_json_rpc_gets_an_answer_and_clear_errors() {
     let h = harness();
     let waiting = ask_task(&h).expect("an input_required task");
-    let mut runner = TestRunner::new(config(2000));
+    let mut runner = TestRunner::new(config(3000));
     let task_ids = vec![waiting.clone(), "no-such-task".to_owned()];
     // What the answers were, so a generator that never gets past the
     // transport shows up as a failure rather than a green run.
@@ -839,7 +839,7 @@ fn arbitrary_input_responses_never_corrupt_a_task() {
         json!("confirmed = true")
     );
 
-    let mut runner = TestRunner::new(config(400));
+    let mut runner = TestRunner::new(config(600));
     runner
         .run(&(input_responses(), input_responses()), |(first, again)| {
             let id = ask_task(&h)?;

@@ -466,7 +466,7 @@ fn hostile_github_responses_give_a_value_or_a_clear_error() {
         Call::RestComments,
         Call::RestPostTask,
     ]);
-    let mut runner = TestRunner::new(config(1024));
+    let mut runner = TestRunner::new(config(3072));
     runner
         .run(
             &(calls, canned(true), canned(false)),
@@ -546,7 +546,7 @@ fn tool_call() -> impl Strategy<Value = (&'static str, Map<String, Value>)> {
 #[test]
 fn copilot_tools_survive_hostile_arguments_and_responses() {
     let h = harness();
-    let mut runner = TestRunner::new(config(400));
+    let mut runner = TestRunner::new(config(1200));
     let outcomes = Mutex::new(std::collections::BTreeMap::<String, usize>::new());
     let count = |kind: String| {
         *outcomes

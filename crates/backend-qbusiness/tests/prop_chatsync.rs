@@ -506,7 +506,7 @@ fn hostile_chat_sync_responses_give_a_result_or_a_clear_error() {
     let h = harness();
     let job = &h.job;
     let args = json!({"query": "What is the VPN policy?", "plugin_id": APPLICATION});
-    let mut runner = TestRunner::new(config(512));
+    let mut runner = TestRunner::new(config(2048));
     let outcomes = Mutex::new(std::collections::BTreeMap::<String, usize>::new());
     let strategy = (
         canned(),
@@ -638,7 +638,7 @@ fn hostile_tool_arguments_are_rejected_naming_the_field_or_answered() {
         profile: None,
     }));
     h.upstream.set(vec![ok_answer()]);
-    let mut runner = TestRunner::new(config(1024));
+    let mut runner = TestRunner::new(config(4096));
     runner
         .run(&tool_arguments(), |args| {
             // What the gateway checks before creating a task.
