@@ -535,7 +535,9 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_jwks() {
     assert_eq!(none.status(), 401);
     assert_eq!(
         challenge(&none),
-        format!("Bearer realm=\"agentgate\", resource_metadata=\"{metadata_url}\"")
+        format!(
+            "Bearer realm=\"agentgate\", resource_metadata=\"{metadata_url}\", scope=\"mcp:tasks\""
+        )
     );
 
     let claims = |sub: &str| json!({"iss": iss, "sub": sub, "aud": RESOURCE, "exp": now() + 600, "iat": now()});

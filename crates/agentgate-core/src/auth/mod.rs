@@ -250,8 +250,15 @@ impl Authenticator {
     /// The 401/503 answer for `rejection`.
     pub fn reject(&self, rejection: &Rejection) -> Response {
         let mut challenge = String::from("Bearer realm=\"agentgate\"");
-        if let Some((_, url)) = &self.metadata {
+        if let Some((document, url)) = &self.metadata {
             challenge.push_str(&format!(", resource_metadata=\"{url}\""));
+            // MCP 2025-11-25: the scopes to ask for, so a client need not guess.
+            if !document.scopes_supported.is_empty() {
+                challenge.push_str(&format!(
+                    ", scope=\"{}\"",
+                    document.scopes_supported.join(" ")
+                ));
+            }
         }
         let (status, body) = match rejection {
             Rejection::Missing => (

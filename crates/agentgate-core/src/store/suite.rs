@@ -74,16 +74,25 @@ pub async fn created_task_is_visible_to_its_owner_only(store: &dyn TaskStore) {
         let answered = store
             .record_input(&mallory, &target, BTreeMap::new(), T0)
             .await;
-        assert!(matches!(answered, Err(StoreError::NotFound)), "{answered:?}");
+        assert!(
+            matches!(answered, Err(StoreError::NotFound)),
+            "{answered:?}"
+        );
         let cancelled = store.request_cancel(&mallory, &target, T0).await;
-        assert!(matches!(cancelled, Err(StoreError::NotFound)), "{cancelled:?}");
+        assert!(
+            matches!(cancelled, Err(StoreError::NotFound)),
+            "{cancelled:?}"
+        );
     }
     let task = store
         .get(&alice(), &id, T0)
         .await
         .expect("get")
         .expect("visible");
-    assert!(!task.cancel_requested, "another owner's cancel must not land");
+    assert!(
+        !task.cancel_requested,
+        "another owner's cancel must not land"
+    );
 }
 
 pub async fn task_past_its_ttl_is_invisible(store: &dyn TaskStore) {
