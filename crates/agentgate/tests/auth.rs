@@ -439,6 +439,14 @@ const RESOURCE: &str = "https://mcp.example.com/mcp";
 /// A fake authorization server: RFC 8414 metadata and a JWKS, counting
 /// JWKS fetches.
 async fn issuer(stop: &CancellationToken) -> (String, Arc<AtomicUsize>) {
+    issuer_serving(stop, Arc::new(Mutex::new(JWKS.to_owned()))).await
+}
+
+/// As [`issuer`], serving whatever `jwks` holds at the time of each fetch.
+async fn issuer_serving(
+    stop: &CancellationToken,
+    jwks: Arc<Mutex<String>>,
+) -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -458,10 +466,11 @@ async fn issuer(stop: &CancellationToken) -> (String, Arc<AtomicUsize>) {
             "/jwks",
             axum::routing::get(move || {
                 counter.fetch_add(1, Ordering::SeqCst);
+                let body = jwks.lock().expect("lock").clone();
                 async move {
                     (
                         [(axum::http::header::CONTENT_TYPE, "application/json")],
-                        JWKS,
+                        body,
                     )
                 }
             }),
@@ -677,6 +686,44 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_jwks() {
             "{what}: a token reached the log"
         );
     }
+}
+
+#[tokio::test]
+async fn an_unknown_kid_refetches_the_jwks_so_rotated_keys_work() {
+    use jsonwebtoken::Algorithm::{ES256, RS256};
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q_url = qbusiness(&stop).await;
+    // The issuer starts with the RSA key only; the EC key arrives later.
+    let mut all: Value = serde_json::from_str(JWKS).expect("fixture JWKS");
+    let mut first = all.clone();
+    first["keys"]
+        .as_array_mut()
+        .expect("keys")
+        .retain(|k| k["kid"] == "rsa-1");
+    let jwks = Arc::new(Mutex::new(first.to_string()));
+    let (iss, fetches) = issuer_serving(&stop, jwks.clone()).await;
+    let config = format!(
+        "[auth]\nmode = \"oauth\"\nresource = \"{RESOURCE}\"\n\
+         [auth.oauth]\nissuer = \"{iss}\"\njwks_uri = \"{iss}/jwks\"\n\
+         jwks_min_refresh_seconds = 0\n"
+    );
+    let server = serve(&config, &[], &q_url).await;
+    let claims = json!({"iss": iss, "sub": "alice", "aud": RESOURCE, "exp": now() + 600});
+    let rsa = sign(RS256, "rsa-1", RSA_KEY, &claims);
+    let ec = sign(ES256, "ec-1", EC_KEY, &claims);
+    let bearer = |t: &str| format!("Bearer {t}");
+    assert_ne!(post(&server.mcp(), Some(&bearer(&rsa))).await.status(), 401);
+    assert_eq!(post(&server.mcp(), Some(&bearer(&ec))).await.status(), 401);
+    let before = fetches.load(Ordering::SeqCst);
+    *jwks.lock().expect("lock") = std::mem::take(&mut all).to_string();
+    assert_ne!(
+        post(&server.mcp(), Some(&bearer(&ec))).await.status(),
+        401,
+        "the rotated-in key is fetched on its first use"
+    );
+    assert_eq!(fetches.load(Ordering::SeqCst), before + 1);
+    server.stop().await;
 }
 
 #[tokio::test]
