@@ -16,6 +16,7 @@
 //! A request flows transport → [`mcp::Gateway`] → [`scheduler::Engine`] →
 //! [`store::TaskStore`] / the tool's job.
 
+pub mod auth;
 pub mod clock;
 pub mod job;
 pub mod mcp;

@@ -21,6 +21,9 @@ pub struct FileConfig {
     /// Per-principal limits and caps.
     #[serde(default)]
     pub limits: LimitsSection,
+    /// Who may call `/mcp` (`agentgate_core::auth`, whose docs list the keys).
+    #[serde(default)]
+    pub auth: agentgate_core::auth::AuthConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -217,5 +220,33 @@ mod tests {
         let err = toml::from_str::<FileConfig>("[copilot]\nunassign = true\n")
             .expect_err("typo must be refused");
         assert!(err.to_string().contains("unassign"), "{err}");
+    }
+
+    #[test]
+    fn auth_section_parses_and_refuses_typos() {
+        use agentgate_core::auth::AuthMode;
+        let cfg: FileConfig = toml::from_str(
+            "[auth]\nmode = \"tokens\"\nresource = \"https://mcp.example.com/mcp\"\n\
+             [[auth.tokens]]\nprincipal = \"alice\"\nsha256 = \"00\"\n\
+             [[auth.tokens]]\nprincipal = \"ci\"\ntoken_env = \"CI_TOKEN\"\n",
+        )
+        .expect("valid config");
+        assert_eq!(cfg.auth.mode, AuthMode::Tokens);
+        assert_eq!(cfg.auth.tokens.len(), 2);
+        assert_eq!(cfg.auth.tokens[1].token_env.as_deref(), Some("CI_TOKEN"));
+        let cfg: FileConfig = toml::from_str(
+            "[auth]\nmode = \"oauth\"\n[auth.oauth]\nissuer = \"https://a.example\"\n",
+        )
+        .expect("valid config");
+        let oauth = cfg.auth.oauth.expect("oauth section");
+        assert_eq!(oauth.algorithms, ["RS256", "ES256"]);
+        for typo in [
+            "[auth]\nmodes = \"tokens\"\n",
+            "[auth]\nmode = \"token\"\n",
+            "[[auth.tokens]]\nprincipal = \"a\"\nhash = \"00\"\n",
+            "[auth.oauth]\nissuer = \"https://a.example\"\naud = \"x\"\n",
+        ] {
+            toml::from_str::<FileConfig>(typo).expect_err(typo);
+        }
     }
 }

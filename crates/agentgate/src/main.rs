@@ -61,6 +61,42 @@ enum Command {
     Call(client::cli::CallArgs),
     /// List, inspect, wait for or cancel the tasks `agentgate call` started.
     Task(client::cli::TaskArgs),
+    /// Manage HTTP authentication (`[auth]` in the config file).
+    #[command(subcommand)]
+    Auth(AuthCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum AuthCommand {
+    /// Make a bearer token for `[auth] mode = "tokens"`: prints the token
+    /// (once; only its hash goes into the config) and the config entry.
+    NewToken {
+        /// Who holds the token; their tasks are owned by `token:PRINCIPAL`.
+        #[arg(long)]
+        principal: String,
+    },
+}
+
+/// Prints a new token and its `[[auth.tokens]]` entry.
+fn new_token(principal: &str) -> Result<()> {
+    let valid = !principal.is_empty()
+        && principal
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._@-".contains(c));
+    if !valid {
+        anyhow::bail!(
+            "--principal {principal:?}: use letters, digits and . _ @ - only (e.g. alice, ci-bot)"
+        );
+    }
+    let token = agentgate_core::auth::tokens::new_token();
+    let hash = agentgate_core::auth::tokens::token_hash(&token);
+    println!(
+        "# The token for {principal}, shown only now; give it to the client as\n\
+         # `Authorization: Bearer <token>`:\n{token}\n\n\
+         # Add to the config file, under [auth] mode = \"tokens\":\n\
+         [[auth.tokens]]\nprincipal = \"{principal}\"\nsha256 = \"{hash}\""
+    );
+    Ok(())
 }
 
 fn init_logging(format: LogFormat, default: &str) {
@@ -82,7 +118,7 @@ async fn main() -> Result<()> {
     // warnings by default.
     let client = matches!(
         cli.command,
-        Command::Call(_) | Command::Task(_) | Command::Demo(_)
+        Command::Call(_) | Command::Task(_) | Command::Demo(_) | Command::Auth(_)
     );
     init_logging(cli.log_format, if client { "warn" } else { "info" });
     let format = cli.log_format;
@@ -108,6 +144,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => demo::run(args).await,
         Command::Serve(args) => serve::run(args, file).await,
         Command::Migrate(args) => serve::migrate(args, file).await,
+        Command::Auth(AuthCommand::NewToken { principal }) => new_token(&principal),
         Command::Sim(args) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
             let stop = shutdown.clone();

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
 use agentgate_core::clock::SystemClock;
 use agentgate_core::mcp::{
     Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
@@ -53,6 +54,12 @@ pub struct ServeArgs {
     /// (repeatable); loopback origins always pass.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+
+    /// Serve HTTP on a non-loopback address with `[auth] mode = "none"`
+    /// (every caller is `anonymous`): only when something in front, such as
+    /// an authenticating proxy, decides who may connect.
+    #[arg(long, env = "AGENTGATE_ALLOW_UNAUTHENTICATED")]
+    allow_unauthenticated: bool,
 }
 
 /// Where the key that seals the store's secrets comes from.
@@ -126,6 +133,11 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if !args.stdio && listen.is_none() {
         bail!("say how to serve: --stdio, or --listen ADDR (e.g. --listen 127.0.0.1:8722)");
     }
+    if !args.stdio
+        && let Some(addr) = listen
+    {
+        refuse_open_listen(addr, &file.auth, args.allow_unauthenticated)?;
+    }
     let store_url = store_url(args.store, &file)?;
     let limits = file.limits.to_limits().context("reading [limits]")?;
     let store = open_store(&store_url).await?;
@@ -183,6 +195,12 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             .await
             .with_context(|| format!("listening on {addr}"))?;
         let url = format!("http://{}/mcp", listener.local_addr()?);
+        http.auth = Authenticator::from_config(&file.auth, &url, |name| std::env::var(name).ok())
+            .context("checking the [auth] section of the config file")?;
+        match &http.auth {
+            Some(_) => tracing::info!(mode = ?file.auth.mode, "HTTP callers must authenticate"),
+            None => tracing::info!("HTTP callers are not authenticated: every task is anonymous's"),
+        }
         tracing::info!(%url, "serving MCP over Streamable HTTP");
         // The first stdout line, for scripts and tests that bind port 0; the
         // second names this instance's leases (`lease_owner` in the store).
@@ -267,7 +285,26 @@ pub(crate) fn registry(
     )
 }
 
+/// Refuses `--listen` on a non-loopback address when nobody authenticates
+/// callers, unless `--allow-unauthenticated` says something else does.
+fn refuse_open_listen(addr: SocketAddr, auth: &AuthConfig, allowed: bool) -> Result<()> {
+    if addr.ip().is_loopback() || auth.mode != AuthMode::None || allowed {
+        return Ok(());
+    }
+    bail!(
+        "refusing to serve {addr} without authentication: anyone who can reach it could start \
+         tasks and read every anonymous task. Configure [auth] in the config file \
+         (mode = \"tokens\" with [[auth.tokens]] entries made by \
+         `agentgate auth new-token --principal NAME`, or mode = \"oauth\" with \
+         [auth.oauth] issuer = \"https://…\"), listen on 127.0.0.1, or pass \
+         --allow-unauthenticated (AGENTGATE_ALLOW_UNAUTHENTICATED=true) if a proxy in front \
+         authenticates"
+    )
+}
+
 /// Everything served over HTTP: `/mcp`, `/healthz`, `/readyz`, `/metrics`.
+/// With authentication on, `/metrics` needs a token too (it names tools and
+/// counts everyone's tasks); the probes stay open for orchestrators.
 pub(crate) fn router(
     gateway: Gateway,
     http: HttpOptions,
@@ -275,15 +312,19 @@ pub(crate) fn router(
 ) -> axum::Router {
     let engine = gateway.engine().clone();
     let store = engine.store().clone();
+    let mut metrics = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || metrics_page(engine.clone())),
+    );
+    if let Some(auth) = &http.auth {
+        metrics = auth.protect_routes(metrics);
+    }
     http_router(gateway, http, shutdown)
         .route(
             "/readyz",
             axum::routing::get(move || readiness(store.clone())),
         )
-        .route(
-            "/metrics",
-            axum::routing::get(move || metrics_page(engine.clone())),
-        )
+        .merge(metrics)
 }
 
 /// `/metrics`: Prometheus metrics in the OpenMetrics text format (the task

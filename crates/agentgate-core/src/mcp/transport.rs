@@ -59,6 +59,8 @@ pub struct HttpOptions {
     /// Accepted browser `Origin`s; requests without `Origin` always pass.
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    /// Who may call `/mcp` ([`crate::auth`]); `None`: everyone, as `anonymous`.
+    pub auth: Option<std::sync::Arc<crate::auth::Authenticator>>,
 }
 
 impl Default for HttpOptions {
@@ -67,6 +69,7 @@ impl Default for HttpOptions {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             allowed_origins: loopback_origins(),
             max_body_bytes: 4 * 1024 * 1024,
+            auth: None,
         }
     }
 }
@@ -84,7 +87,10 @@ pub fn loopback_origins() -> Vec<String> {
 }
 
 /// The router: Streamable HTTP at `/mcp` (both protocol eras on one endpoint)
-/// and a liveness probe at `/healthz`. `handler` is usually a
+/// and a liveness probe at `/healthz`. With `options.auth`, `/mcp` needs a
+/// bearer token (checked before anything else reads the request) and, in
+/// OAuth mode, the protected-resource metadata is served; `/healthz` stays
+/// open. `handler` is usually a
 /// [`Gateway`](super::Gateway).
 pub fn http_router<H: ServerHandler + Clone>(
     handler: H,
@@ -103,14 +109,25 @@ pub fn http_router<H: ServerHandler + Clone>(
         LocalSessionManager::default().into(),
         config,
     );
-    let mcp = axum::Router::new()
+    let mut mcp = axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(move |request, next| {
             json_rpc_body(request, next, max_body)
         }));
-    axum::Router::new()
+    if let Some(auth) = &options.auth {
+        mcp = auth.protect(mcp);
+    }
+    let router = axum::Router::new()
         .nest("/mcp", mcp)
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route("/healthz", axum::routing::get(|| async { "ok" }));
+    match options
+        .auth
+        .as_ref()
+        .and_then(|auth| auth.metadata_router())
+    {
+        Some(metadata) => router.merge(metadata),
+        None => router,
+    }
 }
 
 /// Answers bodies that are too large or not JSON with a JSON-RPC error object

@@ -68,6 +68,31 @@ pub async fn created_task_is_visible_to_its_owner_only(store: &dyn TaskStore) {
         .await
         .expect("get");
     assert!(unknown.is_none());
+    // Writes by another owner fail as for an unknown id, and change nothing.
+    let mallory = Owner::new("mallory");
+    for target in [id.clone(), TaskId::generate()] {
+        let answered = store
+            .record_input(&mallory, &target, BTreeMap::new(), T0)
+            .await;
+        assert!(
+            matches!(answered, Err(StoreError::NotFound)),
+            "{answered:?}"
+        );
+        let cancelled = store.request_cancel(&mallory, &target, T0).await;
+        assert!(
+            matches!(cancelled, Err(StoreError::NotFound)),
+            "{cancelled:?}"
+        );
+    }
+    let task = store
+        .get(&alice(), &id, T0)
+        .await
+        .expect("get")
+        .expect("visible");
+    assert!(
+        !task.cancel_requested,
+        "another owner's cancel must not land"
+    );
 }
 
 pub async fn task_past_its_ttl_is_invisible(store: &dyn TaskStore) {

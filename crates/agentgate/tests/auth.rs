@@ -1,0 +1,781 @@
+//! HTTP authentication end to end, against the real `agentgate serve`
+//! binary: bearer tokens from `agentgate auth new-token`, OAuth JWTs checked
+//! against a JWKS served by this test, the protected-resource metadata, the
+//! refusal to listen openly without auth, and task ownership: another
+//! principal's task looks exactly like an unknown id on all five paths.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentgate_sim::qbusiness::{
+    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
+    QBusinessConfig, QBusinessSim,
+};
+use agentgate_testkit::*;
+use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, UpdateTaskParams};
+use rmcp::service::{ClientServiceExt as _, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+const QBUSINESS: &str = "QBusinessQueryTool";
+const UNKNOWN: &str = "0123456789abcdef-no-such-task";
+
+/// A running `agentgate serve` and everything it wrote to stderr so far.
+struct Server {
+    child: Child,
+    base: String,
+    stderr: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn mcp(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    async fn stop(mut self) -> String {
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+        self.stderr.lock().expect("lock").clone()
+    }
+}
+
+/// Starts `agentgate serve` with `config` (TOML) and extra `env`, and waits
+/// for its listening line.
+async fn serve(config: &str, env: &[(&str, &str)], q_url: &str) -> Server {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config_path = dir.path().join("agentgate.toml");
+    std::fs::write(&config_path, config).expect("write config");
+    let empty = dir.path().join("aws-empty");
+    std::fs::write(&empty, "").expect("write empty AWS config");
+    let mut command = Command::new(BIN);
+    command
+        .arg("--config")
+        .arg(&config_path)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store"])
+        .arg(format!(
+            "sqlite://{}",
+            dir.path().join("tasks.db").display()
+        ))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("RUST_LOG", "debug")
+        .env("AWS_CONFIG_FILE", &empty)
+        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_ENDPOINT_URL_QBUSINESS", q_url)
+        .env("AWS_REGION", DEFAULT_REGION)
+        .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
+        .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("spawn agentgate");
+    let stderr = Arc::new(Mutex::new(String::new()));
+    {
+        let stderr = stderr.clone();
+        let pipe = child.stderr.take().expect("stderr");
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(pipe).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut all = stderr.lock().expect("lock");
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+    }
+    let stdout = child.stdout.take().expect("stdout");
+    let line = tokio::time::timeout(
+        Duration::from_secs(30),
+        BufReader::new(stdout).lines().next_line(),
+    )
+    .await
+    .expect("agentgate did not start")
+    .expect("stdout")
+    .unwrap_or_else(|| {
+        panic!(
+            "no listening line; stderr:\n{}",
+            stderr.lock().expect("lock")
+        )
+    });
+    let mcp = line.strip_prefix("listening ").expect("listening line");
+    let base = mcp.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+    Server {
+        child,
+        base,
+        stderr,
+        _dir: dir,
+    }
+}
+
+async fn qbusiness(stop: &CancellationToken) -> String {
+    let sim = QBusinessSim::new(QBusinessConfig::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(agentgate_sim::qbusiness::serve(
+        listener,
+        sim.router(),
+        stop.clone(),
+    ));
+    url
+}
+
+/// An rmcp client (tasks extension, 2026-07-28) sending `Authorization: Bearer token`.
+async fn client_with(url: &str, token: &str) -> Client {
+    let client = TestClient::tasks();
+    let lifecycle = client.lifecycle();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned()),
+    );
+    client
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .expect("connect with a bearer token")
+}
+
+/// A raw MCP request (server/discover) with an optional Authorization header.
+async fn post(url: &str, authorization: Option<&str>) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}})
+                .to_string(),
+        );
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    request.send().await.expect("POST /mcp")
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn mcp_error(result: Result<impl std::fmt::Debug, ServiceError>) -> String {
+    match result {
+        Err(ServiceError::McpError(error)) => {
+            serde_json::to_string(&error).expect("serialize error")
+        }
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+/// The token and the `[[auth.tokens]]` entry `agentgate auth new-token` prints.
+async fn new_token(principal: &str) -> (String, String) {
+    let out = Command::new(BIN)
+        .args(["auth", "new-token", "--principal", principal])
+        .output()
+        .await
+        .expect("run auth new-token");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let token = text
+        .lines()
+        .find(|l| l.starts_with("agt_"))
+        .expect("a token line")
+        .to_owned();
+    let entry = text[text.find("[[auth.tokens]]").expect("config entry")..].to_owned();
+    assert!(
+        !entry.contains(&token),
+        "only the hash goes into the config"
+    );
+    (token, entry)
+}
+
+#[tokio::test]
+async fn bearer_tokens_gate_mcp_and_metrics_and_tasks_belong_to_their_principal() {
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q_url = qbusiness(&stop).await;
+    let (alice, alice_entry) = new_token("alice").await;
+    let bob = "bob-token-from-the-environment";
+    let config = format!(
+        "[auth]\nmode = \"tokens\"\n\n{alice_entry}\n\n[[auth.tokens]]\nprincipal = \"bob\"\n\
+         token_env = \"BOB_TOKEN\"\n"
+    );
+    let server = serve(&config, &[("BOB_TOKEN", bob)], &q_url).await;
+    let mcp = server.mcp();
+
+    // No token, a wrong token, another scheme: 401 with a Bearer challenge.
+    let none = post(&mcp, None).await;
+    assert_eq!(none.status(), 401);
+    assert!(challenge(&none).starts_with("Bearer"), "{none:?}");
+    assert!(!challenge(&none).contains("invalid_token"), "{none:?}");
+    for bad in [
+        "Bearer agt_not-a-real-token",
+        "Basic YWxpY2U6eA==",
+        "Bearer ",
+    ] {
+        let response = post(&mcp, Some(bad)).await;
+        assert_eq!(response.status(), 401, "{bad}");
+        assert!(
+            challenge(&response).contains("error=\"invalid_token\""),
+            "{bad}: {response:?}"
+        );
+    }
+    // A good token gets past the gate to rmcp (which has its own opinion
+    // of this bare request); the clients below show it fully working.
+    let good = post(&mcp, Some(&format!("Bearer {alice}"))).await;
+    assert_ne!(good.status(), 401, "{good:?}");
+    assert!(challenge(&good).is_empty(), "{good:?}");
+    // The probes stay open; /metrics does not.
+    let http = reqwest::Client::new();
+    for open in ["/healthz", "/readyz"] {
+        let response = http
+            .get(format!("{}{open}", server.base))
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(response.status(), 200, "{open}");
+    }
+    let metrics = format!("{}/metrics", server.base);
+    let response = http.get(&metrics).send().await.expect("GET /metrics");
+    assert_eq!(response.status(), 401);
+    let response = http
+        .get(&metrics)
+        .bearer_auth(bob)
+        .send()
+        .await
+        .expect("GET /metrics");
+    assert_eq!(response.status(), 200);
+    // No protected-resource metadata in token mode: there is no issuer.
+    let response = http
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource",
+            server.base
+        ))
+        .send()
+        .await
+        .expect("GET metadata");
+    assert_eq!(response.status(), 404);
+
+    // Each principal starts a task and sees it.
+    let as_alice = client_with(&mcp, &alice).await;
+    let as_bob = client_with(&mcp, bob).await;
+    let alice_task = start_task(&as_alice, QBUSINESS, json!({"query": "vacation days?"}))
+        .await
+        .task
+        .task_id;
+    let bob_task = start_task(&as_bob, QBUSINESS, json!({"query": "expense policy?"}))
+        .await
+        .task
+        .task_id;
+    poll_until(&as_alice, &alice_task, is_terminal).await;
+    poll_until(&as_bob, &bob_task, is_terminal).await;
+
+    // 1. tasks/get
+    let get = |id: &str| as_bob.peer().get_task(GetTaskParams::new(id.to_owned()));
+    let foreign = mcp_error(get(&alice_task).await);
+    assert_eq!(foreign, mcp_error(get(UNKNOWN).await));
+    assert!(foreign.contains("unknown or expired task id"), "{foreign}");
+    // 2. tasks/update
+    let update = |id: &str| {
+        as_bob
+            .peer()
+            .update_task(UpdateTaskParams::new(id.to_owned(), Default::default()))
+    };
+    assert_eq!(
+        mcp_error(update(&alice_task).await),
+        mcp_error(update(UNKNOWN).await)
+    );
+    // 3. tasks/cancel
+    let cancel = |id: &str| {
+        as_bob
+            .peer()
+            .cancel_task(CancelTaskParams::new(id.to_owned()))
+    };
+    assert_eq!(
+        mcp_error(cancel(&alice_task).await),
+        mcp_error(cancel(UNKNOWN).await)
+    );
+    // 4. the task_status tool (its message echoes the id asked about)
+    let status = |id: String| {
+        let as_bob = &as_bob;
+        async move {
+            let response = as_bob
+                .call_tool_once(call("task_status", json!({"task_id": id})))
+                .await
+                .expect("task_status");
+            let CallToolResponse::Complete(result) = response else {
+                panic!("task_status answers at once: {response:?}");
+            };
+            serde_json::to_string(&result)
+                .expect("serialize")
+                .replace(&id, "<id>")
+        }
+    };
+    let foreign = status(alice_task.clone()).await;
+    assert_eq!(foreign, status(UNKNOWN.to_owned()).await);
+    assert!(foreign.contains("\"isError\":true"), "{foreign}");
+    // The owner's own view works on every path (the principal reached the gateway).
+    as_alice
+        .peer()
+        .get_task(GetTaskParams::new(alice_task.clone()))
+        .await
+        .expect("alice sees her task");
+    let own = status(bob_task.clone()).await;
+    assert!(!own.contains("\"isError\":true"), "{own}");
+    // 5. subscriptions/listen: alice's task and an unknown id say nothing;
+    // bob's own task, listed last, is the first notification.
+    let listen = reqwest::Client::new()
+        .post(&mcp)
+        .bearer_auth(bob)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(
+            json!({
+                "jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen",
+                "params": {
+                    "notifications": {"taskIds": [&alice_task, UNKNOWN, &bob_task]},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities":
+                            {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+                    }
+                }
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST subscriptions/listen");
+    assert_eq!(listen.status(), 200);
+    let mut events = SseReader::new(listen);
+    let ack = events.next().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    let first = events.next().await;
+    assert_eq!(first["method"], "notifications/tasks", "{first}");
+    assert_eq!(first["params"]["taskId"], json!(bob_task), "{first}");
+    drop(events);
+
+    as_alice.cancel().await.expect("close");
+    as_bob.cancel().await.expect("close");
+    let stderr = server.stop().await;
+    assert!(
+        stderr.contains("refused"),
+        "rejections are logged:\n{stderr}"
+    );
+    for secret in [alice.as_str(), bob, "agt_not-a-real-token"] {
+        assert!(
+            !stderr.contains(secret),
+            "a bearer token reached the log:\n{stderr}"
+        );
+    }
+}
+
+/// Reads JSON-RPC messages off an SSE response.
+struct SseReader {
+    response: reqwest::Response,
+    buffered: String,
+}
+
+impl SseReader {
+    fn new(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffered: String::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            while let Some(end) = self.buffered.find("\n\n") {
+                let event: String = self.buffered.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if !data.is_empty() {
+                    return serde_json::from_str(&data).expect("SSE data is JSON");
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .expect("no message within 30 s")
+                .expect("read stream")
+                .expect("stream ended");
+            self.buffered.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- OAuth
+
+const RSA_KEY: &[u8] = include_bytes!("fixtures/auth/rsa-test-key.pem");
+const OTHER_RSA_KEY: &[u8] = include_bytes!("fixtures/auth/rsa-other-key.pem");
+const EC_KEY: &[u8] = include_bytes!("fixtures/auth/ec-test-key.pem");
+const JWKS: &str = include_str!("fixtures/auth/jwks.json");
+const RESOURCE: &str = "https://mcp.example.com/mcp";
+
+/// A fake authorization server: RFC 8414 metadata and a JWKS, counting
+/// JWKS fetches.
+async fn issuer(stop: &CancellationToken) -> (String, Arc<AtomicUsize>) {
+    issuer_serving(stop, Arc::new(Mutex::new(JWKS.to_owned()))).await
+}
+
+/// As [`issuer`], serving whatever `jwks` holds at the time of each fetch.
+async fn issuer_serving(
+    stop: &CancellationToken,
+    jwks: Arc<Mutex<String>>,
+) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let metadata = json!({"issuer": url, "jwks_uri": format!("{url}/jwks")});
+    let counter = fetches.clone();
+    let router = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || {
+                let metadata = metadata.clone();
+                async move { axum::Json(metadata) }
+            }),
+        )
+        .route(
+            "/jwks",
+            axum::routing::get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let body = jwks.lock().expect("lock").clone();
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        body,
+                    )
+                }
+            }),
+        );
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+    });
+    (url, fetches)
+}
+
+fn now() -> u64 {
+    jsonwebtoken::get_current_timestamp()
+}
+
+fn sign(alg: jsonwebtoken::Algorithm, kid: &str, pem: &[u8], claims: &Value) -> String {
+    use jsonwebtoken::{EncodingKey, Header};
+    let key = match alg {
+        jsonwebtoken::Algorithm::ES256 => EncodingKey::from_ec_pem(pem),
+        _ => EncodingKey::from_rsa_pem(pem),
+    }
+    .expect("test key");
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.to_owned());
+    jsonwebtoken::encode(&header, claims, &key).expect("sign")
+}
+
+#[tokio::test]
+async fn oauth_access_tokens_are_checked_against_the_issuers_jwks() {
+    use base64::Engine as _;
+    use jsonwebtoken::Algorithm::{ES256, RS256};
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q_url = qbusiness(&stop).await;
+    let (iss, fetches) = issuer(&stop).await;
+    // No jwks_uri: it is discovered from the issuer's metadata.
+    let config = format!(
+        "[auth]\nmode = \"oauth\"\nresource = \"{RESOURCE}\"\n\
+         [auth.oauth]\nissuer = \"{iss}\"\nscopes_supported = [\"mcp:tasks\"]\n"
+    );
+    let server = serve(&config, &[], &q_url).await;
+    let mcp = server.mcp();
+    let http = reqwest::Client::new();
+
+    // The protected-resource metadata, at both well-known paths.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let document: Value = http
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .expect("GET metadata")
+            .json()
+            .await
+            .expect("JSON metadata");
+        assert_eq!(document["resource"], RESOURCE, "{path}: {document}");
+        assert_eq!(
+            document["authorization_servers"],
+            json!([iss]),
+            "{document}"
+        );
+        assert_eq!(document["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(document["scopes_supported"], json!(["mcp:tasks"]));
+    }
+    let metadata_url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+    let none = post(&mcp, None).await;
+    assert_eq!(none.status(), 401);
+    assert_eq!(
+        challenge(&none),
+        format!(
+            "Bearer realm=\"agentgate\", resource_metadata=\"{metadata_url}\", scope=\"mcp:tasks\""
+        )
+    );
+
+    let claims = |sub: &str| json!({"iss": iss, "sub": sub, "aud": RESOURCE, "exp": now() + 600, "iat": now()});
+    // Good tokens, RSA and EC: the client works, as its own principal.
+    let alice = sign(RS256, "rsa-1", RSA_KEY, &claims("alice"));
+    let bob = sign(ES256, "ec-1", EC_KEY, &claims("bob"));
+    let as_alice = client_with(&mcp, &alice).await;
+    let as_bob = client_with(&mcp, &bob).await;
+    let task = start_task(&as_alice, QBUSINESS, json!({"query": "vacation days?"}))
+        .await
+        .task
+        .task_id;
+    as_alice
+        .peer()
+        .get_task(GetTaskParams::new(task.clone()))
+        .await
+        .expect("alice sees her task");
+    let foreign = mcp_error(
+        as_bob
+            .peer()
+            .get_task(GetTaskParams::new(task.clone()))
+            .await,
+    );
+    let unknown = mcp_error(as_bob.peer().get_task(GetTaskParams::new(UNKNOWN)).await);
+    assert_eq!(foreign, unknown, "another subject's task looks unknown");
+    assert_eq!(fetches.load(Ordering::SeqCst), 1, "the JWKS is cached");
+
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut c = claims("mallory");
+        f(&mut c);
+        c
+    };
+    let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let unsigned = format!(
+        "{}.{}.",
+        b64(&json!({"alg": "none", "typ": "JWT", "kid": "rsa-1"})),
+        b64(&claims("mallory"))
+    );
+    let hs256 = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims("mallory"),
+        &jsonwebtoken::EncodingKey::from_secret(JWKS.as_bytes()).expect("HMAC key"),
+    )
+    .expect("sign HS256");
+    let bad = [
+        (
+            "wrong aud",
+            sign(
+                RS256,
+                "rsa-1",
+                RSA_KEY,
+                &with(&|c| c["aud"] = json!("https://other.example/mcp")),
+            ),
+        ),
+        (
+            "expired",
+            sign(
+                RS256,
+                "rsa-1",
+                RSA_KEY,
+                &with(&|c| c["exp"] = json!(now() - 3600)),
+            ),
+        ),
+        (
+            "not yet valid",
+            sign(
+                RS256,
+                "rsa-1",
+                RSA_KEY,
+                &with(&|c| c["nbf"] = json!(now() + 3600)),
+            ),
+        ),
+        (
+            "wrong iss",
+            sign(
+                RS256,
+                "rsa-1",
+                RSA_KEY,
+                &with(&|c| c["iss"] = json!("https://evil.example")),
+            ),
+        ),
+        (
+            "no exp",
+            sign(
+                RS256,
+                "rsa-1",
+                RSA_KEY,
+                &with(&|c| {
+                    c.as_object_mut().map(|m| m.remove("exp"));
+                }),
+            ),
+        ),
+        (
+            "bad signature",
+            sign(RS256, "rsa-1", OTHER_RSA_KEY, &claims("mallory")),
+        ),
+        ("alg none", unsigned),
+        ("HS256 with the JWKS as secret", hs256),
+        ("not a JWT", "abc.def".to_owned()),
+    ];
+    for (what, token) in &bad {
+        let response = post(&mcp, Some(&format!("Bearer {token}"))).await;
+        assert_eq!(response.status(), 401, "{what}");
+        assert!(
+            challenge(&response).contains("error=\"invalid_token\""),
+            "{what}: {}",
+            challenge(&response)
+        );
+        assert!(challenge(&response).contains(metadata_url), "{what}");
+    }
+    // Unknown kids: refused, and a flood of them does not refetch the JWKS
+    // more than once per refresh interval (30 s by default).
+    for i in 0..5 {
+        let token = sign(RS256, &format!("made-up-{i}"), RSA_KEY, &claims("mallory"));
+        let response = post(&mcp, Some(&format!("Bearer {token}"))).await;
+        assert_eq!(response.status(), 401, "unknown kid");
+    }
+    assert_eq!(
+        fetches.load(Ordering::SeqCst),
+        1,
+        "unknown kids within the refresh interval must not refetch"
+    );
+
+    as_alice.cancel().await.expect("close");
+    as_bob.cancel().await.expect("close");
+    let stderr = server.stop().await;
+    for (what, token) in bad
+        .iter()
+        .map(|(w, t)| (*w, t.as_str()))
+        .chain([("alice", alice.as_str())])
+    {
+        // The signature part alone is enough to replay nothing, but no part
+        // of a token belongs in the log.
+        let signature = token.rsplit('.').next().unwrap_or_default();
+        assert!(
+            signature.len() < 8 || !stderr.contains(signature),
+            "{what}: a token reached the log"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_kid_refetches_the_jwks_so_rotated_keys_work() {
+    use jsonwebtoken::Algorithm::{ES256, RS256};
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q_url = qbusiness(&stop).await;
+    // The issuer starts with the RSA key only; the EC key arrives later.
+    let mut all: Value = serde_json::from_str(JWKS).expect("fixture JWKS");
+    let mut first = all.clone();
+    first["keys"]
+        .as_array_mut()
+        .expect("keys")
+        .retain(|k| k["kid"] == "rsa-1");
+    let jwks = Arc::new(Mutex::new(first.to_string()));
+    let (iss, fetches) = issuer_serving(&stop, jwks.clone()).await;
+    let config = format!(
+        "[auth]\nmode = \"oauth\"\nresource = \"{RESOURCE}\"\n\
+         [auth.oauth]\nissuer = \"{iss}\"\njwks_uri = \"{iss}/jwks\"\n\
+         jwks_min_refresh_seconds = 0\n"
+    );
+    let server = serve(&config, &[], &q_url).await;
+    let claims = json!({"iss": iss, "sub": "alice", "aud": RESOURCE, "exp": now() + 600});
+    let rsa = sign(RS256, "rsa-1", RSA_KEY, &claims);
+    let ec = sign(ES256, "ec-1", EC_KEY, &claims);
+    let bearer = |t: &str| format!("Bearer {t}");
+    assert_ne!(post(&server.mcp(), Some(&bearer(&rsa))).await.status(), 401);
+    assert_eq!(post(&server.mcp(), Some(&bearer(&ec))).await.status(), 401);
+    let before = fetches.load(Ordering::SeqCst);
+    *jwks.lock().expect("lock") = std::mem::take(&mut all).to_string();
+    assert_ne!(
+        post(&server.mcp(), Some(&bearer(&ec))).await.status(),
+        401,
+        "the rotated-in key is fetched on its first use"
+    );
+    assert_eq!(fetches.load(Ordering::SeqCst), before + 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |extra: &[&str], env: Option<(&str, &str)>| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--listen", "0.0.0.0:0", "--store"])
+            .arg(format!("sqlite://{}", dir.path().join("t.db").display()))
+            .args(extra)
+            .env_remove("AGENTGATE_ALLOW_UNAUTHENTICATED")
+            .env_remove("AGENTGATE_CONFIG")
+            .env("HOME", dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some((name, value)) = env {
+            command.env(name, value);
+        }
+        command.spawn().expect("spawn agentgate")
+    };
+    let refused = run(&[], None).wait_with_output();
+    let refused = tokio::time::timeout(Duration::from_secs(30), refused)
+        .await
+        .expect("exits")
+        .expect("output");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("without authentication")
+            && stderr.contains("[auth]")
+            && stderr.contains("--allow-unauthenticated")
+            && stderr.contains("agentgate auth new-token"),
+        "{stderr}"
+    );
+    for (flag, env) in [
+        (&["--allow-unauthenticated"][..], None),
+        (&[][..], Some(("AGENTGATE_ALLOW_UNAUTHENTICATED", "true"))),
+    ] {
+        let mut child = run(flag, env);
+        let stdout = child.stdout.take().expect("stdout");
+        let line = tokio::time::timeout(
+            Duration::from_secs(30),
+            BufReader::new(stdout).lines().next_line(),
+        )
+        .await
+        .expect("agentgate did not start")
+        .expect("stdout")
+        .expect("a listening line");
+        assert!(line.starts_with("listening http://0.0.0.0:"), "{line}");
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
