@@ -13,8 +13,13 @@
 //!   REST alike), one entry each: `ok`, `502`, `secondary_rate_limit`, `rate_limited`,
 //!   `bad_credentials`. The script is consulted before the random failures.
 //!
-//! Injected failures are decided before the request is parsed or changes any state, so
-//! a retried mutation is never a double effect.
+//! - **Lost responses** ([`Faults::set_lost_rate`]): each request that succeeded has its
+//!   answer replaced by 502 `{"message":"Server Error"}` with probability `p_lost`,
+//!   *after* it was handled: a mutation's effect (an assignment, a comment) stays applied.
+//!   This is the case that duplicates effects in a client that retries blindly.
+//!
+//! Scripted and random failures are decided before the request is parsed or changes any
+//! state; only lost responses come after the effect.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -68,6 +73,7 @@ struct Knobs {
     jitter: Duration,
     p5xx: f64,
     p429: f64,
+    p_lost: f64,
     script: VecDeque<GithubFault>,
     /// Epoch second when the switched-on primary limit resets.
     primary_reset: Option<u64>,
@@ -96,6 +102,18 @@ impl Faults {
         let mut k = self.knobs();
         k.p5xx = p5xx.clamp(0.0, 1.0);
         k.p429 = p429.clamp(0.0, 1.0);
+    }
+
+    /// Sets the probability (clamped to `0..=1`) that a successful answer is lost after
+    /// the request was handled (see the module docs).
+    pub fn set_lost_rate(&self, p_lost: f64) {
+        self.knobs().p_lost = p_lost.clamp(0.0, 1.0);
+    }
+
+    /// Whether the answer to a request that succeeded is lost, per the rate.
+    pub(crate) fn lose_answer(&self) -> bool {
+        let p = self.knobs().p_lost;
+        p > 0.0 && rand::rng().random_bool(p)
     }
 
     /// Switches the primary rate limit on (resetting `reset_in` from now) or off (`None`).
@@ -149,12 +167,14 @@ impl Faults {
         self.knobs().script.len()
     }
 
-    /// Clears the script, the random rates and the primary-limit switch (latency stays).
+    /// Clears the script, the random rates (lost answers included) and the primary-limit
+    /// switch (latency stays).
     pub fn clear(&self) {
         let mut k = self.knobs();
         k.script.clear();
         k.p5xx = 0.0;
         k.p429 = 0.0;
+        k.p_lost = 0.0;
         k.primary_reset = None;
     }
 
@@ -220,6 +240,16 @@ mod tests {
         assert_eq!(faults.next_fault(), Some(GithubFault::SecondaryRateLimit));
         faults.clear();
         assert_eq!(faults.next_fault(), None);
+    }
+
+    #[test]
+    fn lost_answers_follow_their_rate() {
+        let faults = Faults::default();
+        assert!(!faults.lose_answer());
+        faults.set_lost_rate(1.0);
+        assert!(faults.lose_answer());
+        faults.clear();
+        assert!(!faults.lose_answer());
     }
 
     #[test]

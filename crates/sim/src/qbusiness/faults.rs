@@ -8,8 +8,13 @@
 //!   entry each: one of the eight ChatSync error shapes or `"ok"` (no fault; the request
 //!   proceeds). The script is consulted before random failures.
 //!
-//! Injected failures are decided after authentication and before the request is parsed
-//! or changes any state, so a retried request is never a duplicate effect.
+//! - **Lost responses** ([`Faults::set_lost_rate`]): each API request that succeeded has
+//!   its answer replaced by `InternalServerException` (500) with probability `p_lost`,
+//!   *after* the handler applied it — the dangerous case, where a client that retries
+//!   with a new `clientToken` would duplicate the effect.
+//!
+//! Scripted and random failures are decided after authentication and before the request
+//! is parsed or changes any state; only lost responses come after the effect.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -114,6 +119,7 @@ struct Knobs {
     jitter: Duration,
     p500: f64,
     p429: f64,
+    p_lost: f64,
     script: VecDeque<ScriptedFault>,
 }
 
@@ -142,6 +148,12 @@ impl Faults {
         let mut k = self.knobs();
         k.p500 = p500.clamp(0.0, 1.0);
         k.p429 = p429.clamp(0.0, 1.0);
+    }
+
+    /// Sets the probability (clamped to `0..=1`) that a successful answer is lost after
+    /// its effect was applied (see the module docs).
+    pub fn set_lost_rate(&self, p_lost: f64) {
+        self.knobs().p_lost = p_lost.clamp(0.0, 1.0);
     }
 
     /// Appends entries to the ChatSync fault script.
@@ -178,12 +190,19 @@ impl Faults {
         self.knobs().script.len()
     }
 
-    /// Clears the script and the random rates (latency stays).
+    /// Clears the script and the random rates, lost answers included (latency stays).
     pub fn clear(&self) {
         let mut k = self.knobs();
         k.script.clear();
         k.p500 = 0.0;
         k.p429 = 0.0;
+        k.p_lost = 0.0;
+    }
+
+    /// Whether the answer to a request that succeeded is lost, per the rate.
+    pub(crate) fn lose_answer(&self) -> bool {
+        let p = self.knobs().p_lost;
+        p > 0.0 && rand::rng().random_bool(p)
     }
 
     /// The delay for the next request.
@@ -282,5 +301,15 @@ mod tests {
         );
         faults.clear();
         assert!(faults.random_fault().is_none());
+    }
+
+    #[test]
+    fn lost_answers_follow_their_rate() {
+        let faults = Faults::default();
+        assert!(!faults.lose_answer());
+        faults.set_lost_rate(1.0);
+        assert!(faults.lose_answer());
+        faults.clear();
+        assert!(!faults.lose_answer());
     }
 }
