@@ -39,6 +39,8 @@ struct Upstreams {
     q_late: Duration,
     q_addr: std::net::SocketAddr,
     q_stop: CancellationToken,
+    /// While `false`, both emulators hold every request at the door.
+    gate: tokio::sync::watch::Sender<bool>,
     github: GithubSim,
     gh_url: String,
     _stop: tokio_util::sync::DropGuard,
@@ -47,6 +49,11 @@ struct Upstreams {
 impl Upstreams {
     async fn start(issues: u64) -> Self {
         Self::start_late(issues, &[], Duration::ZERO, Duration::ZERO).await
+    }
+
+    /// Lets the requests held at the door through.
+    fn open(&self) {
+        self.gate.send_replace(true);
     }
 
     /// `extra` issues are seeded after the normal ones with their scenario;
@@ -59,6 +66,8 @@ impl Upstreams {
         gh_late: Duration,
     ) -> Self {
         let stop = CancellationToken::new();
+        // Open unless a test closes it.
+        let (gate, _) = tokio::sync::watch::channel(true);
         let qbusiness = QBusinessSim::new(QBusinessConfig::default());
         let q_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -67,7 +76,7 @@ impl Upstreams {
         let q_stop = stop.child_token();
         tokio::spawn(agentgate_sim::qbusiness::serve(
             q_listener,
-            answer_late(qbusiness.router(), q_late),
+            answer_late(qbusiness.router(), q_late, &gate),
             q_stop.clone(),
         ));
         let mut seed = Seed::default();
@@ -104,13 +113,14 @@ impl Upstreams {
         let gh_url = format!("http://{}", gh_listener.local_addr().expect("addr"));
         tokio::spawn(agentgate_sim::github::serve(
             gh_listener,
-            answer_late(github.router(), gh_late),
+            answer_late(github.router(), gh_late, &gate),
             stop.clone(),
         ));
         Self {
             qbusiness,
             q_late,
             q_addr,
+            gate,
             q_stop,
             github,
             gh_url,
@@ -138,7 +148,7 @@ impl Upstreams {
         self.q_stop = CancellationToken::new();
         tokio::spawn(agentgate_sim::qbusiness::serve(
             listener,
-            answer_late(self.qbusiness.router(), self.q_late),
+            answer_late(self.qbusiness.router(), self.q_late, &self.gate),
             self.q_stop.clone(),
         ));
     }
@@ -157,20 +167,31 @@ impl Upstreams {
     }
 }
 
-/// An upstream that acts on a request at once and answers up to `late`
-/// afterwards, even if the caller is gone by then: a caller killed meanwhile
-/// leaves a side effect behind that its repeated step must not repeat. (The
-/// emulators' own latency comes before the request is handled.)
-fn answer_late(router: axum::Router, late: Duration) -> axum::Router {
-    if late.is_zero() {
-        return router;
-    }
+/// An upstream that holds requests while `gate` is closed, then acts on a
+/// request at once and answers up to `late` afterwards, even if the caller
+/// is gone by then: a caller killed meanwhile leaves a side effect behind
+/// that its repeated step must not repeat. (The emulators' own latency
+/// comes before the request is handled.)
+fn answer_late(
+    router: axum::Router,
+    late: Duration,
+    gate: &tokio::sync::watch::Sender<bool>,
+) -> axum::Router {
+    let gate = gate.subscribe();
     router.layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| async move {
-            let handled = tokio::spawn(next.run(request));
-            let delay = rand::random_range(Duration::ZERO..=late);
-            tokio::time::sleep(delay).await;
-            handled.await.expect("emulator handler panicked")
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let mut gate = gate.clone();
+            async move {
+                // A dropped sender means the test is over: let it through.
+                let _ = gate.wait_for(|open| *open).await;
+                if late.is_zero() {
+                    return next.run(request).await;
+                }
+                let handled = tokio::spawn(next.run(request));
+                let delay = rand::random_range(Duration::ZERO..=late);
+                tokio::time::sleep(delay).await;
+                handled.await.expect("emulator handler panicked")
+            }
         },
     ))
 }
@@ -208,7 +229,8 @@ async fn start_server_with(up: &Upstreams, dir: &Path, concurrency: usize) -> Se
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", dir)
-        .env("RUST_LOG", "warn")
+        // Retries are expected here; warnings would only be noise.
+        .env("RUST_LOG", "error")
         .env("AWS_CONFIG_FILE", &empty)
         .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
         .env("AWS_EC2_METADATA_DISABLED", "true")
@@ -621,6 +643,9 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
         Duration::from_millis(300),
     )
     .await;
+    // Nothing reaches upstream until all 200 tasks exist: then the work
+    // and the kills start together, however slowly the tasks were created.
+    up.gate.send_replace(false);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut server = start_server_with(&up, dir.path(), 12).await;
     let client = TestClient::tasks().http(&server.url).await;
@@ -653,6 +678,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     // Ten SIGKILLs at random moments (seeded), each followed by a fresh
     // process on the same store. The pauses pick the moments; nothing waits
     // on them for a condition.
+    up.open();
     let started = Instant::now();
     for kill in 0..KILLS {
         let after = Duration::from_millis(rng.random_range(200..1500));
