@@ -458,6 +458,10 @@ async fn flaky_upstreams_complete_every_task_with_one_effect_each() {
     let server = start_server(&up, dir.path()).await;
     let client = TestClient::tasks().http(&server.url).await;
     up.flaky();
+    // The dangerous case for certain, not only by chance: the first turns'
+    // and writes' answers are lost after the effect.
+    up.qbusiness.faults().lose_next_answers(2);
+    up.github.faults().lose_next_writes(2);
 
     let mut tasks: Vec<(String, Expect)> = Vec::new();
     for i in 0..QUESTIONS {
@@ -692,23 +696,36 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
         );
         server = start_server_with(&up, dir.path(), 12).await;
     }
-    let busy_at_last_kill = up.qbusiness.stats().chat_sync_effects;
 
     let client = TestClient::tasks().http(&server.url).await;
+    // Whatever is unfinished now was unfinished at the last kill.
+    let mut unfinished_at_last_kill = 0;
+    for (id, _) in &tasks {
+        if !get(&client, id).await.0.status().is_terminal() {
+            unfinished_at_last_kill += 1;
+        }
+    }
     let mut answers = Vec::new();
     for (id, expect) in &tasks {
         let payload = finish(&client, id, Duration::from_secs(150)).await;
         let structured = check(id, &payload, expect);
         match expect {
             Expect::Answer => answers.push(structured),
-            // Cancel takes Copilot off an issue it was put on.
-            Expect::Cancelled(n) => assert!(
-                !up.github
-                    .issue_assignees("acme/widgets", *n)
-                    .iter()
-                    .any(|a| a == COPILOT_LOGIN),
-                "issue #{n} still has Copilot after its task was cancelled"
-            ),
+            // Cancelled before the gate opened: Copilot was never asked.
+            Expect::Cancelled(n) => {
+                assert_eq!(
+                    up.github.stats().assignments_for("acme/widgets", *n),
+                    0,
+                    "issue #{n}: its task was cancelled before it reached GitHub"
+                );
+                assert!(
+                    !up.github
+                        .issue_assignees("acme/widgets", *n)
+                        .iter()
+                        .any(|a| a == COPILOT_LOGIN),
+                    "issue #{n} has Copilot"
+                );
+            }
             _ => {}
         }
     }
@@ -723,8 +740,8 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     }
     let q = up.qbusiness.stats();
     assert!(
-        busy_at_last_kill < QUESTIONS as u64,
-        "the questions were all answered before the last kill: the kills hit no work"
+        unfinished_at_last_kill > 0,
+        "every task had ended before the last kill: the kills met no work"
     );
     assert!(
         q.chat_sync_requests > q.chat_sync_effects,
@@ -732,12 +749,11 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     );
     let _ = writeln!(
         std::io::stderr(),
-        "{} tasks done {:?} after the start of the kills; {} of {} turns done at the last kill; \
+        "{} tasks done {:?} after the start of the kills; {} unfinished at the last kill; \
          {} ChatSync requests for {} turns; {summary}",
         tasks.len(),
         started.elapsed(),
-        busy_at_last_kill,
-        QUESTIONS,
+        unfinished_at_last_kill,
         q.chat_sync_requests,
         q.chat_sync_effects
     );

@@ -17,6 +17,8 @@
 //!   answer replaced by 502 `{"message":"Server Error"}` with probability `p_lost`,
 //!   *after* it was handled: a mutation's effect (an assignment, a comment) stays applied.
 //!   This is the case that duplicates effects in a client that retries blindly.
+//!   [`Faults::lose_next_writes`] loses the answers of the next N successful writes (GraphQL
+//!   mutations, REST calls other than `GET`) for certain, before the random rate applies.
 //!
 //! Scripted and random failures are decided before the request is parsed or changes any
 //! state; only lost responses come after the effect.
@@ -74,6 +76,7 @@ struct Knobs {
     p5xx: f64,
     p429: f64,
     p_lost: f64,
+    lose_writes: u32,
     script: VecDeque<GithubFault>,
     /// Epoch second when the switched-on primary limit resets.
     primary_reset: Option<u64>,
@@ -110,10 +113,20 @@ impl Faults {
         self.knobs().p_lost = p_lost.clamp(0.0, 1.0);
     }
 
-    /// Whether the answer to a request that succeeded is lost, per the rate.
-    pub(crate) fn lose_answer(&self) -> bool {
-        let p = self.knobs().p_lost;
-        p > 0.0 && rand::rng().random_bool(p)
+    /// Loses the answers of the next `n` successful writes, effect applied.
+    pub fn lose_next_writes(&self, n: u32) {
+        self.knobs().lose_writes = n;
+    }
+
+    /// Whether the answer to a request that succeeded is lost: one of the
+    /// writes [`Faults::lose_next_writes`] asked for, else per the rate.
+    pub(crate) fn lose_answer(&self, write: bool) -> bool {
+        let mut k = self.knobs();
+        if write && k.lose_writes > 0 {
+            k.lose_writes -= 1;
+            return true;
+        }
+        k.p_lost > 0.0 && rand::rng().random_bool(k.p_lost)
     }
 
     /// Switches the primary rate limit on (resetting `reset_in` from now) or off (`None`).
@@ -175,6 +188,7 @@ impl Faults {
         k.p5xx = 0.0;
         k.p429 = 0.0;
         k.p_lost = 0.0;
+        k.lose_writes = 0;
         k.primary_reset = None;
     }
 
@@ -245,11 +259,15 @@ mod tests {
     #[test]
     fn lost_answers_follow_their_rate() {
         let faults = Faults::default();
-        assert!(!faults.lose_answer());
+        assert!(!faults.lose_answer(true));
         faults.set_lost_rate(1.0);
-        assert!(faults.lose_answer());
+        assert!(faults.lose_answer(false));
         faults.clear();
-        assert!(!faults.lose_answer());
+        assert!(!faults.lose_answer(false));
+        faults.lose_next_writes(1);
+        assert!(!faults.lose_answer(false), "reads are not counted");
+        assert!(faults.lose_answer(true));
+        assert!(!faults.lose_answer(true));
     }
 
     #[test]

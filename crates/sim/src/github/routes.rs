@@ -243,10 +243,15 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
             api_base: format!("http://{host}{prefix}"),
             path: path.clone(),
         });
+        let write = if graphql {
+            is_mutation(&bytes)
+        } else {
+            parts.method != axum::http::Method::GET
+        };
         let response = next
             .run(Request::from_parts(parts, Body::from(bytes)))
             .await;
-        if response.status().is_success() && sim.faults().lose_answer() {
+        if response.status().is_success() && sim.faults().lose_answer(write) {
             // The request was handled (a mutation's effect stays); only the answer is lost.
             sim.state().stats.answers_lost += 1;
             break 'outcome (RestError::server_error().into_response(), None);
@@ -266,6 +271,15 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
         node_id("REQ", rand::random::<u32>().into()),
     );
     response
+}
+
+/// Whether a GraphQL request body is a mutation (for losing write answers;
+/// a body that does not parse is handled, and refused, by the endpoint).
+fn is_mutation(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("query")?.as_str().map(str::to_owned))
+        .is_some_and(|q| q.trim_start().starts_with("mutation"))
 }
 
 async fn viewer(

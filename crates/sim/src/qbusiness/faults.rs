@@ -11,7 +11,8 @@
 //! - **Lost responses** ([`Faults::set_lost_rate`]): each API request that succeeded has
 //!   its answer replaced by `InternalServerException` (500) with probability `p_lost`,
 //!   *after* the handler applied it — the dangerous case, where a client that retries
-//!   with a new `clientToken` would duplicate the effect.
+//!   with a new `clientToken` would duplicate the effect. [`Faults::lose_next_answers`] loses
+//!   the next N successful ChatSync answers for certain, before the random rate applies.
 //!
 //! Scripted and random failures are decided after authentication and before the request
 //! is parsed or changes any state; only lost responses come after the effect.
@@ -120,6 +121,7 @@ struct Knobs {
     p500: f64,
     p429: f64,
     p_lost: f64,
+    lose_chat_syncs: u32,
     script: VecDeque<ScriptedFault>,
 }
 
@@ -197,12 +199,23 @@ impl Faults {
         k.p500 = 0.0;
         k.p429 = 0.0;
         k.p_lost = 0.0;
+        k.lose_chat_syncs = 0;
     }
 
-    /// Whether the answer to a request that succeeded is lost, per the rate.
-    pub(crate) fn lose_answer(&self) -> bool {
-        let p = self.knobs().p_lost;
-        p > 0.0 && rand::rng().random_bool(p)
+    /// Loses the answers of the next `n` successful ChatSync requests, turn applied.
+    pub fn lose_next_answers(&self, n: u32) {
+        self.knobs().lose_chat_syncs = n;
+    }
+
+    /// Whether the answer to a request that succeeded is lost: one of the
+    /// ChatSyncs [`Faults::lose_next_answers`] asked for, else per the rate.
+    pub(crate) fn lose_answer(&self, chat_sync: bool) -> bool {
+        let mut k = self.knobs();
+        if chat_sync && k.lose_chat_syncs > 0 {
+            k.lose_chat_syncs -= 1;
+            return true;
+        }
+        k.p_lost > 0.0 && rand::rng().random_bool(k.p_lost)
     }
 
     /// The delay for the next request.
@@ -306,10 +319,17 @@ mod tests {
     #[test]
     fn lost_answers_follow_their_rate() {
         let faults = Faults::default();
-        assert!(!faults.lose_answer());
+        assert!(!faults.lose_answer(true));
         faults.set_lost_rate(1.0);
-        assert!(faults.lose_answer());
+        assert!(faults.lose_answer(false));
         faults.clear();
-        assert!(!faults.lose_answer());
+        assert!(!faults.lose_answer(false));
+        faults.lose_next_answers(1);
+        assert!(
+            !faults.lose_answer(false),
+            "only ChatSync answers are counted"
+        );
+        assert!(faults.lose_answer(true));
+        assert!(!faults.lose_answer(true));
     }
 }

@@ -85,10 +85,11 @@ async fn front_door(State(sim): State<QBusinessSim>, request: Request, next: Nex
                         e.into_response()
                     }
                     Ok(_) => {
+                        let chat_sync = parts.method == axum::http::Method::POST;
                         let response = next
                             .run(Request::from_parts(parts, Body::from(bytes)))
                             .await;
-                        if response.status().is_success() && sim.faults().lose_answer() {
+                        if response.status().is_success() && sim.faults().lose_answer(chat_sync) {
                             // The effect stays applied; only the answer is lost.
                             sim.inner.state().stats.answers_lost += 1;
                             ApiError::internal("An internal error occurred. Retry the request.")
