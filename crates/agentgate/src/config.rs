@@ -54,6 +54,9 @@ pub struct EngineSection {
     pub lease_seconds: Option<u64>,
     /// Hours ended tasks are kept before the sweeper deletes them.
     pub retention_hours: Option<u64>,
+    /// Seconds a task keeps retrying transient upstream failures (an
+    /// upstream that is down, 5xx, throttling) before it fails; default 3600.
+    pub retry_for_seconds: Option<u64>,
 }
 
 /// `[limits]`: per-principal limits and caps (`agentgate_core::mcp::limits`

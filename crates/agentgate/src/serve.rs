@@ -152,6 +152,9 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if let Some(hours) = file.engine.retention_hours {
         config.retention = Duration::from_secs(hours * 3600);
     }
+    if let Some(secs) = file.engine.retry_for_seconds {
+        config.retry_for = Duration::from_secs(secs);
+    }
     config.store_key = args.store_key.load(&file, &store_url)?;
     // Made first: the backends count their upstream calls into it.
     let metrics = Metrics::new();

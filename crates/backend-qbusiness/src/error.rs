@@ -160,6 +160,29 @@ fn causes(error: &dyn std::error::Error) -> String {
     }
 }
 
+/// Whether a failed ChatSync is worth trying again later: still throttled
+/// or failing internally after the SDK's own attempts, a timeout, or the
+/// endpoint unreachable (an outage). The step is then retried by the
+/// scheduler with the same `clientToken`, so a turn that landed before its
+/// answer was lost is replayed, not repeated. Credential and request
+/// problems are not transient: retrying cannot fix them.
+pub fn is_transient<R: std::fmt::Debug>(error: &SdkError<ChatSyncError, R>) -> bool {
+    match error {
+        SdkError::ServiceError(service) => matches!(
+            service.err(),
+            ChatSyncError::ThrottlingException(_) | ChatSyncError::InternalServerException(_)
+        ),
+        SdkError::TimeoutError(_) => true,
+        SdkError::DispatchFailure(failure) => {
+            let detail = DisplayErrorContext(error).to_string();
+            !detail.contains("credentials")
+                && !detail.contains("Credentials")
+                && (failure.is_io() || failure.is_timeout())
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +216,36 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn only_throttling_and_internal_errors_are_transient_among_service_errors() {
+        let transient = |err: ChatSyncError| is_transient(&SdkError::service_error(err, ()));
+        let meta = || ErrorMetadata::builder().message("m").build();
+        use aws_sdk_qbusiness::types::error::{
+            AccessDeniedException, InternalServerException, ThrottlingException,
+        };
+        assert!(transient(ChatSyncError::ThrottlingException(
+            ThrottlingException::builder()
+                .message("m")
+                .meta(meta())
+                .build()
+                .expect("build")
+        )));
+        assert!(transient(ChatSyncError::InternalServerException(
+            InternalServerException::builder()
+                .message("m")
+                .meta(meta())
+                .build()
+                .expect("build")
+        )));
+        assert!(!transient(ChatSyncError::AccessDeniedException(
+            AccessDeniedException::builder()
+                .message("m")
+                .meta(meta())
+                .build()
+                .expect("build")
+        )));
+        assert!(!transient(ChatSyncError::generic(meta())));
     }
 }

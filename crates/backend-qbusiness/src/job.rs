@@ -11,12 +11,15 @@
 //!
 //! Every ChatSync sends `clientToken = <task id>-<step>`: a step repeated after a
 //! crash repeats the same token, and Q Business treats it as the same request.
-//! Failures are `isError` results (the SDK has already retried throttling and
-//! 5xx with its standard mode); nothing is retried twice.
+//! Transient failures (still throttled or 5xx after the SDK's own attempts, a
+//! timeout, the endpoint unreachable) are retryable job errors: the task stays
+//! `working` with a status saying when it retries, and the retry sends the same
+//! token, so a turn whose answer was lost is replayed rather than repeated.
+//! Every other failure is an `isError` result.
 
 use std::time::Duration;
 
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult};
+use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
 use aws_sdk_qbusiness::Client;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
 use aws_sdk_qbusiness::types::{
@@ -140,8 +143,11 @@ impl QBusinessQuery {
         query: Option<&crate::args::ValidQuery>,
         conversation: Option<(&str, &str)>,
         follow: Option<Follow>,
-    ) -> Result<ChatSyncOutput, String> {
-        let (settings, client) = self.client().await?;
+    ) -> Result<Result<ChatSyncOutput, String>, JobError> {
+        let (settings, client) = match self.client().await {
+            Ok(c) => c,
+            Err(text) => return Ok(Err(text)),
+        };
         let mut request = client
             .chat_sync()
             .application_id(&settings.application_id)
@@ -155,10 +161,10 @@ impl QBusinessQuery {
             request = request.chat_mode(mode.to_sdk());
         }
         if let Some(plugin) = &turn.plugin_id {
-            let config = PluginConfiguration::builder()
-                .plugin_id(plugin)
-                .build()
-                .map_err(|e| format!("Error: invalid plugin_id: {e}"))?;
+            let config = match PluginConfiguration::builder().plugin_id(plugin).build() {
+                Ok(config) => config,
+                Err(e) => return Ok(Err(format!("Error: invalid plugin_id: {e}"))),
+            };
             request =
                 request.chat_mode_configuration(ChatModeConfiguration::PluginConfiguration(config));
         }
@@ -177,10 +183,20 @@ impl QBusinessQuery {
         };
         let endpoint = std::env::var("AWS_ENDPOINT_URL_QBUSINESS")
             .unwrap_or_else(|_| format!("region {}", settings.region));
-        request
-            .send()
-            .await
-            .map_err(|e| error::describe(&e, &settings.application_id, &endpoint))
+        match request.send().await {
+            Ok(output) => Ok(Ok(output)),
+            Err(e) => {
+                let text = error::describe(&e, &settings.application_id, &endpoint);
+                if error::is_transient(&e) {
+                    Err(JobError::Retryable {
+                        message: text,
+                        retry_after: None,
+                    })
+                } else {
+                    Ok(Err(text))
+                }
+            }
+        }
     }
 
     /// Turns a ChatSync answer into the next step.
@@ -265,7 +281,7 @@ impl QBusinessQuery {
                 Some((&conversation, &parent)),
                 Some(follow),
             )
-            .await
+            .await?
         {
             Ok(output) => Ok(self.next(output, turn, cx, outcome)),
             Err(text) => Ok(tool_error(text)),
@@ -338,7 +354,7 @@ impl Job for QBusinessQuery {
                 conversation,
                 None,
             )
-            .await
+            .await?
         {
             Ok(output) => Ok(self.next(output, turn, cx, Outcome::Answered)),
             Err(text) => Ok(tool_error(text)),
@@ -413,15 +429,13 @@ impl Job for QBusinessQuery {
 }
 
 /// The conversation a review or challenge happened in.
-fn conversation_of(answer: &Answer) -> Result<(String, String), agentgate_core::job::JobError> {
+fn conversation_of(answer: &Answer) -> Result<(String, String), JobError> {
     match (&answer.conversation_id, &answer.system_message_id) {
         (Some(c), Some(m)) => Ok((c.clone(), m.clone())),
-        _ => Err(agentgate_core::job::JobError::Fatal(
-            rmcp::model::ErrorData::internal_error(
-                "Amazon Q Business asked for input without a conversation id to answer in",
-                None,
-            ),
-        )),
+        _ => Err(JobError::Fatal(rmcp::model::ErrorData::internal_error(
+            "Amazon Q Business asked for input without a conversation id to answer in",
+            None,
+        ))),
     }
 }
 

@@ -46,12 +46,18 @@ pub struct EngineConfig {
     pub sweep_every: Duration,
     /// How long ended tasks are kept.
     pub retention: Duration,
-    /// Retryable failures in a row before a task fails.
+    /// Retryable failures in a row before a task fails, whatever `retry_for`
+    /// says (a hard cap).
     pub max_retries: i64,
     /// Seals the secrets kept in the store (see [`crate::store::seal`]).
     /// The default is random, right for a store only this process uses;
     /// `agentgate serve` loads it from a key file every instance shares.
     pub store_key: SealKey,
+    /// How long a task keeps retrying transient upstream failures (5xx,
+    /// throttling, an upstream that is down) before it fails: an outage
+    /// shorter than this only delays tasks. Measured on the backoff schedule
+    /// (1 s doubling to 5 min), so real elapsed time is at least this.
+    pub retry_for: Duration,
 }
 
 impl Default for EngineConfig {
@@ -63,7 +69,8 @@ impl Default for EngineConfig {
             idle_poll: Duration::from_secs(1),
             sweep_every: Duration::from_secs(30),
             retention: Duration::from_secs(7 * 24 * 3600),
-            max_retries: 8,
+            max_retries: 1000,
+            retry_for: Duration::from_secs(3600),
             store_key: SealKey::generate(),
         }
     }

@@ -115,27 +115,33 @@ impl Engine {
         now: i64,
     ) -> Outcome {
         let attempt = task.failures + 1;
-        let max = self.inner.config.max_retries;
-        if attempt >= max {
+        let config = &self.inner.config;
+        // Time-based budget: an outage shorter than `retry_for` must not
+        // fail tasks; `max_retries` is only a backstop.
+        let retried_for = scheduled_backoff(attempt - 1);
+        if attempt >= config.max_retries || retried_for >= config.retry_for {
             return Outcome::Failed {
                 error: error_object(
                     ErrorCode::INTERNAL_ERROR.0,
-                    format!("gave up after {attempt} attempts: {message}"),
+                    format!(
+                        "gave up after {attempt} attempts over at least {}s: {message}",
+                        retried_for.as_secs()
+                    ),
                 ),
             };
         }
-        // Exponential backoff from 1 s, capped at 5 min; upstream's
-        // Retry-After wins when it asks for longer.
-        let backoff = Duration::from_secs(1u64 << (attempt - 1).clamp(0, 8) as u32)
-            .min(Duration::from_secs(300))
-            .max(retry_after.unwrap_or_default());
+        // Upstream's Retry-After wins when it asks for longer.
+        let backoff = backoff(attempt).max(retry_after.unwrap_or_default());
         let due_at = now.saturating_add(backoff.as_millis() as i64);
         tracing::warn!(task = %task.id, attempt, error = %message, "step failed; will retry");
         Outcome::Retry {
             status_message: Some(format!(
-                "retrying after an upstream problem ({message}); attempt {} of {max} in {}s",
+                "retrying after an upstream problem ({message}); attempt {} at {} (in {}s); \
+                 giving up after {}s of retries",
                 attempt + 1,
-                backoff.as_secs()
+                crate::clock::iso8601(due_at),
+                backoff.as_secs(),
+                config.retry_for.as_secs()
             )),
             due_at,
         }
@@ -169,6 +175,17 @@ impl Engine {
             }
         }
     }
+}
+
+/// The wait after the `attempt`-th failure in a row: 1 s doubling, capped
+/// at 5 min.
+fn backoff(attempt: i64) -> Duration {
+    Duration::from_secs(1u64 << (attempt - 1).clamp(0, 9) as u32).min(Duration::from_secs(300))
+}
+
+/// The waits after the first `attempts` failures, added up.
+fn scheduled_backoff(attempts: i64) -> Duration {
+    (1..=attempts).map(backoff).sum()
 }
 
 /// The `outcome` label of a step in `agentgate_step_duration_seconds`.
@@ -218,5 +235,21 @@ fn into_outcome(step: Step<Value>, now: i64) -> Outcome {
                 .map(|(key, request)| (key, to_json(&request)))
                 .collect(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_then_caps_at_five_minutes() {
+        let secs: Vec<u64> = (1..=11).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(scheduled_backoff(0), Duration::ZERO);
+        assert_eq!(scheduled_backoff(3).as_secs(), 7);
+        // An hour of retries is about twenty attempts, not eight.
+        let attempts = (1..).find(|&a| scheduled_backoff(a) >= Duration::from_secs(3600));
+        assert_eq!(attempts, Some(20));
     }
 }

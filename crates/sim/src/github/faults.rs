@@ -13,8 +13,15 @@
 //!   REST alike), one entry each: `ok`, `502`, `secondary_rate_limit`, `rate_limited`,
 //!   `bad_credentials`. The script is consulted before the random failures.
 //!
-//! Injected failures are decided before the request is parsed or changes any state, so
-//! a retried mutation is never a double effect.
+//! - **Lost responses** ([`Faults::set_lost_rate`]): each request that succeeded has its
+//!   answer replaced by 502 `{"message":"Server Error"}` with probability `p_lost`,
+//!   *after* it was handled: a mutation's effect (an assignment, a comment) stays applied.
+//!   This is the case that duplicates effects in a client that retries blindly.
+//!   [`Faults::lose_next_writes`] loses the answers of the next N successful writes (GraphQL
+//!   mutations, REST calls other than `GET`) for certain, before the random rate applies.
+//!
+//! Scripted and random failures are decided before the request is parsed or changes any
+//! state; only lost responses come after the effect.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -68,6 +75,8 @@ struct Knobs {
     jitter: Duration,
     p5xx: f64,
     p429: f64,
+    p_lost: f64,
+    lose_writes: u32,
     script: VecDeque<GithubFault>,
     /// Epoch second when the switched-on primary limit resets.
     primary_reset: Option<u64>,
@@ -96,6 +105,28 @@ impl Faults {
         let mut k = self.knobs();
         k.p5xx = p5xx.clamp(0.0, 1.0);
         k.p429 = p429.clamp(0.0, 1.0);
+    }
+
+    /// Sets the probability (clamped to `0..=1`) that a successful answer is lost after
+    /// the request was handled (see the module docs).
+    pub fn set_lost_rate(&self, p_lost: f64) {
+        self.knobs().p_lost = p_lost.clamp(0.0, 1.0);
+    }
+
+    /// Loses the answers of the next `n` successful writes, effect applied.
+    pub fn lose_next_writes(&self, n: u32) {
+        self.knobs().lose_writes = n;
+    }
+
+    /// Whether the answer to a request that succeeded is lost: one of the
+    /// writes [`Faults::lose_next_writes`] asked for, else per the rate.
+    pub(crate) fn lose_answer(&self, write: bool) -> bool {
+        let mut k = self.knobs();
+        if write && k.lose_writes > 0 {
+            k.lose_writes -= 1;
+            return true;
+        }
+        k.p_lost > 0.0 && rand::rng().random_bool(k.p_lost)
     }
 
     /// Switches the primary rate limit on (resetting `reset_in` from now) or off (`None`).
@@ -149,12 +180,15 @@ impl Faults {
         self.knobs().script.len()
     }
 
-    /// Clears the script, the random rates and the primary-limit switch (latency stays).
+    /// Clears the script, the random rates (lost answers included) and the primary-limit
+    /// switch (latency stays).
     pub fn clear(&self) {
         let mut k = self.knobs();
         k.script.clear();
         k.p5xx = 0.0;
         k.p429 = 0.0;
+        k.p_lost = 0.0;
+        k.lose_writes = 0;
         k.primary_reset = None;
     }
 
@@ -220,6 +254,20 @@ mod tests {
         assert_eq!(faults.next_fault(), Some(GithubFault::SecondaryRateLimit));
         faults.clear();
         assert_eq!(faults.next_fault(), None);
+    }
+
+    #[test]
+    fn lost_answers_follow_their_rate() {
+        let faults = Faults::default();
+        assert!(!faults.lose_answer(true));
+        faults.set_lost_rate(1.0);
+        assert!(faults.lose_answer(false));
+        faults.clear();
+        assert!(!faults.lose_answer(false));
+        faults.lose_next_writes(1);
+        assert!(!faults.lose_answer(false), "reads are not counted");
+        assert!(faults.lose_answer(true));
+        assert!(!faults.lose_answer(true));
     }
 
     #[test]

@@ -197,6 +197,9 @@ pub struct Stats {
     pub agent_tasks_created: u64,
     /// Failures injected (scripted, random, primary limit).
     pub faults_injected: u64,
+    /// Successful answers replaced by a 502 after the request was handled (see
+    /// [`Faults::set_lost_rate`]).
+    pub answers_lost: u64,
     /// Every `agentAssignment` received, oldest first.
     pub agent_assignments: Vec<RecordedAssignment>,
     assignments_by_issue: BTreeMap<(String, u64), u64>,

@@ -17,7 +17,8 @@
 //! The front door (a middleware) runs for every request, in this order: latency, body
 //! (at most [`MAX_BODY`] bytes, else 413), the token (else 401 `Bad credentials`), an
 //! injected fault (see `faults`), the primary rate limit (switch or spent budget), then
-//! one point is spent and the request runs. Every response carries the `x-ratelimit-*`
+//! one point is spent and the request runs; a successful answer may then be lost (502,
+//! the effect applied; `Faults::set_lost_rate`). Every response carries the `x-ratelimit-*`
 //! headers of its resource (`graphql` for the GraphQL endpoints, else `core`).
 
 use axum::Json;
@@ -242,11 +243,20 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
             api_base: format!("http://{host}{prefix}"),
             path: path.clone(),
         });
-        (
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await,
-            None,
-        )
+        let write = if graphql {
+            is_mutation(&bytes)
+        } else {
+            parts.method != axum::http::Method::GET
+        };
+        let response = next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+        if response.status().is_success() && sim.faults().lose_answer(write) {
+            // The request was handled (a mutation's effect stays); only the answer is lost.
+            sim.state().stats.answers_lost += 1;
+            break 'outcome (RestError::server_error().into_response(), None);
+        }
+        (response, None)
     };
 
     let mut bucket = bucket_now(&sim);
@@ -261,6 +271,15 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
         node_id("REQ", rand::random::<u32>().into()),
     );
     response
+}
+
+/// Whether a GraphQL request body is a mutation (for losing write answers;
+/// a body that does not parse is handled, and refused, by the endpoint).
+fn is_mutation(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("query")?.as_str().map(str::to_owned))
+        .is_some_and(|q| q.trim_start().starts_with("mutation"))
 }
 
 async fn viewer(

@@ -108,6 +108,12 @@ pub(crate) fn chat_sync(
         );
     }
     st.stats.chat_sync_effects += 1;
+    if let Some(token) = &input.client_token {
+        *st.stats
+            .effects_by_client_token
+            .entry(token.clone())
+            .or_default() += 1;
+    }
     Ok(response)
 }
 

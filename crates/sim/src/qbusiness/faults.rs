@@ -8,8 +8,14 @@
 //!   entry each: one of the eight ChatSync error shapes or `"ok"` (no fault; the request
 //!   proceeds). The script is consulted before random failures.
 //!
-//! Injected failures are decided after authentication and before the request is parsed
-//! or changes any state, so a retried request is never a duplicate effect.
+//! - **Lost responses** ([`Faults::set_lost_rate`]): each API request that succeeded has
+//!   its answer replaced by `InternalServerException` (500) with probability `p_lost`,
+//!   *after* the handler applied it — the dangerous case, where a client that retries
+//!   with a new `clientToken` would duplicate the effect. [`Faults::lose_next_answers`] loses
+//!   the next N successful ChatSync answers for certain, before the random rate applies.
+//!
+//! Scripted and random failures are decided after authentication and before the request
+//! is parsed or changes any state; only lost responses come after the effect.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -114,6 +120,8 @@ struct Knobs {
     jitter: Duration,
     p500: f64,
     p429: f64,
+    p_lost: f64,
+    lose_chat_syncs: u32,
     script: VecDeque<ScriptedFault>,
 }
 
@@ -142,6 +150,12 @@ impl Faults {
         let mut k = self.knobs();
         k.p500 = p500.clamp(0.0, 1.0);
         k.p429 = p429.clamp(0.0, 1.0);
+    }
+
+    /// Sets the probability (clamped to `0..=1`) that a successful answer is lost after
+    /// its effect was applied (see the module docs).
+    pub fn set_lost_rate(&self, p_lost: f64) {
+        self.knobs().p_lost = p_lost.clamp(0.0, 1.0);
     }
 
     /// Appends entries to the ChatSync fault script.
@@ -178,12 +192,30 @@ impl Faults {
         self.knobs().script.len()
     }
 
-    /// Clears the script and the random rates (latency stays).
+    /// Clears the script and the random rates, lost answers included (latency stays).
     pub fn clear(&self) {
         let mut k = self.knobs();
         k.script.clear();
         k.p500 = 0.0;
         k.p429 = 0.0;
+        k.p_lost = 0.0;
+        k.lose_chat_syncs = 0;
+    }
+
+    /// Loses the answers of the next `n` successful ChatSync requests, turn applied.
+    pub fn lose_next_answers(&self, n: u32) {
+        self.knobs().lose_chat_syncs = n;
+    }
+
+    /// Whether the answer to a request that succeeded is lost: one of the
+    /// ChatSyncs [`Faults::lose_next_answers`] asked for, else per the rate.
+    pub(crate) fn lose_answer(&self, chat_sync: bool) -> bool {
+        let mut k = self.knobs();
+        if chat_sync && k.lose_chat_syncs > 0 {
+            k.lose_chat_syncs -= 1;
+            return true;
+        }
+        k.p_lost > 0.0 && rand::rng().random_bool(k.p_lost)
     }
 
     /// The delay for the next request.
@@ -282,5 +314,22 @@ mod tests {
         );
         faults.clear();
         assert!(faults.random_fault().is_none());
+    }
+
+    #[test]
+    fn lost_answers_follow_their_rate() {
+        let faults = Faults::default();
+        assert!(!faults.lose_answer(true));
+        faults.set_lost_rate(1.0);
+        assert!(faults.lose_answer(false));
+        faults.clear();
+        assert!(!faults.lose_answer(false));
+        faults.lose_next_answers(1);
+        assert!(
+            !faults.lose_answer(false),
+            "only ChatSync answers are counted"
+        );
+        assert!(faults.lose_answer(true));
+        assert!(!faults.lose_answer(true));
     }
 }

@@ -124,13 +124,34 @@ pub struct Stats {
     pub tickets_created: u64,
     /// Failures injected into ChatSync (scripted or random).
     pub faults_injected: u64,
+    /// Successful answers replaced by a 500 after their effect was applied (any API
+    /// operation; see [`Faults::set_lost_rate`]).
+    pub answers_lost: u64,
     by_client_token: HashMap<String, u64>,
+    effects_by_client_token: HashMap<String, u64>,
 }
 
 impl Stats {
     /// How many ChatSync requests carried `token` as their `clientToken`.
     pub fn requests_by_client_token(&self, token: &str) -> u64 {
         self.by_client_token.get(token).copied().unwrap_or(0)
+    }
+
+    /// How many turns `token` produced: at most 1 while idempotency holds.
+    pub fn effects_by_client_token(&self, token: &str) -> u64 {
+        self.effects_by_client_token
+            .get(token)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The largest number of turns any one clientToken produced.
+    pub fn max_effects_per_client_token(&self) -> u64 {
+        self.effects_by_client_token
+            .values()
+            .copied()
+            .max()
+            .unwrap_or(0)
     }
 }
 

@@ -12,7 +12,8 @@
 //!
 //! The front door (a middleware) runs for every request: it waits the configured latency,
 //! reads the body (at most [`MAX_BODY`] bytes), verifies SigV4 (except for `/oauth/`),
-//! and stamps `x-amzn-RequestId` on every response.
+//! may lose a successful answer after the fact (`Faults::set_lost_rate`), and stamps
+//! `x-amzn-RequestId` on every response.
 
 use std::time::SystemTime;
 
@@ -84,8 +85,18 @@ async fn front_door(State(sim): State<QBusinessSim>, request: Request, next: Nex
                         e.into_response()
                     }
                     Ok(_) => {
-                        next.run(Request::from_parts(parts, Body::from(bytes)))
-                            .await
+                        let chat_sync = parts.method == axum::http::Method::POST;
+                        let response = next
+                            .run(Request::from_parts(parts, Body::from(bytes)))
+                            .await;
+                        if response.status().is_success() && sim.faults().lose_answer(chat_sync) {
+                            // The effect stays applied; only the answer is lost.
+                            sim.inner.state().stats.answers_lost += 1;
+                            ApiError::internal("An internal error occurred. Retry the request.")
+                                .into_response()
+                        } else {
+                            response
+                        }
                     }
                 }
             }
