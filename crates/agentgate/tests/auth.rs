@@ -779,3 +779,54 @@ async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
         let _ = child.wait().await;
     }
 }
+
+/// `agentgate call` sends `AGENTGATE_TOKEN` as the bearer token; without it
+/// a server with authentication on refuses the client, which says so.
+#[tokio::test]
+async fn the_command_line_client_authenticates_with_agentgate_token() {
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q_url = qbusiness(&stop).await;
+    let (token, entry) = new_token("carol").await;
+    let server = serve(
+        &format!("[auth]\nmode = \"tokens\"\n\n{entry}\n"),
+        &[],
+        &q_url,
+    )
+    .await;
+    let state = tempfile::tempdir().expect("tempdir");
+    let call = |token: Option<&str>| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["call", "--url", &server.mcp(), QBUSINESS])
+            .args(["--arg", "query=How do I set up the VPN?"])
+            .env("AGENTGATE_CLIENT_STATE", state.path())
+            .env_remove("AGENTGATE_TOKEN")
+            .kill_on_drop(true);
+        if let Some(token) = token {
+            command.env("AGENTGATE_TOKEN", token);
+        }
+        command.output()
+    };
+    let refused = tokio::time::timeout(Duration::from_secs(60), call(None))
+        .await
+        .expect("the client did not finish")
+        .expect("run the client");
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("requires authentication (401): set AGENTGATE_TOKEN"),
+        "the client says it was not let in and what to do: {said}"
+    );
+    let answered = tokio::time::timeout(Duration::from_secs(120), call(Some(&token)))
+        .await
+        .expect("the client did not finish")
+        .expect("run the client");
+    assert_eq!(answered.status.code(), Some(0), "{answered:?}");
+    assert!(
+        String::from_utf8_lossy(&answered.stdout).starts_with("Qbiz response: "),
+        "{answered:?}"
+    );
+    let log = server.stop().await;
+    assert!(!log.contains(&token), "the token is not logged");
+}

@@ -132,7 +132,7 @@ impl Engine {
         }
         // Upstream's Retry-After wins when it asks for longer.
         let backoff = backoff(attempt).max(retry_after.unwrap_or_default());
-        let due_at = now.saturating_add(backoff.as_millis() as i64);
+        let due_at = now.saturating_add(millis(backoff));
         tracing::warn!(task = %task.id, attempt, error = %message, "step failed; will retry");
         Outcome::Retry {
             status_message: Some(format!(
@@ -155,11 +155,7 @@ impl Engine {
         tick.tick().await;
         loop {
             tick.tick().await;
-            let until = self
-                .inner
-                .clock
-                .now()
-                .saturating_add(lease.as_millis() as i64);
+            let until = self.inner.clock.now().saturating_add(millis(lease));
             match self
                 .inner
                 .store
@@ -201,6 +197,13 @@ fn outcome_label(outcome: &Outcome) -> &'static str {
     }
 }
 
+/// A duration in store milliseconds; an absurd one (a job or an upstream's
+/// `Retry-After` asking for centuries) saturates instead of wrapping into
+/// the past.
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
 fn to_json(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
@@ -221,7 +224,7 @@ fn into_outcome(step: Step<Value>, now: i64) -> Outcome {
         } => Outcome::Waiting {
             state,
             status_message: status,
-            due_at: now.saturating_add(after.as_millis() as i64),
+            due_at: now.saturating_add(millis(after)),
         },
         Step::Ask {
             state,

@@ -147,16 +147,30 @@ impl Connection {
     /// flag: command lines are visible to every user of the machine).
     pub async fn http(url: &str) -> Result<Self> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-        if let Some(token) = std::env::var("AGENTGATE_TOKEN")
+        let token = std::env::var("AGENTGATE_TOKEN")
             .ok()
-            .filter(|token| !token.is_empty())
-        {
-            config = config.auth_header(token);
+            .filter(|token| !token.is_empty());
+        if let Some(token) = &token {
+            config = config.auth_header(token.clone());
         }
         let transport = StreamableHttpClientTransport::from_config(config);
         let service = client_config()
             .serve_with_lifecycle(transport, lifecycle())
             .await
+            .map_err(|e| {
+                // rmcp reports a 401 as "Auth required" deep in a transport
+                // error; say what to do about it.
+                let error = anyhow::Error::new(e);
+                if !format!("{error:#}").contains("Auth required") {
+                    return error;
+                }
+                error.context(if token.is_some() {
+                    "the server refused the bearer token in AGENTGATE_TOKEN (401)"
+                } else {
+                    "the server requires authentication (401): set AGENTGATE_TOKEN to a \
+                     bearer token it accepts"
+                })
+            })
             .with_context(|| format!("connecting to the MCP server at {url}"))?;
         Ok(Self {
             service,
