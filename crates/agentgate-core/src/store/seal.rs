@@ -3,8 +3,8 @@
 //!
 //! Today that is the key that signs MRTR `requestState` (whoever holds it can
 //! forge a state for any principal). Tasks themselves hold no credentials:
-//! the backends read their AWS and GitHub credentials from this process's
-//! environment at every step, so a copied database or a PostgreSQL dump
+//! the backends take their AWS and GitHub credentials from this process's
+//! environment, never from a task, so a copied database or a PostgreSQL dump
 //! gives away task contents but nothing to call AWS or GitHub with.
 //!
 //! Flow: [`shared_secret`] makes a fresh random secret, seals it
