@@ -377,23 +377,24 @@ impl ServerHandler for Gateway {
         self.admit(&owner)?;
         let id = TaskId::from_client(request.task_id);
         let now = self.engine.clock().now();
-        let record = match &self.guard {
-            None => self.get_visible(&owner, &id).await?,
+        let tools = self.engine.tools();
+        let detailed = match &self.guard {
+            None => wire::to_detailed_task(&self.get_visible(&owner, &id).await?, tools, now)?,
             Some(guard) => match guard.polls.poll(&owner, &id, now) {
-                Poll::Cached(record) => *record,
+                Poll::Cached(record) => wire::to_detailed_task(&record, tools, now)?,
                 Poll::TooFast { interval, polls } => {
                     return Err(guard.too_fast(&id, interval, polls));
                 }
                 Poll::Read(ticket) => {
+                    // Rendered once: the answer also says how long to keep it.
                     let record = self.get_visible(&owner, &id).await?;
-                    let fields = wire::task_fields(&record, self.engine.tools(), now);
-                    let interval = fields.poll_interval_ms.map(Duration::from_millis);
+                    let detailed = wire::to_detailed_task(&record, tools, now)?;
+                    let interval = detailed.task.poll_interval_ms.map(Duration::from_millis);
                     guard.polls.remember(&record, interval, now, ticket);
-                    record
+                    detailed
                 }
             },
         };
-        let detailed = wire::to_detailed_task(&record, self.engine.tools(), now)?;
         Ok(GetTaskResult::new(detailed))
     }
 
