@@ -104,6 +104,15 @@ impl TaskStore for Counting {
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
         self.inner.nudge(id, now).await
     }
+    async fn release(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.inner.release(id, worker, attempt, now).await
+    }
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
         self.inner.release_all(worker, now).await
     }

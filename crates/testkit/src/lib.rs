@@ -3,6 +3,8 @@
 //! elicitations) and answers elicitations, plus task polling that honours
 //! `pollIntervalMs`.
 
+pub mod faults;
+
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

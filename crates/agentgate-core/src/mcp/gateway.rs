@@ -72,12 +72,34 @@ pub(crate) fn unknown_task() -> ErrorData {
     )
 }
 
-fn store_error(e: StoreError) -> ErrorData {
+/// How long a client is asked to wait before retrying a request that met a
+/// store outage.
+const OUTAGE_RETRY_AFTER_SECONDS: u64 = 5;
+
+/// The JSON-RPC error for a store failure. An outage (disk full, read-only,
+/// database away) says so and how long to wait, in `data`
+/// (`{"reason": "disk_full", "retryAfterSeconds": 5}`), so a client can tell
+/// "try again" from "you asked for something that does not exist".
+pub(crate) fn store_error(e: StoreError) -> ErrorData {
     match e {
         StoreError::NotFound => unknown_task(),
+        StoreError::Unavailable { cause, ref source } => {
+            tracing::warn!(reason = cause.as_str(), error = %source, "task store unavailable");
+            ErrorData::internal_error(
+                format!(
+                    "the task store cannot take this request now: {cause}; the request was not \
+                     carried out; retry in {OUTAGE_RETRY_AFTER_SECONDS} s (reads of existing \
+                     tasks may still work)"
+                ),
+                Some(serde_json::json!({
+                    "reason": cause.as_str(),
+                    "retryAfterSeconds": OUTAGE_RETRY_AFTER_SECONDS,
+                })),
+            )
+        }
         other => {
             tracing::error!(error = %other, "task store error");
-            ErrorData::internal_error("the task store is unavailable; try again", None)
+            ErrorData::internal_error("the task store failed this request; try again", None)
         }
     }
 }

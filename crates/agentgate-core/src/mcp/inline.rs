@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::gateway::{Gateway, is_modern, unknown_task};
+use super::gateway::{Gateway, is_modern, store_error};
 use super::wire;
 use crate::job::ToolSpec;
 use crate::task::{Owner, TaskId, TaskRecord, TaskStatus};
@@ -183,7 +183,7 @@ impl Gateway {
                 .store()
                 .record_input(owner, &record.id, responses, self.engine.clock().now())
                 .await
-                .map_err(|_| unknown_task())?;
+                .map_err(store_error)?;
             self.engine.publish(&record.id);
             self.engine.wake();
             return Ok(None);

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, ErrorData, Tool,
+};
 use rmcp::service::{RequestContext, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -93,8 +95,12 @@ impl Gateway {
         let owner = self.owner(&cx);
         let id = TaskId::from_client(args.task_id);
         let mut changes = self.engine.subscribe();
-        let Ok(mut record) = self.get_visible(&owner, &id).await else {
-            return Ok(error(format!("unknown or expired task id `{id}`")));
+        let mut record = match self.get_visible(&owner, &id).await {
+            Ok(record) => record,
+            Err(e) if e.code == ErrorCode::INVALID_PARAMS => {
+                return Ok(error(format!("unknown or expired task id `{id}`")));
+            }
+            Err(e) => return Err(e),
         };
         let seen = (record.status, record.status_message.clone());
         let deadline = Instant::now() + Duration::from_secs_f64(wait);
@@ -105,10 +111,13 @@ impl Gateway {
                 () = tokio::time::sleep_until(deadline) => {}
                 () = cx.ct.cancelled() => break,
             }
-            let Ok(now) = self.get_visible(&owner, &id).await else {
-                return Ok(error(format!("unknown or expired task id `{id}`")));
+            record = match self.get_visible(&owner, &id).await {
+                Ok(record) => record,
+                Err(e) if e.code == ErrorCode::INVALID_PARAMS => {
+                    return Ok(error(format!("unknown or expired task id `{id}`")));
+                }
+                Err(e) => return Err(e),
             };
-            record = now;
             if (record.status, record.status_message.clone()) != seen {
                 break;
             }

@@ -230,9 +230,11 @@ impl Engine {
             tokio::spawn(self.clone().relay_changes(changes, shutdown.clone()));
         }
         let config = self.inner.config.clone();
+        let mut claims = Trouble::new("claiming due tasks");
         loop {
             let free = config.concurrency.saturating_sub(steps.len());
             let mut claimed = 0;
+            let mut backoff = None;
             if free > 0 {
                 let now = self.inner.clock.now();
                 match self
@@ -242,6 +244,7 @@ impl Engine {
                     .await
                 {
                     Ok(tasks) => {
+                        claims.ok();
                         claimed = tasks.len();
                         for crate::store::Claimed {
                             task,
@@ -259,8 +262,18 @@ impl Engine {
                             steps.spawn(self.clone().run_step(task, token));
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "claiming due tasks failed"),
+                    Err(e) => backoff = Some(claims.failed(&e)),
                 }
+            }
+            if let Some(pause) = backoff {
+                // The store is failing: wait before asking again (wake-ups
+                // would only bring the next failure sooner).
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => {}
+                    Some(_) = steps.join_next(), if !steps.is_empty() => {}
+                }
+                continue;
             }
             if claimed > 0 && claimed == free {
                 // There may be more due work; look again at once.
@@ -304,7 +317,7 @@ impl Engine {
             }
             Ok(None) => idle,
             Err(e) => {
-                tracing::warn!(error = %e, "reading the next due task failed");
+                tracing::debug!(error = %e, "reading the next due task failed");
                 idle
             }
         }
@@ -312,6 +325,7 @@ impl Engine {
 
     async fn sweep_loop(self, shutdown: CancellationToken) {
         let every = self.inner.config.sweep_every;
+        let mut sweeps = Trouble::new("sweeping tasks");
         loop {
             let now = self.inner.clock.now();
             match self
@@ -321,19 +335,94 @@ impl Engine {
                 .await
             {
                 Ok(report) if report.expired + report.deleted > 0 => {
+                    sweeps.ok();
                     tracing::info!(
                         expired = report.expired,
                         deleted = report.deleted,
                         "swept tasks"
                     );
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "sweeping tasks failed"),
+                Ok(_) => sweeps.ok(),
+                Err(e) => {
+                    sweeps.failed(&e);
+                }
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(every) => {}
             }
         }
+    }
+}
+
+/// A store operation that keeps failing, said once when it starts failing
+/// and once when it recovers (not once per loop), with the pause before the
+/// next try: 100 ms doubling to 5 s.
+#[derive(Debug)]
+struct Trouble {
+    what: &'static str,
+    failures: u32,
+    since: Option<std::time::Instant>,
+}
+
+impl Trouble {
+    const FIRST_PAUSE: Duration = Duration::from_millis(100);
+    const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+    fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            failures: 0,
+            since: None,
+        }
+    }
+
+    /// Records a failure; returns how long to wait before trying again.
+    fn failed(&mut self, error: &crate::store::StoreError) -> Duration {
+        if self.failures == 0 {
+            self.since = Some(std::time::Instant::now());
+            tracing::warn!(error = %error, "{} failed; retrying with backoff until it works", self.what);
+        } else {
+            tracing::debug!(error = %error, failures = self.failures + 1, "{} failed again", self.what);
+        }
+        self.failures = self.failures.saturating_add(1);
+        Self::pause(self.failures)
+    }
+
+    /// Records a success, saying so if it ends a run of failures.
+    fn ok(&mut self) {
+        if self.failures > 0 {
+            let secs = self.since.map_or(0.0, |t| t.elapsed().as_secs_f64());
+            tracing::info!(
+                failures = self.failures,
+                seconds = format!("{secs:.1}"),
+                "{} works again",
+                self.what
+            );
+            self.failures = 0;
+            self.since = None;
+        }
+    }
+
+    /// The pause after `failures` failures in a row.
+    fn pause(failures: u32) -> Duration {
+        let doubled = Self::FIRST_PAUSE.saturating_mul(1 << failures.saturating_sub(1).min(16));
+        doubled.min(Self::MAX_PAUSE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Trouble;
+    use std::time::Duration;
+
+    #[test]
+    fn store_trouble_backs_off_from_100_ms_to_5_s() {
+        let pauses: Vec<u64> = [1, 2, 3, 6, 7, 40, u32::MAX]
+            .into_iter()
+            .map(|n| Trouble::pause(n).as_millis() as u64)
+            .collect();
+        assert_eq!(pauses, [100, 200, 400, 3200, 5000, 5000, 5000]);
+        assert_eq!(Trouble::pause(0), Duration::from_millis(100));
     }
 }

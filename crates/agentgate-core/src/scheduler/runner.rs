@@ -24,27 +24,85 @@ impl Engine {
         );
         self.running().remove(&task.id);
         let Some(outcome) = outcome else { return };
+        self.save(&task, outcome).await;
+    }
+
+    /// Checkpoints a step's outcome. A store that fails the write (a
+    /// database blip, a full disk) is asked again, quickly at first, for up
+    /// to a third of the lease, so a short outage delays the task by about
+    /// its own length rather than by the lease. If the write still fails,
+    /// the lease is given up at once, so another attempt (here or on another
+    /// instance) runs the step again as soon as the store is back; if even
+    /// that fails, the lease runs out by itself.
+    async fn save(&self, task: &TaskRecord, outcome: Outcome) {
         let worker = &self.inner.config.worker_id;
+        let give_up = tokio::time::Instant::now() + self.inner.config.lease / 3;
+        let mut pause = SAVE_RETRY_FIRST;
+        let mut failed = false;
+        loop {
+            let now = self.inner.clock.now();
+            match self
+                .inner
+                .store
+                .checkpoint(&task.id, worker, task.attempt, outcome.clone(), now)
+                .await
+            {
+                Ok(saved) => {
+                    if failed {
+                        tracing::info!(task = %task.id, "step saved after the store recovered");
+                    }
+                    tracing::debug!(task = %task.id, status = %saved.status, "step saved");
+                    self.publish(&task.id);
+                    if saved.due_at.is_some_and(|due| due <= now) {
+                        self.wake();
+                    }
+                    return;
+                }
+                Err(StoreError::LeaseLost { .. }) if failed => {
+                    // An earlier try may have committed with its answer lost;
+                    // either way the task is no longer ours: let waiters look.
+                    tracing::warn!(task = %task.id, "lease gone after a failed save");
+                    self.publish(&task.id);
+                    return;
+                }
+                Err(StoreError::LeaseLost { .. }) => {
+                    tracing::warn!(task = %task.id, "lease lost during the step; its result was discarded");
+                    return;
+                }
+                Err(e) if e.outage().is_some() && tokio::time::Instant::now() + pause < give_up => {
+                    if !failed {
+                        tracing::warn!(task = %task.id, error = %e, "saving a step failed; retrying");
+                    }
+                    failed = true;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(SAVE_RETRY_MAX);
+                }
+                Err(e) => {
+                    tracing::error!(task = %task.id, error = %e, "saving a step failed; releasing its lease");
+                    self.release(task).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Gives up `task`'s lease so its step runs again without waiting for the
+    /// lease to run out.
+    async fn release(&self, task: &TaskRecord) {
         let now = self.inner.clock.now();
         match self
             .inner
             .store
-            .checkpoint(&task.id, worker, task.attempt, outcome, now)
+            .release(&task.id, &self.inner.config.worker_id, task.attempt, now)
             .await
         {
-            Ok(saved) => {
-                tracing::debug!(task = %task.id, status = %saved.status, "step saved");
+            Ok(()) => {
                 self.publish(&task.id);
-                if saved.due_at.is_some_and(|due| due <= now) {
-                    self.wake();
-                }
+                self.wake();
             }
-            Err(StoreError::LeaseLost { .. }) => {
-                tracing::warn!(task = %task.id, "lease lost during the step; its result was discarded");
-            }
+            Err(StoreError::LeaseLost { .. }) => {}
             Err(e) => {
-                // The lease runs out and the step is tried again.
-                tracing::error!(task = %task.id, error = %e, "saving a step failed");
+                tracing::warn!(task = %task.id, error = %e, "releasing the lease failed; it runs out by itself");
             }
         }
     }
@@ -172,6 +230,11 @@ impl Engine {
         }
     }
 }
+
+/// The first pause before saving a step again after the store failed it.
+const SAVE_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause between tries to save a step.
+const SAVE_RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// The wait after the `attempt`-th failure in a row: 1 s doubling, capped
 /// at 5 min.

@@ -27,6 +27,12 @@
 //!   `heartbeat` and `checkpoint` succeed only for the current worker *and*
 //!   attempt; otherwise they return [`StoreError::LeaseLost`] and change
 //!   nothing.
+//! - **Release.** `release` gives up one lease its caller holds (fenced like
+//!   `checkpoint`) and leaves the task due at once, its state unchanged.
+//! - **Write failures.** A write that returns an error was not acknowledged
+//!   and left nothing half-done behind; an outage (disk full, read-only,
+//!   unreachable) is [`StoreError::Unavailable`], and the store serves writes
+//!   again once its cause clears, without a restart.
 //! - **Cancel** is cooperative: `request_cancel` flags a live task and makes it
 //!   due at once; the job decides how to end. It is a no-op on ended tasks.
 //! - **Nudge** moves a waiting `working` task's `due_at` forward to now and
@@ -70,8 +76,18 @@ pub enum StoreError {
     /// A stored row that does not decode (written by an incompatible version?).
     #[error("corrupt task row {task}: {reason}")]
     Corrupt { task: String, reason: String },
+    /// The database cannot take this request now (the disk is full, it is
+    /// read-only, it cannot be reached, no connection was free in time).
+    /// Nothing is lost by retrying: a write that failed this way was not
+    /// acknowledged, and the store recovers by itself once the cause clears.
+    #[error("the task store is unavailable ({cause}): {source}")]
+    Unavailable {
+        cause: Outage,
+        #[source]
+        source: sqlx::Error,
+    },
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("could not create the store's directory {path}: {source}")]
@@ -83,6 +99,100 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Why a store is [`StoreError::Unavailable`]: what an operator should look
+/// at, and what a client is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outage {
+    /// The database's disk (or quota) is full: writes fail, reads work.
+    DiskFull,
+    /// The database refuses writes (a read-only file, mount or replica).
+    ReadOnly,
+    /// The database cannot be reached or dropped the connection.
+    Unreachable,
+    /// No connection became free in time (the pool is exhausted or the
+    /// server is too slow to accept one).
+    Busy,
+}
+
+impl Outage {
+    /// A stable name for logs, metrics and the error's `data.reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outage::DiskFull => "disk_full",
+            Outage::ReadOnly => "read_only",
+            Outage::Unreachable => "unreachable",
+            Outage::Busy => "busy",
+        }
+    }
+}
+
+impl std::fmt::Display for Outage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outage::DiskFull => "the database's disk is full",
+            Outage::ReadOnly => "the database is read-only",
+            Outage::Unreachable => "the database cannot be reached",
+            Outage::Busy => "no database connection became free in time",
+        })
+    }
+}
+
+impl StoreError {
+    /// The outage behind this error, if it is one: retrying later can work.
+    pub fn outage(&self) -> Option<Outage> {
+        match self {
+            StoreError::Unavailable { cause, .. } => Some(*cause),
+            _ => None,
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(source: sqlx::Error) -> Self {
+        match outage_of(&source) {
+            Some(cause) => StoreError::Unavailable { cause, source },
+            None => StoreError::Database(source),
+        }
+    }
+}
+
+/// Classifies a database error as an outage (SQLite result codes and
+/// PostgreSQL SQLSTATEs), or `None` for errors a retry would not cure.
+fn outage_of(error: &sqlx::Error) -> Option<Outage> {
+    match error {
+        sqlx::Error::PoolTimedOut => Some(Outage::Busy),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Protocol(_) => Some(Outage::Unreachable),
+        sqlx::Error::Database(db) => {
+            let code = db.code()?;
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                // The primary result code is the extended code's low byte.
+                let extended = code.parse::<u32>().ok()?;
+                return match extended & 0xff {
+                    13 => Some(Outage::DiskFull),         // SQLITE_FULL
+                    8 => Some(Outage::ReadOnly),          // SQLITE_READONLY
+                    10 | 14 => Some(Outage::Unreachable), // SQLITE_IOERR, SQLITE_CANTOPEN
+                    5 | 6 => Some(Outage::Busy),          // SQLITE_BUSY, SQLITE_LOCKED
+                    _ => None,
+                };
+            }
+            // PostgreSQL SQLSTATEs.
+            match &*code {
+                "53100" => Some(Outage::DiskFull),
+                "25006" => Some(Outage::ReadOnly),
+                "53000" | "53200" | "53300" | "57P03" | "55P03" => Some(Outage::Busy),
+                c if c.starts_with("08") || c.starts_with("57P") => Some(Outage::Unreachable),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
 
 /// What `record_input` did with the answers it was given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -192,6 +302,18 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord>;
+
+    /// Gives up a lease the caller still holds, leaving the task as it was
+    /// and due at once (a step whose result could not be saved), so another
+    /// attempt, here or on another instance, need not wait for the lease to
+    /// run out. `LeaseLost` if the caller no longer holds it.
+    async fn release(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        now: Millis,
+    ) -> StoreResult<()>;
 
     /// Makes a `working` task that waits for its next step due at `now`,
     /// so a watcher that saw its upstream change need not wait for the timer.

@@ -46,9 +46,23 @@
 //! removed from the query before the URL reaches sqlx:
 //!
 //! - `max_connections` (default 10): the most connections this instance opens.
-//! - `acquire_timeout` (seconds, default 30): how long `open` keeps retrying a
-//!   server that refuses connections (one that is still starting), and how
-//!   long an operation waits for a free connection.
+//! - `acquire_timeout` (seconds, default 2): how long an operation waits for a
+//!   connection (a free one, or a new one to a server that refuses them)
+//!   before it fails with [`StoreError::Unavailable`]. Short on purpose: while
+//!   the database is away, requests get a fast, clear answer with a retry
+//!   hint instead of hanging, and hold nothing while they wait.
+//! - `startup_timeout` (seconds, default 30): how long `open` keeps retrying a
+//!   server that refuses connections (one that is still starting).
+//!
+//! # Failures
+//!
+//! A connection that sqlx still counts as inside a transaction when it is
+//! released (a `COMMIT` or `ROLLBACK` that failed) is closed, never reused;
+//! sqlx also pings every connection on release, so one the server dropped
+//! mid-transaction is closed too. A dropped connection rolls its transaction
+//! back on the server, so a write either committed before it was
+//! acknowledged or did not happen. Reads keyed by a caller's owner filter on
+//! it in SQL, so another owner's task costs what an unknown id costs.
 //!
 //! Neither errors nor `Debug` output show the password.
 
@@ -98,20 +112,33 @@ const LIVE: &str = "status IN ('working', 'input_required')";
 /// (cancel requested). Notifications sent inside a transaction are delivered
 /// on commit, so listeners never hear of a change they cannot read yet.
 pub const CHANNEL: &str = "agentgate_task_changes";
+/// How often `open` retries a server that refuses connections.
+const STARTUP_RETRY: Duration = Duration::from_millis(250);
 const DEFAULT_MAX_CONNECTIONS: u32 = 10;
-const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl PostgresStore {
     /// Connects to the database a `postgres://` URL names and applies
     /// migrations. See the module docs for the pool parameters it accepts.
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let (options, pool) = parse_url(url)?;
-        Self::connect_with(options, pool).await
+        let (options, pool, startup) = parse_url(url)?;
+        Self::connect_with_startup(options, pool, startup).await
     }
 
     /// Connects with options built in code (a `search_path`, TLS files, an
-    /// `after_connect` hook, …) and applies migrations.
+    /// `after_connect` hook, …) and applies migrations, waiting up to the
+    /// pool's acquire timeout for the server.
     pub async fn connect_with(options: PgConnectOptions, pool: PgPoolOptions) -> StoreResult<Self> {
+        let startup = pool.get_acquire_timeout();
+        Self::connect_with_startup(options, pool, startup).await
+    }
+
+    async fn connect_with_startup(
+        options: PgConnectOptions,
+        pool: PgPoolOptions,
+        startup: Duration,
+    ) -> StoreResult<Self> {
         let label = format!(
             "postgres://{}@{}:{}/{}",
             options.get_username(),
@@ -119,26 +146,31 @@ impl PostgresStore {
             options.get_port(),
             options.get_database().unwrap_or_default()
         );
-        let acquire_timeout = pool.get_acquire_timeout();
-        let pool = match pool.connect_with(options.clone()).await {
-            Ok(pool) => pool,
-            // The pool retries refused connections until the timeout and then
-            // forgets why they failed; one direct attempt says why.
-            Err(sqlx::Error::PoolTimedOut) => {
-                let attempt =
-                    tokio::time::timeout(acquire_timeout, PgConnection::connect_with(&options))
-                        .await;
-                return Err(match attempt {
-                    Ok(Err(e)) => e.into(),
-                    Ok(Ok(conn)) => {
-                        let _ = conn.close().await;
-                        sqlx::Error::PoolTimedOut.into()
-                    }
-                    Err(_) => sqlx::Error::PoolTimedOut.into(),
-                });
+        let pool = pool
+            // A connection sqlx still counts as inside a transaction (its
+            // COMMIT or ROLLBACK failed) never serves another caller.
+            .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
+            .connect_lazy_with(options.clone());
+        // Wait for a server that is still starting, up to `startup`; the
+        // pool's own acquire timeout is kept short for requests.
+        let deadline = tokio::time::Instant::now() + startup;
+        loop {
+            let attempt =
+                tokio::time::timeout_at(deadline, PgConnection::connect_with(&options)).await;
+            match attempt {
+                Ok(Ok(conn)) => {
+                    let _ = conn.close().await;
+                    break;
+                }
+                Ok(Err(e)) if tokio::time::Instant::now() + STARTUP_RETRY < deadline => {
+                    tracing::debug!(error = %e, "PostgreSQL not reachable yet; retrying");
+                    tokio::time::sleep(STARTUP_RETRY).await;
+                }
+                // Says why the last attempt failed (the pool would forget).
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => return Err(sqlx::Error::PoolTimedOut.into()),
             }
-            Err(e) => return Err(e.into()),
-        };
+        }
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
         let (changes, _) = tokio::sync::broadcast::channel(1024);
         // LISTEN before returning, so no change made after `open` is missed.
@@ -157,9 +189,12 @@ impl PostgresStore {
         })
     }
 
-    async fn fetch(&self, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1")
+    /// The task if `owner` owns it: filtered in SQL, so a foreign row is
+    /// never read (see the module docs).
+    async fn fetch_owned(&self, owner: &Owner, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 AND owner = $2")
             .bind(id.as_str())
+            .bind(owner.as_str())
             .fetch_optional(&self.pool)
             .await?;
         row.map(decode).transpose()
@@ -167,7 +202,7 @@ impl PostgresStore {
 }
 
 /// Splits a store URL into sqlx's connect options and our pool settings.
-fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions)> {
+fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions, Duration)> {
     let invalid = |reason: String| StoreError::InvalidUrl {
         url: redact_url(url),
         reason,
@@ -175,6 +210,7 @@ fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions)> {
     let mut parsed = url::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
     let mut max_connections = DEFAULT_MAX_CONNECTIONS;
     let mut acquire_timeout = DEFAULT_ACQUIRE_TIMEOUT;
+    let mut startup_timeout = DEFAULT_STARTUP_TIMEOUT;
     let mut kept = Vec::new();
     for (key, value) in parsed.query_pairs() {
         match &*key {
@@ -185,17 +221,22 @@ fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions)> {
                     ))
                 })?;
             }
-            "acquire_timeout" => {
-                acquire_timeout = value
+            "acquire_timeout" | "startup_timeout" => {
+                let secs = value
                     .parse()
                     .ok()
-                    .filter(|secs: &f64| secs.is_finite() && *secs > 0.0)
+                    .filter(|secs: &f64| secs.is_finite() && *secs > 0.0 && *secs < 1e9)
                     .map(Duration::from_secs_f64)
                     .ok_or_else(|| {
                         invalid(format!(
-                            "acquire_timeout must be a positive number of seconds, not `{value}`"
+                            "{key} must be a positive number of seconds, not `{value}`"
                         ))
                     })?;
+                if key == "acquire_timeout" {
+                    acquire_timeout = secs;
+                } else {
+                    startup_timeout = secs;
+                }
             }
             _ => kept.push((key.into_owned(), value.into_owned())),
         }
@@ -209,7 +250,7 @@ fn parse_url(url: &str) -> StoreResult<(PgConnectOptions, PgPoolOptions)> {
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(acquire_timeout);
-    Ok((options, pool))
+    Ok((options, pool, startup_timeout))
 }
 
 async fn start_listening(pool: &PgPool) -> Result<sqlx::postgres::PgListener, sqlx::Error> {
@@ -342,7 +383,10 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         now: Millis,
     ) -> StoreResult<Option<TaskRecord>> {
-        Ok(self.fetch(id).await?.filter(|r| visible(r, owner, now)))
+        Ok(self
+            .fetch_owned(owner, id)
+            .await?
+            .filter(|r| visible(r, owner, now)))
     }
 
     async fn record_input(
@@ -353,10 +397,11 @@ impl TaskStore for PostgresStore {
         now: Millis,
     ) -> StoreResult<InputAck> {
         let mut tx = self.pool.begin().await?;
-        // Keyed by id alone, the owner compared after: another principal's
-        // task costs the same work as one's own, then looks unknown.
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 FOR UPDATE")
+        // Filtered by owner in SQL: another principal's task is neither
+        // locked nor decoded, so it costs what an unknown id costs.
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 AND owner = $2 FOR UPDATE")
             .bind(id.as_str())
+            .bind(owner.as_str())
             .fetch_optional(&mut *tx)
             .await?;
         let mut task = match row.map(decode).transpose()? {
@@ -533,6 +578,31 @@ impl TaskStore for PostgresStore {
         Ok(task)
     }
 
+    async fn release(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
+             due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, $1) END \
+             WHERE id = $2 AND lease_owner = $3 AND attempt = $4",
+        )
+        .bind(now)
+        .bind(id.as_str())
+        .bind(worker)
+        .bind(attempt)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost { task: id.clone() })
+        }
+    }
+
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
         let done = sqlx::query(
             "UPDATE tasks SET due_at = $1 WHERE id = $2 AND status = 'working' \
@@ -655,19 +725,21 @@ mod tests {
 
     #[test]
     fn pool_settings_are_read_from_the_url_and_removed() {
-        let (options, pool) = parse_url(
-            "postgres://app:pw@db.internal:6543/tasks?max_connections=3&sslmode=disable&acquire_timeout=2.5",
+        let (options, pool, startup) = parse_url(
+            "postgres://app:pw@db.internal:6543/tasks?max_connections=3&sslmode=disable&acquire_timeout=2.5&startup_timeout=7",
         )
         .expect("parse");
         assert_eq!(pool.get_max_connections(), 3);
         assert_eq!(pool.get_acquire_timeout(), Duration::from_millis(2_500));
+        assert_eq!(startup, Duration::from_secs(7));
         assert_eq!(options.get_host(), "db.internal");
         assert_eq!(options.get_port(), 6543);
         assert_eq!(options.get_database(), Some("tasks"));
 
-        let (_, pool) = parse_url("postgresql://app@db/tasks").expect("parse");
+        let (_, pool, startup) = parse_url("postgresql://app@db/tasks").expect("parse");
         assert_eq!(pool.get_max_connections(), DEFAULT_MAX_CONNECTIONS);
         assert_eq!(pool.get_acquire_timeout(), DEFAULT_ACQUIRE_TIMEOUT);
+        assert_eq!(startup, DEFAULT_STARTUP_TIMEOUT);
     }
 
     #[test]
@@ -677,6 +749,7 @@ mod tests {
             "postgres://app:hunter2@db/tasks?max_connections=lots",
             "postgres://app:hunter2@db/tasks?acquire_timeout=-1",
             "postgres://app@db/tasks?password=hunter2&acquire_timeout=never",
+            "postgres://app:hunter2@db/tasks?startup_timeout=0",
         ] {
             let err = parse_url(url).expect_err(url);
             assert!(
@@ -692,7 +765,7 @@ mod tests {
     async fn a_refused_connection_says_why_without_the_password() {
         // Port 1: nothing listens there, so the connection is refused at once.
         let err =
-            PostgresStore::open("postgres://app:hunter2@127.0.0.1:1/tasks?acquire_timeout=0.5")
+            PostgresStore::open("postgres://app:hunter2@127.0.0.1:1/tasks?startup_timeout=0.5")
                 .await
                 .expect_err("nothing listens on port 1");
         let shown = err.to_string();

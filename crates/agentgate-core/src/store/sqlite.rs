@@ -1,10 +1,16 @@
 //! The embedded store: one SQLite file in WAL mode.
 //!
-//! Single-statement writes (`create`, `heartbeat`) are atomic on their own.
-//! Read-modify-write operations (`record_input`, `checkpoint`, and `claim`,
-//! which reads the leases it replaces before taking them) run in a
-//! `BEGIN IMMEDIATE` transaction so a second process on the same file waits for
-//! the write lock instead of failing half-way.
+//! Every write runs in its own `BEGIN IMMEDIATE … COMMIT` transaction on a
+//! pooled connection, through [`WriteTx`], and is acknowledged only after its
+//! `COMMIT` succeeded. A connection whose transaction did not end cleanly (a
+//! failed statement, a failed `COMMIT` or `ROLLBACK`, a caller that went
+//! away half-way) is closed instead of going back to the pool: closing it
+//! rolls back whatever SQLite still holds open, so no later write can land
+//! inside a transaction that will never commit. That is what keeps a full
+//! disk harmless: writes are refused with [`StoreError::Unavailable`] while
+//! it lasts, reads keep working (WAL), and the first write after space is
+//! freed gets a fresh connection and succeeds. The pool also refuses, on
+//! release, any connection sqlx still counts as inside a transaction.
 //!
 //! Within one process, writes take turns on an async mutex before they touch
 //! SQLite. SQLite allows one writer at a time; without the mutex, concurrent
@@ -12,7 +18,11 @@
 //! sleeps in steps of 1 to 100 ms. Measured with `agentgate-bench`, that
 //! sleeping made step checkpoints, claims and creates wait for each other
 //! for milliseconds. Reads never take the mutex (WAL lets them run beside the
-//! writer).
+//! writer). A second process on the same file waits for SQLite's write lock
+//! (`BEGIN IMMEDIATE` under the busy timeout) instead of failing half-way.
+//!
+//! Reads that take a caller's owner filter on it in SQL, so another owner's
+//! task costs the same as an id that does not exist: no row is decoded.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -20,8 +30,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
-use sqlx::{Connection as _, Row as _, SqlitePool};
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteRow,
+};
+use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
 
 use super::transition::visible;
 use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
@@ -72,6 +85,9 @@ impl SqliteStore {
             .min_connections(if in_memory { 1 } else { 0 })
             .idle_timeout(None)
             .max_lifetime(None)
+            // A connection sqlx still counts as inside a transaction (one
+            // whose COMMIT or ROLLBACK failed) never serves another caller.
+            .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
@@ -81,12 +97,69 @@ impl SqliteStore {
         })
     }
 
-    async fn fetch(&self, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
+    /// The task if `owner` owns it: filtered in SQL, so a foreign row is
+    /// never read (see the module docs).
+    async fn fetch_owned(&self, owner: &Owner, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = ? AND owner = ?")
             .bind(id.as_str())
+            .bind(owner.as_str())
             .fetch_optional(&self.pool)
             .await?;
         row.map(decode).transpose()
+    }
+
+    /// Starts a write: takes this process's write turn, then opens a
+    /// `BEGIN IMMEDIATE` transaction on a pooled connection.
+    async fn write(&self) -> StoreResult<WriteTx<'_>> {
+        let turn = self.write.lock().await;
+        let mut conn = self.pool.acquire().await?;
+        if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
+            conn.close_on_drop();
+            return Err(e.into());
+        }
+        Ok(WriteTx {
+            _turn: turn,
+            conn,
+            open: true,
+        })
+    }
+}
+
+/// One write transaction. It ends with [`WriteTx::commit`] or
+/// [`WriteTx::rollback`]; dropped while still open (an error returned with
+/// `?`, a failed `COMMIT`, a caller that stopped waiting), it closes its
+/// connection instead of returning it to the pool, and closing rolls back.
+struct WriteTx<'s> {
+    _turn: tokio::sync::MutexGuard<'s, ()>,
+    conn: PoolConnection<Sqlite>,
+    open: bool,
+}
+
+impl WriteTx<'_> {
+    fn conn(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+
+    /// Commits; the write is acknowledged only when this returns `Ok`.
+    async fn commit(mut self) -> StoreResult<()> {
+        sqlx::query("COMMIT").execute(&mut *self.conn).await?;
+        self.open = false;
+        Ok(())
+    }
+
+    /// Rolls back a transaction that changed nothing worth keeping.
+    async fn rollback(mut self) -> StoreResult<()> {
+        sqlx::query("ROLLBACK").execute(&mut *self.conn).await?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for WriteTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.conn.close_on_drop();
+        }
     }
 }
 
@@ -154,7 +227,7 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
         updated_at: row.try_get("updated_at")?,
         ttl_ms: row
             .try_get::<Option<i64>, _>("ttl_ms")?
-            .map(|v| v.max(0) as u64),
+            .map(|v| u64::try_from(v).unwrap_or(0)),
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
@@ -167,7 +240,7 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         let row = sqlx::query(
             "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
              updated_at, ttl_ms, due_at) VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?) RETURNING *",
@@ -179,11 +252,13 @@ impl TaskStore for SqliteStore {
         .bind(&task.status_message)
         .bind(task.now)
         .bind(task.now)
-        .bind(task.ttl_ms.map(|t| t.min(i64::MAX as u64) as i64))
+        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
         .bind(task.now)
-        .fetch_one(&self.pool)
+        .fetch_one(tx.conn())
         .await?;
-        decode(row)
+        let record = decode(row)?;
+        tx.commit().await?;
+        Ok(record)
     }
 
     async fn get(
@@ -192,7 +267,10 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         now: Millis,
     ) -> StoreResult<Option<TaskRecord>> {
-        Ok(self.fetch(id).await?.filter(|r| visible(r, owner, now)))
+        Ok(self
+            .fetch_owned(owner, id)
+            .await?
+            .filter(|r| visible(r, owner, now)))
     }
 
     async fn record_input(
@@ -202,42 +280,45 @@ impl TaskStore for SqliteStore {
         responses: BTreeMap<String, Value>,
         now: Millis,
     ) -> StoreResult<InputAck> {
-        let _write = self.write.lock().await;
-        let mut conn = self.pool.acquire().await?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
+        let mut tx = self.write().await?;
+        let row = sqlx::query("SELECT * FROM tasks WHERE id = ? AND owner = ?")
             .bind(id.as_str())
-            .fetch_optional(&mut *tx)
+            .bind(owner.as_str())
+            .fetch_optional(tx.conn())
             .await?;
-        let Some(mut task) = row.map(decode).transpose()? else {
-            return Err(StoreError::NotFound);
+        let mut task = match row.map(decode).transpose()? {
+            Some(task) if visible(&task, owner, now) => task,
+            _ => {
+                tx.rollback().await?;
+                return Err(StoreError::NotFound);
+            }
         };
-        if !visible(&task, owner, now) {
-            return Err(StoreError::NotFound);
-        }
         if task.status != TaskStatus::InputRequired {
+            tx.rollback().await?;
             return Ok(InputAck::default());
         }
         let InputAck { accepted, complete } = super::transition::accept_input(&mut task, responses);
-        if !accepted.is_empty() {
-            let (status, due) = if complete {
-                (TaskStatus::Working, Some(now))
-            } else {
-                (TaskStatus::InputRequired, task.due_at)
-            };
-            sqlx::query(
-                "UPDATE tasks SET input_requests = ?, input_responses = ?, status = ?, \
-                 due_at = ?, updated_at = ? WHERE id = ?",
-            )
-            .bind(json_text(&task.input_requests))
-            .bind(json_text(&task.input_responses))
-            .bind(status.as_str())
-            .bind(due)
-            .bind(now)
-            .bind(id.as_str())
-            .execute(&mut *tx)
-            .await?;
+        if accepted.is_empty() {
+            tx.rollback().await?;
+            return Ok(InputAck { accepted, complete });
         }
+        let (status, due) = if complete {
+            (TaskStatus::Working, Some(now))
+        } else {
+            (TaskStatus::InputRequired, task.due_at)
+        };
+        sqlx::query(
+            "UPDATE tasks SET input_requests = ?, input_responses = ?, status = ?, \
+             due_at = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(json_text(&task.input_requests))
+        .bind(json_text(&task.input_responses))
+        .bind(status.as_str())
+        .bind(due)
+        .bind(now)
+        .bind(id.as_str())
+        .execute(tx.conn())
+        .await?;
         tx.commit().await?;
         Ok(InputAck { accepted, complete })
     }
@@ -249,7 +330,7 @@ impl TaskStore for SqliteStore {
         if task.status.is_terminal() {
             return Ok(());
         }
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         sqlx::query(&format!(
             "UPDATE tasks SET cancel_requested = 1, due_at = ?, updated_at = ? \
              WHERE id = ? AND {LIVE}"
@@ -257,9 +338,9 @@ impl TaskStore for SqliteStore {
         .bind(now)
         .bind(now)
         .bind(id.as_str())
-        .execute(&self.pool)
+        .execute(tx.conn())
         .await?;
-        Ok(())
+        tx.commit().await
     }
 
     async fn claim(
@@ -272,11 +353,9 @@ impl TaskStore for SqliteStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let _write = self.write.lock().await;
         // RETURNING shows new values only: the leases being replaced are read
         // first, in the same write transaction, so they are the ones replaced.
-        let mut conn = self.pool.acquire().await?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.write().await?;
         let due: Vec<(String, Option<String>)> = sqlx::query_as(&format!(
             "SELECT id, lease_owner FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
              AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) \
@@ -284,9 +363,14 @@ impl TaskStore for SqliteStore {
         ))
         .bind(now)
         .bind(now)
-        .bind(limit as i64)
-        .fetch_all(&mut *tx)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(tx.conn())
         .await?;
+        if due.is_empty() {
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        }
+        let lease_until = now.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
         let mut claimed = Vec::with_capacity(due.len());
         for (id, taken_over_from) in due {
             let row = sqlx::query(
@@ -294,9 +378,9 @@ impl TaskStore for SqliteStore {
                  WHERE id = ? RETURNING *",
             )
             .bind(worker)
-            .bind(now.saturating_add(lease.as_millis() as i64))
+            .bind(lease_until)
             .bind(&id)
-            .fetch_one(&mut *tx)
+            .fetch_one(tx.conn())
             .await?;
             claimed.push(Claimed {
                 task: decode(row)?,
@@ -314,7 +398,7 @@ impl TaskStore for SqliteStore {
         attempt: i64,
         lease_until: Millis,
     ) -> StoreResult<()> {
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND attempt = ?",
         )
@@ -322,8 +406,9 @@ impl TaskStore for SqliteStore {
         .bind(id.as_str())
         .bind(worker)
         .bind(attempt)
-        .execute(&self.pool)
+        .execute(tx.conn())
         .await?;
+        tx.commit().await?;
         if done.rows_affected() == 1 {
             Ok(())
         } else {
@@ -339,22 +424,24 @@ impl TaskStore for SqliteStore {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        let _write = self.write.lock().await;
-        let mut conn = self.pool.acquire().await?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.write().await?;
         let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
             .bind(id.as_str())
-            .fetch_optional(&mut *tx)
+            .fetch_optional(tx.conn())
             .await?;
-        let Some(mut task) = row.map(decode).transpose()? else {
-            return Err(StoreError::LeaseLost { task: id.clone() });
+        let mut task = match row.map(decode).transpose()? {
+            Some(task)
+                if task.lease_owner.as_deref() == Some(worker)
+                    && task.attempt == attempt
+                    && !task.status.is_terminal() =>
+            {
+                task
+            }
+            _ => {
+                tx.rollback().await?;
+                return Err(StoreError::LeaseLost { task: id.clone() });
+            }
         };
-        if task.lease_owner.as_deref() != Some(worker)
-            || task.attempt != attempt
-            || task.status.is_terminal()
-        {
-            return Err(StoreError::LeaseLost { task: id.clone() });
-        }
         super::transition::apply(&mut task, outcome, now);
         sqlx::query(
             "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, input_requests = ?, \
@@ -376,7 +463,7 @@ impl TaskStore for SqliteStore {
         .bind(task.failures)
         .bind(id.as_str())
         .bind(attempt)
-        .execute(&mut *tx)
+        .execute(tx.conn())
         .await?;
         tx.commit().await?;
         task.lease_owner = None;
@@ -384,8 +471,35 @@ impl TaskStore for SqliteStore {
         Ok(task)
     }
 
+    async fn release(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let mut tx = self.write().await?;
+        let done = sqlx::query(
+            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
+             due_at = CASE WHEN due_at IS NULL THEN NULL ELSE MIN(due_at, ?) END \
+             WHERE id = ? AND lease_owner = ? AND attempt = ?",
+        )
+        .bind(now)
+        .bind(id.as_str())
+        .bind(worker)
+        .bind(attempt)
+        .execute(tx.conn())
+        .await?;
+        tx.commit().await?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost { task: id.clone() })
+        }
+    }
+
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET due_at = ? WHERE id = ? AND status = 'working' \
              AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)",
@@ -394,13 +508,14 @@ impl TaskStore for SqliteStore {
         .bind(id.as_str())
         .bind(now)
         .bind(now)
-        .execute(&self.pool)
+        .execute(tx.conn())
         .await?;
+        tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
 
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE MIN(due_at, ?) END \
@@ -408,8 +523,9 @@ impl TaskStore for SqliteStore {
         )
         .bind(now)
         .bind(worker)
-        .execute(&self.pool)
+        .execute(tx.conn())
         .await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 
@@ -445,7 +561,7 @@ impl TaskStore for SqliteStore {
 
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         let error = json_text(&crate::job::expired_error());
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         let expired = sqlx::query(&format!(
             "UPDATE tasks SET status = 'failed', error = ?, status_message = 'expired', \
              due_at = NULL, lease_owner = NULL, lease_until = NULL, input_requests = '{{}}', \
@@ -454,44 +570,47 @@ impl TaskStore for SqliteStore {
         .bind(error)
         .bind(now)
         .bind(now)
-        .execute(&self.pool)
+        .execute(tx.conn())
         .await?
         .rows_affected();
-        let cutoff = now.saturating_sub(retention.as_millis() as i64);
+        let cutoff = now.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
         let deleted = sqlx::query(&format!(
             "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= ? \
              OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= ?))"
         ))
         .bind(cutoff)
         .bind(cutoff)
-        .execute(&self.pool)
+        .execute(tx.conn())
         .await?
         .rows_affected();
+        tx.commit().await?;
         Ok(SweepReport { expired, deleted })
     }
 
     async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         sqlx::query("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING")
             .bind(name)
             .bind(&fresh)
-            .execute(&self.pool)
+            .execute(tx.conn())
             .await?;
         let value: Vec<u8> = sqlx::query_scalar("SELECT value FROM secrets WHERE name = ?")
             .bind(name)
-            .fetch_one(&self.pool)
+            .fetch_one(tx.conn())
             .await?;
+        tx.commit().await?;
         Ok(value)
     }
 
     async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
-        let _write = self.write.lock().await;
+        let mut tx = self.write().await?;
         let done = sqlx::query("UPDATE secrets SET value = ? WHERE name = ? AND value = ?")
             .bind(&new)
             .bind(name)
             .bind(old)
-            .execute(&self.pool)
+            .execute(tx.conn())
             .await?;
+        tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
 }

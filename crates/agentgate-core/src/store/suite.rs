@@ -435,6 +435,44 @@ pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
     );
 }
 
+pub async fn release_gives_up_one_lease_and_is_fenced(store: &dyn TaskStore) {
+    let id = new_task(store, None).await;
+    let other = new_task(store, None).await;
+    let claimed = store.claim("w1", 10, LEASE, T0).await.expect("claim");
+    assert_eq!(claimed.len(), 2);
+    let attempt = claimed
+        .iter()
+        .find(|c| c.id == id)
+        .expect("claimed")
+        .attempt;
+    // A stale attempt or another worker cannot release it.
+    assert!(matches!(
+        store.release(&id, "w1", attempt + 1, T0 + 1).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        store.release(&id, "w2", attempt, T0 + 1).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    store
+        .release(&id, "w1", attempt, T0 + 1)
+        .await
+        .expect("release");
+    // Due again at once for anyone, its state untouched; the other task
+    // keeps its lease.
+    let again = store.claim("w2", 10, LEASE, T0 + 1).await.expect("claim");
+    assert_eq!(again.len(), 1, "only the released task is claimable");
+    assert_eq!(again[0].id, id);
+    assert_eq!(again[0].attempt, attempt + 1);
+    assert_eq!(again[0].steps, 0);
+    assert_eq!(again[0].status, TaskStatus::Working);
+    assert!(matches!(
+        store.release(&id, "w1", attempt, T0 + 2).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert_ne!(other, id);
+}
+
 pub async fn secrets_are_created_once(store: &dyn TaskStore) {
     let a = store.secret("k", b"first".to_vec()).await.expect("secret");
     let b = store.secret("k", b"second".to_vec()).await.expect("secret");
@@ -710,6 +748,7 @@ macro_rules! store_suite {
             cancel_flags_a_live_task_and_makes_it_due,
             sweep_expires_overdue_tasks_and_deletes_old_ended_ones,
             release_all_frees_a_workers_leases,
+            release_gives_up_one_lease_and_is_fenced,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,
             tasks_are_counted_by_tool_and_status,
             active_tasks_are_counted_per_owner,
