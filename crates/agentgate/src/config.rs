@@ -40,6 +40,15 @@ pub struct ServerSection {
     #[serde(default)]
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: Option<usize>,
+    /// HTTP connections served at once (default 768); more wait in the
+    /// kernel's backlog until one closes.
+    pub max_connections: Option<usize>,
+    /// Seconds an HTTP/1 client has to send a request's headers, from the
+    /// connection's start or the end of its previous response (default 10).
+    pub header_read_timeout_seconds: Option<u64>,
+    /// Seconds a connection may move no byte before it is closed (default
+    /// 60; streams get a keep-alive every 15 s, so they stay open).
+    pub idle_timeout_seconds: Option<u64>,
     /// File with the key that seals the store's secrets (see
     /// `agentgate serve --help`, `--store-key-file`).
     pub store_key_file: Option<PathBuf>,

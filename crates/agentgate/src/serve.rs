@@ -9,7 +9,8 @@ use std::time::Duration;
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
 use agentgate_core::clock::SystemClock;
 use agentgate_core::mcp::{
-    Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
+    ConnectionLimits, Gateway, HttpOptions, TransportKind, http_router, serve_http_with,
+    serve_stdio,
 };
 use agentgate_core::metrics::{self, Metrics};
 use agentgate_core::registry::ToolRegistry;
@@ -186,6 +187,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         let gateway = Gateway::new(engine, TransportKind::Http)
             .await?
             .with_limits(limits);
+        let connections = connection_limits(&file.server)?;
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
         http.allowed_hosts.extend(file.server.allowed_hosts);
@@ -215,9 +217,10 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             let _ = write!(stdout, "listening {url}\nworker {worker}\n");
             let _ = stdout.flush();
         }
-        serve_http(
+        serve_http_with(
             listener,
             router(gateway, http, shutdown.clone()),
+            connections,
             shutdown.clone(),
         )
         .await
@@ -288,6 +291,30 @@ pub(crate) fn registry(
     )
 }
 
+/// `[server]`'s connection bounds over the defaults.
+fn connection_limits(server: &crate::config::ServerSection) -> Result<ConnectionLimits> {
+    let mut limits = ConnectionLimits::default();
+    if let Some(n) = server.max_connections {
+        if n == 0 {
+            bail!("server.max_connections must be at least 1 (the default is 768)");
+        }
+        limits.max_connections = n;
+    }
+    let seconds = |name: &str, value: u64| -> Result<Duration> {
+        if value == 0 || value > 86_400 {
+            bail!("server.{name} must be between 1 and 86400 seconds, not {value}");
+        }
+        Ok(Duration::from_secs(value))
+    };
+    if let Some(secs) = server.header_read_timeout_seconds {
+        limits.header_read_timeout = seconds("header_read_timeout_seconds", secs)?;
+    }
+    if let Some(secs) = server.idle_timeout_seconds {
+        limits.idle_timeout = seconds("idle_timeout_seconds", secs)?;
+    }
+    Ok(limits)
+}
+
 /// Refuses `--listen` on a non-loopback address when nobody authenticates
 /// callers, unless `--allow-unauthenticated` says something else does.
 fn refuse_open_listen(addr: SocketAddr, auth: &AuthConfig, allowed: bool) -> Result<()> {
@@ -350,18 +377,30 @@ async fn metrics_page(engine: Engine) -> axum::response::Response {
 }
 
 /// `/readyz`: 200 when the task store answers a query, 503 with the
-/// reason otherwise (`/healthz` only says the process serves HTTP).
+/// reason otherwise (`/healthz` only says the process serves HTTP). It
+/// answers within [`READINESS_TIMEOUT`] whatever the store does, so an
+/// orchestrator's short probe sees a 503, not a time-out.
 async fn readiness(
     store: Arc<dyn agentgate_core::store::TaskStore>,
 ) -> (axum::http::StatusCode, String) {
-    match store.next_due().await {
-        Ok(_) => (axum::http::StatusCode::OK, "ready\n".into()),
-        Err(e) => (
+    match tokio::time::timeout(READINESS_TIMEOUT, store.next_due()).await {
+        Ok(Ok(_)) => (axum::http::StatusCode::OK, "ready\n".into()),
+        Ok(Err(e)) => (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             format!("task store unreachable: {e}\n"),
         ),
+        Err(_) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "task store unreachable: no answer within {} ms\n",
+                READINESS_TIMEOUT.as_millis()
+            ),
+        ),
     }
 }
+
+/// How long `/readyz` waits for the store.
+const READINESS_TIMEOUT: Duration = Duration::from_millis(800);
 
 async fn stop_on_signal(shutdown: CancellationToken) {
     let ctrl_c = tokio::signal::ctrl_c();

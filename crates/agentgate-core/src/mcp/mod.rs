@@ -19,7 +19,10 @@
 //! - [`limits`]: per-principal limits (live tasks, request rate, fast
 //!   `tasks/get` polling) and caps (`inputResponses` size, task TTL).
 //! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
+//! - [`connections`]: the HTTP accept loop and its bounds (connection cap,
+//!   header read and idle timeouts).
 
+mod connections;
 mod gateway;
 mod inline;
 pub mod limits;
@@ -29,6 +32,7 @@ mod task_status;
 mod transport;
 mod wire;
 
+pub use connections::{ConnectionLimits, serve_http_with};
 pub use gateway::{Gateway, Principal, TransportKind};
 pub use limits::Limits;
 pub use listen::MAX_LISTEN_TASK_IDS;

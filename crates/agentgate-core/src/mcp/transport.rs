@@ -28,7 +28,9 @@ pub async fn serve_stdio<H: ServerHandler>(
     Ok(())
 }
 
-/// Serves `router` on `listener` until `shutdown` fires.
+/// Serves `router` on `listener` until `shutdown` fires, within the default
+/// [`ConnectionLimits`](super::ConnectionLimits) (see
+/// [`serve_http_with`](super::serve_http_with)).
 ///
 /// Accepted sockets get `TCP_NODELAY`: a Streamable HTTP answer is written
 /// in several small pieces (headers, the SSE event, the end of the stream),
@@ -40,15 +42,13 @@ pub async fn serve_http(
     router: axum::Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt as _;
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
-        }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    super::serve_http_with(
+        listener,
+        router,
+        super::ConnectionLimits::default(),
+        shutdown,
+    )
+    .await
 }
 
 /// HTTP settings for `/mcp`.
