@@ -409,6 +409,27 @@ async fn active_tasks_are_capped_per_principal_and_ttl_is_clamped() {
 }
 
 #[tokio::test]
+async fn racing_creates_cannot_pass_the_active_task_cap_on_one_instance() {
+    let limits = Limits {
+        max_active_tasks: 5,
+        ..Limits::default()
+    };
+    let s = setup(limits).await;
+    // 40 creates at once from one principal, through HTTP: exactly 5 win.
+    let calls = (0..40).map(|_| s.anonymous.call_tool_once(call("idle", json!({}))));
+    let outcomes = futures::future::join_all(calls).await;
+    let (created, refused): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(|o| o.is_ok());
+    assert_eq!(
+        created.len(),
+        5,
+        "the cap of 5 held against 40 racing creates"
+    );
+    for outcome in refused {
+        assert_eq!(refusal(outcome).code, LIMITED);
+    }
+}
+
+#[tokio::test]
 async fn requests_over_the_rate_are_refused_until_tokens_refill() {
     let limits = Limits {
         requests_per_second: 1.0,

@@ -200,3 +200,64 @@ async fn http_server_answers_liveness_and_readiness() {
         assert_eq!(response.text().await.expect("body").trim(), body);
     }
 }
+
+#[test]
+fn stdio_answers_every_unreadable_message_and_a_last_message_without_newline() {
+    use std::io::{Read as _, Write as _};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite://{}", dir.path().join("t.db").display());
+    let mut child = Command::new(BIN)
+        .args(["serve", "--stdio", "--store", &store])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    // A line over the 4 MiB limit, invalid UTF-8, 100 000-deep nesting, not
+    // JSON, then an initialize request as the last bytes, with no newline.
+    let mut input = vec![b'x'; 5 * 1024 * 1024];
+    input.push(b'\n');
+    input.extend_from_slice(b"\xc3\x28 \xff\n");
+    input.extend(std::iter::repeat_n(b'[', 100_000));
+    input.push(b'\n');
+    input.extend_from_slice(b"{not json\n");
+    input.extend_from_slice(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    stdin.write_all(&input).expect("write");
+    drop(stdin);
+    let status = child.wait().expect("wait");
+    let out = reader.join().expect("reader");
+    assert!(status.success(), "the server ends cleanly at end of input");
+    let replies: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let errors: Vec<(i64, bool)> = replies
+        .iter()
+        .filter(|r| r.get("error").is_some())
+        .map(|r| (r["error"]["code"].as_i64().unwrap_or(0), r["id"].is_null()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (-32600, true),
+            (-32700, true),
+            (-32700, true),
+            (-32700, true)
+        ],
+        "one error per unreadable message, each with id null: {out}"
+    );
+    let init = replies
+        .iter()
+        .find(|r| r["id"] == 1)
+        .unwrap_or_else(|| panic!("the last message was answered: {out}"));
+    assert_eq!(init["result"]["serverInfo"]["name"], "agentgate");
+}

@@ -235,9 +235,14 @@ impl Gateway {
         };
         let now = self.engine.clock().now();
         let mut ttl = spec.policy.ttl;
+        let mut _admission = None;
         if let Some(guard) = &self.guard {
             let max = guard.limits.max_active_tasks;
             if max > 0 {
+                // Counted and created under one lock per owner: exact on
+                // this instance (across instances, a race can overshoot by
+                // the number of instances racing).
+                _admission = Some(guard.admission(&owner).await);
                 let active = self
                     .engine
                     .store()

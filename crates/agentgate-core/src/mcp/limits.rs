@@ -413,7 +413,15 @@ pub(crate) struct Guard {
     pub limits: Limits,
     pub rate: RateLimiter,
     pub polls: PollCache,
+    /// Creates of one owner take turns on one of these (picked by a hash of
+    /// the owner) between counting live tasks and storing the new one, so
+    /// racing calls on one instance cannot both pass the cap.
+    admissions: Vec<tokio::sync::Mutex<()>>,
 }
+
+/// How many admission locks a guard keeps: owners share one only when
+/// their hashes collide, which costs a little waiting, never correctness.
+const ADMISSION_STRIPES: usize = 64;
 
 impl Guard {
     pub fn new(limits: Limits, changes: broadcast::Receiver<TaskId>) -> Self {
@@ -425,7 +433,20 @@ impl Guard {
             ),
             polls: PollCache::new(limits.poll_burst, changes),
             limits,
+            admissions: (0..ADMISSION_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
         }
+    }
+
+    /// Held from counting `owner`'s live tasks until the new task is
+    /// stored (see `admissions`).
+    pub async fn admission(&self, owner: &Owner) -> tokio::sync::MutexGuard<'_, ()> {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        owner.as_str().hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % ADMISSION_STRIPES as u64).unwrap_or(0);
+        self.admissions[stripe].lock().await
     }
 
     /// Charges one request to `owner`'s rate.

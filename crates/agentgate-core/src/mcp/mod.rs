@@ -19,6 +19,8 @@
 //! - [`limits`]: per-principal limits (live tasks, request rate, fast
 //!   `tasks/get` polling) and caps (`inputResponses` size, task TTL).
 //! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
+//! - [`stdio`]: the guard in front of rmcp on stdio (size limit, parse
+//!   errors answered with `"id": null`).
 //! - [`connections`]: the HTTP accept loop and its bounds (connection cap,
 //!   header read and idle timeouts).
 
@@ -27,6 +29,7 @@ mod gateway;
 mod inline;
 pub mod limits;
 mod listen;
+mod stdio;
 mod sync_view;
 mod task_status;
 mod transport;

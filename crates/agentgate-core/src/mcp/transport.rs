@@ -10,12 +10,20 @@ use super::listen;
 
 /// Serves one client on this process's stdin/stdout until it disconnects or
 /// `shutdown` fires. `handler` is usually a [`Gateway`](super::Gateway).
+/// Input passes through [`super::stdio`] first, which answers what is not a
+/// JSON message itself.
 pub async fn serve_stdio<H: ServerHandler>(
     handler: H,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let (input, output, guard) = super::stdio::guard(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        MAX_STDIO_MESSAGE_BYTES,
+    );
+    let guard = tokio::spawn(guard);
     let service = handler
-        .serve(rmcp::transport::stdio())
+        .serve((input, output))
         .await
         .map_err(|e| std::io::Error::other(format!("stdio handshake failed: {e}")))?;
     let cancel = service.cancellation_token();
@@ -25,8 +33,12 @@ pub async fn serve_stdio<H: ServerHandler>(
         }
         () = shutdown.cancelled() => cancel.cancel(),
     }
+    guard.abort();
     Ok(())
 }
+
+/// The largest message read from stdin: the HTTP body limit's default.
+pub const MAX_STDIO_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves `router` on `listener` until `shutdown` fires, within the default
 /// [`ConnectionLimits`](super::ConnectionLimits) (see
