@@ -42,11 +42,13 @@
 //! `error="invalid_token"` when a token was presented). Tokens are never
 //! logged; rejections are logged with their reason at debug level.
 
+mod failures;
 pub mod jwt;
 pub mod metadata;
 pub mod tokens;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
@@ -150,6 +152,8 @@ fn default_min_refresh() -> u64 {
 #[derive(Debug)]
 pub struct Authenticator {
     check: Check,
+    /// Failed attempts per client address (logged, throttled).
+    failures: failures::Failures,
     /// OAuth mode: the RFC 9728 document and where it is served.
     metadata: Option<(metadata::ProtectedResourceMetadata, String)>,
 }
@@ -201,6 +205,7 @@ impl Authenticator {
                 }
                 Ok(Some(Arc::new(Self {
                     check: Check::Tokens(tokens::TokenTable::new(&config.tokens, env)?),
+                    failures: failures::Failures::default(),
                     metadata: None,
                 })))
             }
@@ -223,6 +228,7 @@ impl Authenticator {
                 );
                 Ok(Some(Arc::new(Self {
                     check: Check::OAuth(Box::new(verifier)),
+                    failures: failures::Failures::default(),
                     metadata: Some((document, metadata::metadata_url(&resource))),
                 })))
             }
@@ -332,6 +338,14 @@ impl Authenticator {
         mut request: axum::extract::Request,
         next: axum::middleware::Next,
     ) -> Response {
+        let peer = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| info.0.ip());
+        let now = std::time::Instant::now();
+        if let Some(wait) = self.failures.throttled(peer, now) {
+            return too_many_failures(wait);
+        }
         match self.authenticate(request.headers()).await {
             Ok(owner) => {
                 tracing::trace!(principal = %owner, path = %request.uri().path(), "authenticated");
@@ -341,10 +355,15 @@ impl Authenticator {
             Err(rejection) => {
                 match &rejection {
                     Rejection::Missing => {
+                        // Clients try without a token first to find the
+                        // metadata; that is not an attack, but it counts.
                         tracing::debug!(path = %request.uri().path(), "refused: no bearer token");
+                        self.failures
+                            .record(peer, request.uri().path(), "no bearer token", now);
                     }
                     Rejection::Invalid(reason) => {
-                        tracing::debug!(path = %request.uri().path(), %reason, "refused: bad bearer token");
+                        self.failures
+                            .record(peer, request.uri().path(), reason, now);
                     }
                     Rejection::Unavailable(reason) => {
                         tracing::warn!(path = %request.uri().path(), %reason, "cannot check bearer tokens");
@@ -354,6 +373,22 @@ impl Authenticator {
             }
         }
     }
+}
+
+/// The answer to an address that failed authentication too often.
+fn too_many_failures(wait: Duration) -> Response {
+    let secs = wait.as_secs().max(1);
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, secs.to_string())],
+        axum::Json(serde_json::json!({
+            "error": "too_many_requests",
+            "error_description": format!(
+                "too many failed authentication attempts from this address; retry in {secs} s"
+            )
+        })),
+    )
+        .into_response()
 }
 
 /// The token of the one `Authorization: Bearer` header.
