@@ -158,9 +158,21 @@ async fn json_rpc_body(
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, max_body).await {
-        Ok(bytes) => bytes,
+    let read = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, max_body)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
         Err(_) => {
+            let message = format!(
+                "the request body did not arrive within {} s",
+                BODY_READ_TIMEOUT.as_secs()
+            );
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                json_rpc_error(-32600, &message),
+            )
+                .into_response();
+        }
+        Ok(Err(())) => {
             let message =
                 format!("request body exceeds the {max_body}-byte limit (server.max_body_bytes)");
             return (
@@ -197,6 +209,39 @@ async fn json_rpc_body(
             request.extensions_mut().insert(ids.clone());
             listen::acknowledge_task_ids(next.run(request).await, ids)
         }
+    }
+}
+
+/// How long a request body may take to arrive: a client trickling one
+/// holds its connection, which the idle timeout does not close while a
+/// request is being read.
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads a body of at most `max` bytes. A longer one is read on (and
+/// dropped) up to a bound before `Err`, so the client finishes sending and
+/// reads the 413 instead of meeting a closed socket mid-write.
+async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Bytes, ()> {
+    use http_body_util::BodyExt as _;
+    let drain_limit = max.saturating_mul(4).max(16 * 1024 * 1024);
+    let mut body = body;
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { return Err(()) };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen <= max {
+            kept.extend_from_slice(&data);
+        } else if seen > drain_limit {
+            break;
+        }
+    }
+    if seen > max {
+        Err(())
+    } else {
+        Ok(axum::body::Bytes::from(kept))
     }
 }
 
