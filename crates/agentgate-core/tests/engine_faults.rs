@@ -1,0 +1,274 @@
+//! The scheduler when the store fails under it: a save that fails briefly
+//! is saved when the store answers (the step does not run again), a save
+//! that cannot be made gives the lease up at once. (The claim loop's
+//! backoff schedule is unit-tested in the scheduler module.)
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentgate_core::clock::{Millis, SystemClock};
+use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_core::registry::ToolRegistry;
+use agentgate_core::scheduler::{Engine, EngineConfig};
+use agentgate_core::store::{
+    Claimed, InputAck, SqliteStore, StoreError, StoreResult, SweepReport, TaskChange, TaskCount,
+    TaskStore,
+};
+use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy};
+use async_trait::async_trait;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A SQLite store that fails chosen calls the way an outage would.
+#[derive(Debug)]
+struct Faulty {
+    inner: SqliteStore,
+    /// Fail this many checkpoints with an outage, then work.
+    fail_checkpoints: AtomicU64,
+    /// Fail this many checkpoints with an error no retry cures.
+    corrupt_checkpoints: AtomicU64,
+    checkpoints: AtomicU64,
+    releases: AtomicU64,
+}
+
+impl Faulty {
+    async fn new(fail: u64, corrupt: u64) -> Arc<Self> {
+        Arc::new(Self {
+            inner: SqliteStore::open("sqlite::memory:").await.expect("store"),
+            fail_checkpoints: AtomicU64::new(fail),
+            corrupt_checkpoints: AtomicU64::new(corrupt),
+            checkpoints: AtomicU64::new(0),
+            releases: AtomicU64::new(0),
+        })
+    }
+}
+
+fn outage() -> StoreError {
+    StoreError::from(sqlx::Error::Io(std::io::Error::other("injected outage")))
+}
+
+fn take_one(counter: &AtomicU64) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+#[async_trait]
+impl TaskStore for Faulty {
+    async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
+        self.inner.create(task).await
+    }
+    async fn get(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> StoreResult<Option<TaskRecord>> {
+        self.inner.get(owner, id, now).await
+    }
+    async fn record_input(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: BTreeMap<String, Value>,
+        now: Millis,
+    ) -> StoreResult<InputAck> {
+        self.inner.record_input(owner, id, responses, now).await
+    }
+    async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()> {
+        self.inner.request_cancel(owner, id, now).await
+    }
+    async fn claim(
+        &self,
+        worker: &str,
+        limit: usize,
+        lease: Duration,
+        now: Millis,
+    ) -> StoreResult<Vec<Claimed>> {
+        self.inner.claim(worker, limit, lease, now).await
+    }
+    async fn heartbeat(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        lease_until: Millis,
+    ) -> StoreResult<()> {
+        self.inner.heartbeat(id, worker, attempt, lease_until).await
+    }
+    async fn checkpoint(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<TaskRecord> {
+        self.checkpoints.fetch_add(1, Ordering::SeqCst);
+        if take_one(&self.fail_checkpoints) {
+            return Err(outage());
+        }
+        if take_one(&self.corrupt_checkpoints) {
+            return Err(StoreError::Corrupt {
+                task: id.to_string(),
+                reason: "injected".into(),
+            });
+        }
+        self.inner
+            .checkpoint(id, worker, attempt, outcome, now)
+            .await
+    }
+    async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
+        self.inner.nudge(id, now).await
+    }
+    async fn release(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        attempt: i64,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        self.inner.release(id, worker, attempt, now).await
+    }
+    async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
+        self.inner.release_all(worker, now).await
+    }
+    async fn next_due(&self) -> StoreResult<Option<Millis>> {
+        self.inner.next_due().await
+    }
+    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
+        self.inner.count_by_tool_and_status().await
+    }
+    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
+        self.inner.count_active(owner, now).await
+    }
+    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
+        self.inner.sweep(now, retention).await
+    }
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
+        self.inner.changes()
+    }
+    async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
+        self.inner.secret(name, fresh).await
+    }
+    async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
+        self.inner.replace_secret(name, old, new).await
+    }
+}
+
+/// Counts its runs and completes at once.
+#[derive(Clone, Default)]
+struct Once(Arc<AtomicUsize>);
+
+impl Job for Once {
+    type Args = serde_json::Map<String, Value>;
+    type State = ();
+
+    async fn start(&self, _: Self::Args, _: &JobContext) -> StepResult<()> {
+        let run = self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(Step::Done(CallToolResult::success(vec![
+            ContentBlock::text(format!("run {run}")),
+        ])))
+    }
+
+    async fn resume(&self, _: (), _: Event, cx: &JobContext) -> StepResult<()> {
+        self.start(Default::default(), cx).await
+    }
+}
+
+fn engine(store: Arc<Faulty>, job: Once) -> (Engine, CancellationToken) {
+    let tools = ToolRegistry::new().with(ToolSpec::new("once", "test", ToolPolicy::default(), job));
+    let config = EngineConfig {
+        idle_poll: Duration::from_millis(50),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(store, tools, Arc::new(SystemClock), config);
+    let shutdown = CancellationToken::new();
+    tokio::spawn(engine.clone().run(shutdown.clone()));
+    (engine, shutdown)
+}
+
+async fn create(engine: &Engine) -> TaskId {
+    let id = TaskId::generate();
+    engine
+        .store()
+        .create(NewTask {
+            id: id.clone(),
+            owner: Owner::new("t"),
+            tool: "once".into(),
+            args: json!({}),
+            status_message: None,
+            ttl_ms: None,
+            now: engine.clock().now(),
+        })
+        .await
+        .expect("create");
+    engine.wake();
+    id
+}
+
+/// Waits for the engine's change notices until the task ends (bounded,
+/// well under the 30 s lease, so a lease running out cannot be what ends it).
+async fn until_terminal(engine: &Engine, id: &TaskId) -> TaskRecord {
+    let mut changes = engine.subscribe();
+    loop {
+        let task = engine
+            .store()
+            .get(&Owner::new("t"), id, engine.clock().now())
+            .await
+            .expect("get")
+            .expect("task");
+        if task.status.is_terminal() {
+            return task;
+        }
+        tokio::time::timeout(Duration::from_secs(15), changes.recv())
+            .await
+            .expect("no change within 15 s")
+            .expect("engine alive");
+    }
+}
+
+#[tokio::test]
+async fn a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once() {
+    let store = Faulty::new(3, 0).await;
+    let job = Once::default();
+    let (engine, shutdown) = engine(store.clone(), job.clone());
+    let id = create(&engine).await;
+    let task = until_terminal(&engine, &id).await;
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
+    assert_eq!(
+        store.checkpoints.load(Ordering::SeqCst),
+        4,
+        "3 failed saves, then one"
+    );
+    assert_eq!(store.releases.load(Ordering::SeqCst), 0);
+    assert_eq!(task.attempt, 1, "never claimed again");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_save_that_cannot_be_made_gives_the_lease_up_at_once() {
+    let store = Faulty::new(0, 1).await;
+    let job = Once::default();
+    let (engine, shutdown) = engine(store.clone(), job.clone());
+    let id = create(&engine).await;
+    let task = until_terminal(&engine, &id).await;
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(
+        store.releases.load(Ordering::SeqCst),
+        1,
+        "the lease was released"
+    );
+    assert_eq!(
+        job.0.load(Ordering::SeqCst),
+        2,
+        "the step ran again at once"
+    );
+    assert_eq!(task.attempt, 2, "claimed a second time, not taken over");
+    shutdown.cancel();
+}
