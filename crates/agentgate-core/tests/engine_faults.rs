@@ -272,3 +272,104 @@ async fn a_save_that_cannot_be_made_gives_the_lease_up_at_once() {
     assert_eq!(task.attempt, 2, "claimed a second time, not taken over");
     shutdown.cancel();
 }
+
+/// A store on which every claim fails while reads say a task is overdue,
+/// as on a full disk; counts the claims. Nothing here touches a database,
+/// so paused time moves only when the engine waits.
+#[derive(Debug, Default)]
+struct Full {
+    claims: AtomicU64,
+}
+
+#[async_trait]
+impl TaskStore for Full {
+    async fn create(&self, _: NewTask) -> StoreResult<TaskRecord> {
+        Err(outage())
+    }
+    async fn get(&self, _: &Owner, _: &TaskId, _: Millis) -> StoreResult<Option<TaskRecord>> {
+        Ok(None)
+    }
+    async fn record_input(
+        &self,
+        _: &Owner,
+        _: &TaskId,
+        _: BTreeMap<String, Value>,
+        _: Millis,
+    ) -> StoreResult<InputAck> {
+        Err(outage())
+    }
+    async fn request_cancel(&self, _: &Owner, _: &TaskId, _: Millis) -> StoreResult<()> {
+        Err(outage())
+    }
+    async fn claim(&self, _: &str, _: usize, _: Duration, _: Millis) -> StoreResult<Vec<Claimed>> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        Err(outage())
+    }
+    async fn heartbeat(&self, _: &TaskId, _: &str, _: i64, _: Millis) -> StoreResult<()> {
+        Err(outage())
+    }
+    async fn checkpoint(
+        &self,
+        _: &TaskId,
+        _: &str,
+        _: i64,
+        _: Outcome,
+        _: Millis,
+    ) -> StoreResult<TaskRecord> {
+        Err(outage())
+    }
+    async fn release(&self, _: &TaskId, _: &str, _: i64, _: Millis) -> StoreResult<()> {
+        Err(outage())
+    }
+    async fn nudge(&self, _: &TaskId, _: Millis) -> StoreResult<bool> {
+        Err(outage())
+    }
+    async fn release_all(&self, _: &str, _: Millis) -> StoreResult<u64> {
+        Err(outage())
+    }
+    async fn next_due(&self) -> StoreResult<Option<Millis>> {
+        Ok(Some(0))
+    }
+    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
+        Ok(Vec::new())
+    }
+    async fn count_active(&self, _: &Owner, _: Millis) -> StoreResult<u64> {
+        Ok(0)
+    }
+    async fn sweep(&self, _: Millis, _: Duration) -> StoreResult<SweepReport> {
+        Err(outage())
+    }
+    async fn secret(&self, _: &str, _: Vec<u8>) -> StoreResult<Vec<u8>> {
+        Err(outage())
+    }
+    async fn replace_secret(&self, _: &str, _: &[u8], _: Vec<u8>) -> StoreResult<bool> {
+        Err(outage())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_claims_back_off_instead_of_spinning() {
+    let store = Arc::new(Full::default());
+    let tools = ToolRegistry::new().with(ToolSpec::new(
+        "once",
+        "test",
+        ToolPolicy::default(),
+        Once::default(),
+    ));
+    let engine = Engine::new(
+        store.clone(),
+        tools,
+        Arc::new(SystemClock),
+        EngineConfig::default(),
+    );
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(engine.run(shutdown.clone()));
+    // Ten seconds of virtual time with every claim failing and a task
+    // overdue: the loop waits 100 ms doubling to 5 s between tries, so it
+    // tries at 0, 0.1, 0.3, 0.7, 1.5, 3.1 and 6.3 s. Spinning would be
+    // thousands.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(store.claims.load(Ordering::SeqCst), 7);
+    shutdown.cancel();
+    running.await.expect("the engine stops");
+}

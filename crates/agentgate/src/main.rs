@@ -108,7 +108,9 @@ fn init_logging(format: LogFormat, default: &str) {
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let registry = tracing_subscriber::registry().with(filter);
     match format {
-        LogFormat::Text => registry.with(tracing_subscriber::Layer::with_filter(fmt, noise)).init(),
+        LogFormat::Text => registry
+            .with(tracing_subscriber::Layer::with_filter(fmt, noise))
+            .init(),
         LogFormat::Json => registry
             .with(tracing_subscriber::Layer::with_filter(fmt.json(), noise))
             .init(),

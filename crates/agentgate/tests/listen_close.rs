@@ -71,7 +71,10 @@ async fn closing_a_listen_stream_logs_no_error() {
         if text.contains("serve finished") {
             break text;
         }
-        assert!(Instant::now() < deadline, "the session never ended:\n{text}");
+        assert!(
+            Instant::now() < deadline,
+            "the session never ended:\n{text}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let _ = nix::sys::signal::kill(
