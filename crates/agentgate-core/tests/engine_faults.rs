@@ -1,7 +1,8 @@
 //! The scheduler when the store fails under it: a save that fails briefly
 //! is saved when the store answers (the step does not run again), a save
-//! that cannot be made gives the lease up at once. (The claim loop's
-//! backoff schedule is unit-tested in the scheduler module.)
+//! that cannot be made gives the lease up at once, failing claims back off,
+//! and a PostgreSQL restart under load loses no task and repeats no side
+//! effect.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -372,4 +373,168 @@ async fn failing_claims_back_off_instead_of_spinning() {
     assert_eq!(store.claims.load(Ordering::SeqCst), 7);
     shutdown.cancel();
     running.await.expect("the engine stops");
+}
+
+/// Does its side effect (counted per task) in its first step, waits, then
+/// completes: a task has two checkpoints for an outage to fall between.
+#[derive(Clone, Default)]
+struct Effect(Arc<std::sync::Mutex<std::collections::HashMap<TaskId, u32>>>);
+
+impl Job for Effect {
+    type Args = serde_json::Map<String, Value>;
+    type State = ();
+
+    async fn start(&self, _: Self::Args, cx: &JobContext) -> StepResult<()> {
+        *self
+            .0
+            .lock()
+            .expect("effects")
+            .entry(cx.task_id.clone())
+            .or_default() += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(Step::Wait {
+            state: (),
+            status: Some("effect done".into()),
+            after: Duration::from_millis(100),
+        })
+    }
+
+    async fn resume(&self, _: (), _: Event, _: &JobContext) -> StepResult<()> {
+        Ok(Step::Done(CallToolResult::success(vec![
+            ContentBlock::text("done"),
+        ])))
+    }
+}
+
+#[tokio::test]
+async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect() {
+    use agentgate_testkit::faults::{PgCluster, unavailable};
+    let pg = match PgCluster::start() {
+        Ok(pg) => pg,
+        Err(why) => {
+            return unavailable(
+                "postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect",
+                &why,
+            );
+        }
+    };
+    let store: Arc<dyn TaskStore> = Arc::new(
+        agentgate_core::store::PostgresStore::open(&pg.url())
+            .await
+            .expect("open"),
+    );
+    let job = Effect::default();
+    let tools = ToolRegistry::new().with(ToolSpec::new(
+        "effect",
+        "test",
+        ToolPolicy::default(),
+        job.clone(),
+    ));
+    let config = EngineConfig {
+        idle_poll: Duration::from_millis(50),
+        concurrency: 16,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(store.clone(), tools, Arc::new(SystemClock), config);
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
+
+    // Four clients create tasks throughout; the database is stopped
+    // one second in and started again 3.5 s later (longer than the pool's 2 s
+    // acquire timeout, so some creates are refused).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut creators = Vec::new();
+    for _ in 0..4 {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        creators.push(tokio::spawn(async move {
+            let mut acked = Vec::new();
+            let mut refused = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let id = TaskId::generate();
+                let created = engine
+                    .store()
+                    .create(NewTask {
+                        id: id.clone(),
+                        owner: Owner::new("t"),
+                        tool: "effect".into(),
+                        args: json!({}),
+                        status_message: None,
+                        ttl_ms: None,
+                        now: engine.clock().now(),
+                    })
+                    .await;
+                match created {
+                    Ok(_) => {
+                        engine.wake();
+                        acked.push(id);
+                    }
+                    Err(e) => {
+                        assert!(e.outage().is_some(), "a refusal names the outage: {e}");
+                        refused += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (acked, refused)
+        }));
+    }
+    // pg_ctl blocks: it runs on a thread of its own while the creators and
+    // the engine go on.
+    let pg = Arc::new(pg);
+    let control = {
+        let pg = pg.clone();
+        tokio::task::spawn_blocking(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            pg.stop("fast").expect("stop PostgreSQL");
+            std::thread::sleep(Duration::from_millis(3500));
+            pg.start_again().expect("start PostgreSQL again");
+        })
+    };
+    control.await.expect("pg_ctl thread");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut acked = Vec::new();
+    let mut refused = 0;
+    for creator in creators {
+        let (a, r) = creator.await.expect("creator");
+        acked.extend(a);
+        refused += r;
+    }
+    assert!(refused > 0, "no create met the outage");
+    assert!(acked.len() > 20, "only {} tasks were created", acked.len());
+
+    // Every acknowledged task completes (a claim whose answer was lost in
+    // the outage waits for its 30 s lease), each with its effect done once.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    for id in &acked {
+        loop {
+            let task = store
+                .get(&Owner::new("t"), id, engine.clock().now())
+                .await
+                .expect("get")
+                .unwrap_or_else(|| panic!("acknowledged task {id} was lost"));
+            if task.status.is_terminal() {
+                assert_eq!(task.status, TaskStatus::Completed, "{id}: {task:?}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{id} did not complete: {task:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let effects = job.0.lock().expect("effects").clone();
+    for id in &acked {
+        assert_eq!(
+            effects.get(id),
+            Some(&1),
+            "{id}: side effect not done exactly once"
+        );
+    }
+    let repeated: Vec<_> = effects.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(repeated.is_empty(), "side effects repeated: {repeated:?}");
+    shutdown.cancel();
+    running.await.expect("engine");
 }

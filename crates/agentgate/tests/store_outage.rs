@@ -1,0 +1,166 @@
+//! `agentgate serve` on a PostgreSQL server that goes away and comes back:
+//! `/readyz` and requests answer fast and say why, and the same process
+//! serves again once the database is back.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentgate_testkit::faults::{PgCluster, unavailable};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+const STORE_KEY: &str = "7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a";
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(store: &str) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", store])
+        .env("AGENTGATE_STORE_KEY", STORE_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("read the listening line");
+    let url = first
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_owned();
+    Server {
+        child,
+        base: url.trim_end_matches("/mcp").to_owned(),
+    }
+}
+
+/// A raw 2026-07-28 `tasks/get`; returns the JSON-RPC message.
+async fn tasks_get(client: &reqwest::Client, base: &str, id: &str) -> Value {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+        "params": {
+            "taskId": id,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities":
+                    {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+            }
+        }
+    });
+    let text = client
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tasks/get")
+        .header("mcp-name", id)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST tasks/get")
+        .text()
+        .await
+        .expect("body");
+    let json = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .map_or(text.trim(), str::trim);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[tokio::test]
+async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
+    let pg = match PgCluster::start() {
+        Ok(pg) => pg,
+        Err(why) => {
+            return unavailable(
+                "a_database_outage_gets_fast_clear_answers_and_heals_by_itself",
+                &why,
+            );
+        }
+    };
+    let server = serve(&pg.url());
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let ready = client
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(ready.status(), 200);
+    let unknown = tasks_get(&client, &server.base, "no-such-task").await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    pg.stop("fast").expect("stop PostgreSQL");
+    let started = Instant::now();
+    let probe = client
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .expect("readyz while the database is down");
+    let took = started.elapsed();
+    assert_eq!(probe.status(), 503);
+    assert!(
+        took < Duration::from_millis(1500),
+        "/readyz took {took:?}; an orchestrator's 1 s probe must see an answer"
+    );
+    let reason = probe.text().await.expect("body");
+    assert!(reason.contains("task store unreachable"), "{reason}");
+
+    // A request says the store is away, and how long to wait, instead of
+    // hanging for the pool's timeout or claiming the task is unknown.
+    let started = Instant::now();
+    let refused = tasks_get(&client, &server.base, "no-such-task").await;
+    let took = started.elapsed();
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("task store cannot take this request"),
+        "{message}"
+    );
+    assert!(
+        refused["error"]["data"]["retryAfterSeconds"].is_u64(),
+        "{refused}"
+    );
+    assert!(refused["error"]["data"]["reason"].is_string(), "{refused}");
+    assert!(
+        took < Duration::from_secs(10),
+        "tasks/get took {took:?} to fail"
+    );
+
+    // The database comes back: the same process is ready again by itself.
+    pg.start_again().expect("start PostgreSQL again");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = client
+            .get(format!("{}/readyz", server.base))
+            .send()
+            .await
+            .map(|r| r.status().as_u16());
+        if matches!(status, Ok(200)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not ready 30 s after the database came back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let unknown = tasks_get(&client, &server.base, "no-such-task").await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
