@@ -40,6 +40,10 @@ pub struct ServerSection {
     #[serde(default)]
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: Option<usize>,
+    /// Refuse `tasks/get|update|cancel` without an `Mcp-Name` header
+    /// (default false: a missing one is accepted, a mismatched one refused).
+    #[serde(default)]
+    pub strict_headers: bool,
     /// HTTP connections served at once (default 768); more wait in the
     /// kernel's backlog until one closes.
     pub max_connections: Option<usize>,

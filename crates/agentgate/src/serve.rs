@@ -196,6 +196,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         if let Some(max) = file.server.max_body_bytes {
             http.max_body_bytes = max;
         }
+        http.strict_headers = file.server.strict_headers;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("listening on {addr}"))?;

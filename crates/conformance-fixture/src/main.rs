@@ -65,6 +65,11 @@ struct Cli {
     /// How long clients without the tasks extension wait inline.
     #[arg(long, default_value_t = 30)]
     sync_budget_seconds: u64,
+
+    /// Refuse `tasks/*` requests without an `Mcp-Name` header, as
+    /// `server.strict_headers = true` does in `agentgate serve`.
+    #[arg(long)]
+    strict_headers: bool,
 }
 
 #[tokio::main]
@@ -126,7 +131,11 @@ async fn main() -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding {}", cli.listen))?;
         let local = listener.local_addr().context("reading the bound address")?;
-        let router = http_router(fixture, HttpOptions::default(), shutdown.clone());
+        let options = HttpOptions {
+            strict_headers: cli.strict_headers,
+            ..HttpOptions::default()
+        };
+        let router = http_router(fixture, options, shutdown.clone());
         println!("listening http://{local}/mcp");
         tracing::info!("conformance fixture listening on http://{local}/mcp");
         serve_http(listener, router, shutdown.clone())

@@ -91,3 +91,57 @@ async fn broken_requests_get_clear_errors_and_never_crash_the_server() {
     );
     client.cancel().await.expect("close");
 }
+
+/// Request `_meta` of a 2026-07-28 client that declares the tasks extension.
+fn tasks_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    })
+}
+
+/// A `tasks/get` body for `id` at 2026-07-28.
+fn tasks_get(id: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+        "params": {"taskId": id, "_meta": tasks_meta()}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_missing_mcp_name_on_tasks_is_accepted_and_a_mismatched_one_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let url = &fixture.url;
+    // No header: served (here: the id is unknown, -32602, not a header error).
+    let (_, body) = post(url, "tasks/get", None, tasks_get("no-such-task")).await;
+    assert_eq!(body["error"]["code"], json!(-32602), "{body}");
+    // An id that needs the header's Base64 form is served too.
+    let (_, body) = post(url, "tasks/get", None, tasks_get(" spaced\tid ")).await;
+    assert_eq!(body["error"]["code"], json!(-32602), "{body}");
+    // A header that disagrees with the body is still refused.
+    let (_, body) = post(
+        url,
+        "tasks/get",
+        Some("another-task"),
+        tasks_get("no-such-task"),
+    )
+    .await;
+    assert_eq!(body["error"]["code"], json!(-32020), "{body}");
+    for method in ["tasks/update", "tasks/cancel"] {
+        let request = json!({"jsonrpc": "2.0", "id": 4, "method": method,
+            "params": {"taskId": "no-such-task", "inputResponses": {}, "_meta": tasks_meta()}});
+        let (_, body) = post(url, method, None, request.to_string()).await;
+        assert_eq!(body["error"]["code"], json!(-32602), "{method}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn strict_headers_refuse_a_missing_mcp_name_on_tasks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = Fixture::http(&dir.path().join("t.db"), &["--strict-headers"]).await;
+    let (_, body) = post(&fixture.url, "tasks/get", None, tasks_get("no-such-task")).await;
+    assert_eq!(body["error"]["code"], json!(-32020), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Mcp-Name"), "{message}");
+}

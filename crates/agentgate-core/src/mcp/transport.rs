@@ -73,6 +73,12 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Who may call `/mcp` ([`crate::auth`]); `None`: everyone, as `anonymous`.
     pub auth: Option<std::sync::Arc<crate::auth::Authenticator>>,
+    /// Refuse `tasks/get`, `tasks/update` and `tasks/cancel` without an
+    /// `Mcp-Name` header (`-32020`), as the 2026-07-28 transport requires.
+    /// Off by default: agentgate needs no routing header (any instance
+    /// answers any task), and some clients do not send it. A header that is
+    /// present must match the body either way.
+    pub strict_headers: bool,
 }
 
 impl Default for HttpOptions {
@@ -82,6 +88,7 @@ impl Default for HttpOptions {
             allowed_origins: loopback_origins(),
             max_body_bytes: 4 * 1024 * 1024,
             auth: None,
+            strict_headers: false,
         }
     }
 }
@@ -110,6 +117,7 @@ pub fn http_router<H: ServerHandler + Clone>(
     shutdown: CancellationToken,
 ) -> axum::Router {
     let max_body = options.max_body_bytes;
+    let strict_headers = options.strict_headers;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts)
         .with_allowed_origins(options.allowed_origins)
@@ -124,7 +132,7 @@ pub fn http_router<H: ServerHandler + Clone>(
     let mut mcp = axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(move |request, next| {
-            json_rpc_body(request, next, max_body)
+            json_rpc_body(request, next, max_body, strict_headers)
         }));
     if let Some(auth) = &options.auth {
         mcp = auth.protect(mcp);
@@ -150,6 +158,7 @@ async fn json_rpc_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
     max_body: usize,
+    strict_headers: bool,
 ) -> axum::response::Response {
     use axum::http::{Method, StatusCode};
     use axum::response::IntoResponse as _;
@@ -157,7 +166,7 @@ async fn json_rpc_body(
     if request.method() != Method::POST {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let read = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, max_body)).await;
     let bytes = match read {
         Ok(Ok(bytes)) => bytes,
@@ -183,7 +192,12 @@ async fn json_rpc_body(
         }
     };
     let method = match serde_json::from_slice::<Envelope<'_>>(&bytes) {
-        Ok(envelope) => envelope.method,
+        Ok(envelope) => {
+            if !strict_headers {
+                supply_task_name(&mut parts.headers, &envelope);
+            }
+            envelope.method
+        }
         // Valid JSON that is not one request object (a batch, say): rmcp's call.
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => None,
         Err(e) => {
@@ -251,6 +265,40 @@ async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Byt
 struct Envelope<'a> {
     #[serde(borrow, default)]
     method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<EnvelopeParams<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct EnvelopeParams<'a> {
+    #[serde(borrow, default, rename = "taskId")]
+    task_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Supplies a missing `Mcp-Name` on `tasks/get|update|cancel` from the body's
+/// `taskId`, so rmcp's header check passes for clients that do not send it
+/// (see [`HttpOptions::strict_headers`]). A header that is present is left
+/// for rmcp to compare, so a mismatch is still refused.
+fn supply_task_name(headers: &mut http::HeaderMap, envelope: &Envelope<'_>) {
+    use base64::Engine as _;
+    let is_task_method = matches!(
+        envelope.method.as_deref(),
+        Some("tasks/get" | "tasks/update" | "tasks/cancel")
+    );
+    if !is_task_method || headers.contains_key("mcp-name") {
+        return;
+    }
+    let Some(task_id) = envelope.params.as_ref().and_then(|p| p.task_id.as_deref()) else {
+        return;
+    };
+    // The transport's Base64 form carries any id, whatever its characters.
+    let encoded = format!(
+        "=?base64?{}?=",
+        base64::engine::general_purpose::STANDARD.encode(task_id)
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&encoded) {
+        headers.insert("mcp-name", value);
+    }
 }
 
 fn json_rpc_error(code: i32, message: &str) -> axum::Json<serde_json::Value> {
