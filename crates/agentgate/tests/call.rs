@@ -190,8 +190,8 @@ async fn call_follows_a_task_over_http_to_its_answer_and_records_it() {
     run.expect_code(0);
     assert!(run.stdout.starts_with("Qbiz response: "), "{run:#?}");
     assert!(
-        run.stdout.contains("\"conversationId\""),
-        "structured content is printed: {run:#?}"
+        !run.stdout.contains("\"conversationId\""),
+        "a person gets the text, not the structured JSON: {run:#?}"
     );
     assert!(
         run.stderr.contains(": completed"),
@@ -203,6 +203,28 @@ async fn call_follows_a_task_over_http_to_its_answer_and_records_it() {
     assert_eq!(records[0]["last_status"], "completed");
     assert_eq!(records[0]["server"]["http"]["url"], url.as_str());
     assert_eq!(world.sim.stats().chat_sync_effects, 1);
+
+    // --structured adds the structured content after the text.
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &url,
+                "QBusinessQueryTool",
+                "--arg",
+                "query=vacation days",
+                "--structured",
+            ],
+            "",
+        )
+        .await;
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("Qbiz response: "), "{run:#?}");
+    assert!(
+        run.stdout.contains("\"conversationId\""),
+        "--structured prints the structured content: {run:#?}"
+    );
 
     // --json prints the raw CallToolResult.
     let run = world

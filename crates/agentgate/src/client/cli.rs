@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::connection::{CallOutcome, Connection, FinalState, Server, describe_error};
 use super::input::{Answers, SharedStdin, shared_stdin};
-use super::render::{Progress, print_result, status_word};
+use super::render::{Progress, Shown, print_result, status_word};
 use super::state::{TaskBook, TaskRecord, now};
 
 pub const EXIT_OK: i32 = 0;
@@ -65,6 +65,11 @@ pub struct FollowArgs {
     /// Print the raw JSON result (CallToolResult) instead of its text.
     #[arg(long)]
     json: bool,
+
+    /// Also print the result's structured content (pretty JSON) after its
+    /// text. A result with no text shows it anyway, so nothing is hidden.
+    #[arg(long, conflicts_with = "json")]
+    structured: bool,
 
     /// Answer an input request: NAME is a request key (VALUE: a JSON object of
     /// form fields, or accept/decline/cancel) or a form field (VALUE: JSON if
@@ -232,7 +237,7 @@ async fn run_call(args: CallArgs) -> Result<i32> {
     let task = match conn.call(&args.tool, arguments, &mut answers).await? {
         CallOutcome::Done(result) => {
             conn.close().await;
-            return Ok(finish_result(&result, args.follow.json, &args.tool));
+            return Ok(finish_result(&result, shown(&args.follow), &args.tool));
         }
         CallOutcome::Task(task) => task,
     };
@@ -304,7 +309,7 @@ async fn run_task(args: TaskArgs) -> Result<i32> {
                     let result: CallToolResult =
                         serde_json::from_value(Value::Object(result.clone()))
                             .context("the task's result is not a CallToolResult")?;
-                    print_result(&result, false);
+                    print_result(&result, Shown::Text);
                 }
                 TaskPayload::Failed { error } => {
                     println!("error      {}", Value::Object(error.clone()))
@@ -449,7 +454,7 @@ async fn follow_task(
                 .flatten()
                 .map(|r| r.tool)
                 .unwrap_or_default();
-            finish_result(result, opts.json, &tool)
+            finish_result(result, shown(opts), &tool)
         }
         FinalState::Failed { task, error } => {
             if opts.json {
@@ -495,8 +500,17 @@ async fn decide(mode: OnInterrupt, stdin: &SharedStdin) -> OnInterrupt {
     }
 }
 
-fn finish_result(result: &CallToolResult, json: bool, tool: &str) -> i32 {
-    print_result(result, json);
+/// How `--json` and `--structured` ask for a result to be shown.
+fn shown(opts: &FollowArgs) -> Shown {
+    match (opts.json, opts.structured) {
+        (true, _) => Shown::Json,
+        (false, true) => Shown::TextAndStructured,
+        (false, false) => Shown::Text,
+    }
+}
+
+fn finish_result(result: &CallToolResult, shown: Shown, tool: &str) -> i32 {
+    print_result(result, shown);
     if result.is_error == Some(true) {
         eprintln!("tool `{tool}` reported an error");
         EXIT_TOOL_ERROR

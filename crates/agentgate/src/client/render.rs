@@ -113,11 +113,23 @@ impl FollowObserver for Progress {
     }
 }
 
+/// What of a tool result to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// The content, for a person; structured content only when the result
+    /// has no text to show.
+    Text,
+    /// The content, then the structured content as pretty JSON (unless a
+    /// text block already is exactly that JSON).
+    TextAndStructured,
+    /// The raw `CallToolResult` as JSON, for scripts.
+    Json,
+}
+
 /// Prints a tool result to stdout: text blocks as they are, other blocks as
-/// one line each, structured content as pretty JSON (unless a text block
-/// already is exactly that JSON). `json`: the raw result instead.
-pub fn print_result(result: &CallToolResult, json: bool) {
-    if json {
+/// one line each, and structured content as [`Shown`] says.
+pub fn print_result(result: &CallToolResult, shown: Shown) {
+    if shown == Shown::Json {
         println!(
             "{}",
             serde_json::to_string_pretty(result)
@@ -155,7 +167,8 @@ pub fn print_result(result: &CallToolResult, json: bool) {
             other => println!("[{other} content]"),
         }
     }
-    if let Some(structured) = &result.structured_content {
+    let wanted = shown == Shown::TextAndStructured || texts.is_empty();
+    if let Some(structured) = result.structured_content.as_ref().filter(|_| wanted) {
         let duplicate = texts
             .iter()
             .any(|t| serde_json::from_str::<Value>(t).ok().as_ref() == Some(structured));
