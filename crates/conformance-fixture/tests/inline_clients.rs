@@ -229,3 +229,179 @@ async fn task_only_tool_without_the_extension_is_refused_with_32021() {
     }
     client.cancel().await.expect("close");
 }
+
+fn task_id_of(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s["taskId"].as_str())
+        .map(str::to_owned)
+        .or_else(|| {
+            result
+                .meta
+                .as_ref()
+                .and_then(|m| m.0.get("io.agentgate/taskId"))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        })
+        .expect("the result carries the task id")
+}
+
+#[tokio::test]
+async fn a_legacy_client_follows_answers_and_gets_the_result_through_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy(ClientCapabilities::default())
+        .stdio(stdio_command(
+            &dir.path().join("t.db"),
+            &["--sync-budget-seconds", "1"],
+        ))
+        .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    for name in ["task_status", "task_answer", "task_cancel"] {
+        assert!(tools.iter().any(|t| t.name == name), "{name} is listed");
+    }
+    // The job asks a question this client cannot take inline: the result
+    // hands over the task and names the tool that answers it.
+    let handed = client
+        .call_tool(call("confirm_delete", json!({"filename": "e.txt"})))
+        .await
+        .expect("tools/call");
+    let id = task_id_of(&handed);
+    assert!(
+        text_of(&handed).contains("task_answer"),
+        "{}",
+        text_of(&handed)
+    );
+
+    // task_status shows the pending request and its fields.
+    let status = client
+        .call_tool(call("task_status", json!({"task_id": id})))
+        .await
+        .expect("task_status");
+    let text = text_of(&status);
+    assert!(text.contains("input_required"), "{text}");
+    assert!(text.contains("Waiting for input `confirm`"), "{text}");
+    assert!(text.contains("fields:"), "{text}");
+    assert!(text.contains("task_answer"), "{text}");
+
+    // A wrong answer is refused, naming the field; the task still waits.
+    let wrong = client
+        .call_tool(call(
+            "task_answer",
+            json!({"task_id": id, "responses": {"confirm": {"action": "accept", "content": {"confirm": "yes"}}}}),
+        ))
+        .await
+        .expect("task_answer");
+    assert_eq!(wrong.is_error, Some(true));
+    assert!(
+        text_of(&wrong).contains("content.confirm"),
+        "{}",
+        text_of(&wrong)
+    );
+    let unknown_key = client
+        .call_tool(call(
+            "task_answer",
+            json!({"task_id": id, "responses": {"nope": {"action": "accept", "content": {}}}}),
+        ))
+        .await
+        .expect("task_answer");
+    assert!(
+        text_of(&unknown_key).contains("`confirm`"),
+        "{}",
+        text_of(&unknown_key)
+    );
+
+    // Another principal's view is not ours to test on stdio; an unknown id is.
+    let stranger = client
+        .call_tool(call(
+            "task_answer",
+            json!({"task_id": "no-such-task", "responses": {"confirm": {"action": "decline"}}}),
+        ))
+        .await
+        .expect("task_answer");
+    assert!(text_of(&stranger).contains("unknown or expired task id"));
+
+    let answered = client
+        .call_tool(call(
+            "task_answer",
+            json!({"task_id": id, "responses": {"confirm": {"action": "accept", "content": {"confirm": true}}}}),
+        ))
+        .await
+        .expect("task_answer");
+    assert_ne!(answered.is_error, Some(true), "{}", text_of(&answered));
+    assert_eq!(
+        answered.structured_content.expect("ack")["complete"],
+        json!(true)
+    );
+
+    let mut last = serde_json::Value::Null;
+    for _ in 0..10 {
+        let polled = client
+            .call_tool(call(
+                "task_status",
+                json!({"task_id": id, "wait_seconds": 5}),
+            ))
+            .await
+            .expect("task_status");
+        last = polled.structured_content.expect("structured task");
+        if last["status"] == "completed" {
+            break;
+        }
+    }
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(
+        last["result"]["content"][0]["text"],
+        json!("confirm_delete(e.txt): confirmed = true")
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_legacy_client_cancels_a_task_that_outlived_its_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy(ClientCapabilities::default())
+        .stdio(stdio_command(
+            &dir.path().join("t.db"),
+            &["--sync-budget-seconds", "1"],
+        ))
+        .await;
+    let handed = client
+        .call_tool(call(
+            "slow_compute",
+            json!({"seconds": 60, "label": "long"}),
+        ))
+        .await
+        .expect("tools/call");
+    let id = task_id_of(&handed);
+    assert!(
+        text_of(&handed).contains("task_cancel"),
+        "{}",
+        text_of(&handed)
+    );
+    let cancelled = client
+        .call_tool(call("task_cancel", json!({"task_id": id})))
+        .await
+        .expect("task_cancel");
+    assert_ne!(cancelled.is_error, Some(true), "{}", text_of(&cancelled));
+    let mut last = serde_json::Value::Null;
+    for _ in 0..10 {
+        let polled = client
+            .call_tool(call(
+                "task_status",
+                json!({"task_id": id, "wait_seconds": 5}),
+            ))
+            .await
+            .expect("task_status");
+        last = polled.structured_content.expect("structured task");
+        if last["status"] == "cancelled" {
+            break;
+        }
+    }
+    assert_eq!(last["status"], "cancelled", "{last}");
+    let unknown = client
+        .call_tool(call("task_cancel", json!({"task_id": "no-such-task"})))
+        .await
+        .expect("task_cancel");
+    assert!(text_of(&unknown).contains("unknown or expired task id"));
+    client.cancel().await.expect("close");
+}

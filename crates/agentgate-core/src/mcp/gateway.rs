@@ -164,7 +164,10 @@ impl Gateway {
         }
     }
 
-    fn check_input_size(&self, responses: &rmcp::model::InputResponses) -> Result<(), ErrorData> {
+    pub(super) fn check_input_size(
+        &self,
+        responses: &rmcp::model::InputResponses,
+    ) -> Result<(), ErrorData> {
         match &self.guard {
             Some(guard) => {
                 limits::check_input_size(responses, guard.limits.max_input_response_bytes)
@@ -219,6 +222,7 @@ impl Gateway {
             .map(|spec| spec.tool.clone())
             .collect();
         tools.push(super::task_status::tool());
+        tools.extend(super::task_control::tools());
         tools
     }
 
@@ -339,6 +343,22 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Asks `owner`'s task to cancel and tells everyone who must know: the
+    /// step running it here, local waiters, the scheduler.
+    pub(super) async fn cancel(&self, owner: &Owner, id: &TaskId) -> Result<(), ErrorData> {
+        self.engine
+            .store()
+            .request_cancel(owner, id, self.engine.clock().now())
+            .await
+            .map_err(store_error)?;
+        self.engine.interrupt(id);
+        self.engine.publish(id);
+        self.engine.wake();
+        Ok(())
+    }
+}
+
 pub(crate) fn is_modern(cx: &RequestContext<RoleServer>) -> bool {
     cx.protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
@@ -388,8 +408,15 @@ impl ServerHandler for Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.admit(&self.owner(&cx))?;
-        if request.name == super::task_status::NAME {
-            return self.task_status(request, cx).await.map(Into::into);
+        match &*request.name {
+            super::task_status::NAME => return self.task_status(request, cx).await.map(Into::into),
+            super::task_control::ANSWER => {
+                return self.task_answer(request, cx).await.map(Into::into);
+            }
+            super::task_control::CANCEL => {
+                return self.task_cancel(request, cx).await.map(Into::into);
+            }
+            _ => {}
         }
         self.call_job_tool(request, cx).await
     }
@@ -479,14 +506,6 @@ impl ServerHandler for Gateway {
         let owner = self.owner(&cx);
         self.admit(&owner)?;
         let id = TaskId::from_client(request.task_id);
-        self.engine
-            .store()
-            .request_cancel(&owner, &id, self.engine.clock().now())
-            .await
-            .map_err(store_error)?;
-        self.engine.interrupt(&id);
-        self.engine.publish(&id);
-        self.engine.wake();
-        Ok(())
+        self.cancel(&owner, &id).await
     }
 }

@@ -274,10 +274,12 @@ fn needs_input_error(record: &TaskRecord, requests: &InputRequests) -> CallToolR
         .collect();
     let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
         "Error: this tool needs input this client did not declare it can give: {}. The work \
-         waits as task {}; answer it from a client that supports the MCP tasks extension \
-         (tasks/update) or elicitation.",
+         waits as task {id}. Ask the user, then call the `task_answer` tool with \
+         {{\"task_id\": \"{id}\", \"responses\": {{<key>: {{\"action\": \"accept\", \
+         \"content\": {{…}}}}}}}} (`task_status` shows each request's fields), or \
+         `task_cancel` to stop it.",
         wanted.join("; "),
-        record.id
+        id = record.id
     ))]);
     result.structured_content = Some(serde_json::json!({
         "taskId": record.id.as_str(),
@@ -295,11 +297,11 @@ fn still_running(record: &TaskRecord, spec: &ToolSpec) -> CallToolResponse {
         .map(|m| format!(" ({m})"))
         .unwrap_or_default();
     let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
-        "The work is still running after {}s and continues as task {}{status}. Call the \
-         `task_status` tool with {{\"task_id\": \"{}\", \"wait_seconds\": 30}} to follow it.",
+        "The work is still running after {}s and continues as task {id}{status}. Call the \
+         `task_status` tool with {{\"task_id\": \"{id}\", \"wait_seconds\": 30}} to follow \
+         it; if it asks a question, answer with `task_answer`; to stop it, `task_cancel`.",
         spec.policy.sync_budget.as_secs(),
-        record.id,
-        record.id
+        id = record.id
     ))]);
     let mut meta = rmcp::model::MetaObject::new();
     meta.0.insert(

@@ -15,6 +15,8 @@
 //! - [`sync_view`]: a tool's own answer for such clients, where its upstream
 //!   had a contract to keep ("poll 9 times, then say pending").
 //! - [`task_status`]: the built-in `task_status` tool.
+//! - [`task_control`]: `task_answer` and `task_cancel`, `tasks/update` and
+//!   `tasks/cancel` as tools for clients without the tasks extension.
 //! - [`listen`]: `subscriptions/listen` with `taskIds` → `notifications/tasks`.
 //! - [`limits`]: per-principal limits (live tasks, request rate, fast
 //!   `tasks/get` polling) and caps (`inputResponses` size, task TTL).
@@ -31,6 +33,7 @@ pub mod limits;
 mod listen;
 mod stdio;
 mod sync_view;
+mod task_control;
 mod task_status;
 mod transport;
 mod wire;

@@ -130,6 +130,24 @@ impl Gateway {
         if let Some(message) = &record.status_message {
             text.push_str(&format!(" ({message})"));
         }
+        if record.status == crate::task::TaskStatus::InputRequired {
+            for (key, request) in &record.input_requests {
+                let params = &request["params"];
+                let message = params["message"].as_str().unwrap_or("(no message)");
+                text.push_str(&format!("\nWaiting for input `{key}`: {message}"));
+                if let Some(schema) = params.get("requestedSchema") {
+                    text.push_str(&format!("\n  fields: {schema}"));
+                }
+                if let Some(url) = params["url"].as_str() {
+                    text.push_str(&format!("\n  open: {url}"));
+                }
+            }
+            text.push_str(&format!(
+                "\nAsk the user, then answer with the `task_answer` tool: {{\"task_id\": \
+                 \"{id}\", \"responses\": {{<key>: {{\"action\": \"accept\", \"content\": \
+                 {{…}}}}}}}}; or stop the task with `task_cancel`."
+            ));
+        }
         if let Some(result) = &record.result {
             text.push_str(&format!("\nResult: {result}"));
         }
