@@ -137,3 +137,142 @@ async fn task_ids_need_the_tasks_extension_and_well_formed_ids() {
         "{body}"
     );
 }
+
+/// A raw JSON-lines MCP client on the fixture's stdin/stdout.
+struct StdioPeer {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl StdioPeer {
+    fn meta() -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        })
+    }
+
+    async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt as _;
+        self.stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .expect("write");
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("no message within 30 s")
+            .expect("read")
+            .expect("the fixture closed stdout");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// The next message that answers request `id`, skipping notifications
+    /// (collected into `seen`).
+    async fn answer(&mut self, id: i64, seen: &mut Vec<Value>) -> Value {
+        loop {
+            let message = self.next().await;
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+            seen.push(message);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stdio_listener_hears_every_status_change_equal_to_tasks_get() {
+    use tokio::io::AsyncBufReadExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut command = stdio_command(&dir.path().join("t.db"), &[]);
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut peer = StdioPeer {
+        child,
+        stdin,
+        lines: tokio::io::BufReader::new(stdout).lines(),
+    };
+    let mut seen = Vec::new();
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "confirm_delete", "arguments": {"filename": "s.txt"}, "_meta": StdioPeer::meta()}}),
+    )
+    .await;
+    let created = peer.answer(1, &mut seen).await;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task handle: {created}"))
+        .to_owned();
+
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": [id, "no-such-task"]}, "_meta": StdioPeer::meta()}}),
+    )
+    .await;
+    let ack = peer.next().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([id, "no-such-task"]),
+        "{ack}"
+    );
+
+    // Pushed states until the task asks; each equals tasks/get at the time.
+    let mut asking = loop {
+        let note = peer.next().await;
+        assert_eq!(note["method"], "notifications/tasks", "{note}");
+        assert_eq!(
+            note["params"]["taskId"],
+            json!(id),
+            "only listened tasks: {note}"
+        );
+        if note["params"]["status"] == "input_required" {
+            break note["params"].clone();
+        }
+    };
+    assert!(asking["inputRequests"]["confirm"].is_object(), "{asking}");
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {
+        "taskId": id, "_meta": StdioPeer::meta()}}),
+    )
+    .await;
+    let mut got = peer.answer(2, &mut seen).await["result"].clone();
+    strip_poll_interval(&mut got);
+    got.as_object_mut().map(|m| m.remove("resultType"));
+    strip_poll_interval(&mut asking);
+    assert_eq!(asking, got, "the push equals tasks/get");
+
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/update", "params": {
+        "taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}},
+        "_meta": StdioPeer::meta()}}))
+        .await;
+    peer.answer(3, &mut seen).await;
+    let done = loop {
+        let note = match seen.pop() {
+            Some(note) if note["params"]["status"] == "completed" => note,
+            _ => peer.next().await,
+        };
+        if note["method"] == "notifications/tasks" && note["params"]["status"] == "completed" {
+            break note["params"].clone();
+        }
+    };
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        json!("confirm_delete(s.txt): confirmed = true")
+    );
+    let _ = peer.child.kill().await;
+}

@@ -187,6 +187,11 @@ impl Gateway {
         &self.engine
     }
 
+    /// Where this gateway's clients come from.
+    pub fn transport(&self) -> &TransportKind {
+        &self.transport
+    }
+
     /// Who owns the tasks this request creates or reads.
     pub fn owner(&self, cx: &RequestContext<RoleServer>) -> Owner {
         match &self.transport {

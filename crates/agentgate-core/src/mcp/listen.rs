@@ -24,9 +24,10 @@
 //! and on PostgreSQL every other instance's saves, answers and cancels
 //! (LISTEN/NOTIFY). Only the caller's own tasks are reported, so an id of
 //! somebody else's task behaves like an unknown one: it never produces a
-//! notification. Over stdio there is no HTTP layer and rmcp drops `taskIds`,
-//! so a stdio client's listen is acknowledged with an empty filter and it
-//! polls `tasks/get` instead.
+//! notification. Over stdio the stdio guard ([`super::stdio`]) plays the
+//! HTTP layer's part: it inspects the line the same way, files the ids in
+//! [`stdio_listens`] under the request's id (one stdio client per process),
+//! and adds them to the acknowledgement on its way out.
 //!
 //! [`Engine::subscribe`]: crate::scheduler::Engine::subscribe
 
@@ -46,6 +47,43 @@ use tokio::sync::broadcast::error::RecvError;
 use super::gateway::Gateway;
 use super::wire;
 use crate::task::TaskId;
+
+/// The `taskIds` of stdio listen requests, by the JSON text of their
+/// request id: filed by the stdio guard, read by [`Gateway::push_task_status`]
+/// (which forgets them when the stream ends) and by the guard to complete
+/// the acknowledgement. A process serves at most one stdio client.
+pub(crate) fn stdio_listens() -> std::sync::MutexGuard<'static, HashMap<String, ListenTaskIds>> {
+    static LISTENS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, ListenTaskIds>>> =
+        std::sync::LazyLock::new(Default::default);
+    LISTENS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Adds a stdio listen's `taskIds` to its acknowledgement (`message`, one
+/// JSON-RPC message); returns whether it did.
+pub(crate) fn acknowledge_stdio(message: &mut Value) -> bool {
+    if message.get("method").and_then(Value::as_str) != Some(ACKNOWLEDGED) {
+        return false;
+    }
+    let Some(subscription) = message
+        .pointer("/params/_meta/io.modelcontextprotocol~1subscriptionId")
+        .map(Value::to_string)
+    else {
+        return false;
+    };
+    let Some(ids) = stdio_listens().get(&subscription).cloned() else {
+        return false;
+    };
+    match message
+        .pointer_mut("/params/notifications")
+        .and_then(Value::as_object_mut)
+    {
+        Some(filter) => {
+            filter.insert("taskIds".to_owned(), Value::from(ids.0));
+            true
+        }
+        None => false,
+    }
+}
 
 /// Most task ids one listen request may name.
 pub const MAX_LISTEN_TASK_IDS: usize = 1000;
@@ -231,14 +269,35 @@ impl Gateway {
     /// away, or the server is shutting down). Returns at once when the
     /// request named no task ids.
     pub async fn push_task_status(&self, request: RequestContext<RoleServer>) {
-        let Some(ids) = request
+        let stdio_key = serde_json::to_value(&request.id)
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        let from_http = request
             .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<ListenTaskIds>())
-            .cloned()
-        else {
-            return;
+            .cloned();
+        let ids = match from_http {
+            Some(ids) => ids,
+            None if matches!(self.transport(), super::TransportKind::Stdio(_)) => {
+                match stdio_listens().get(&stdio_key).cloned() {
+                    Some(ids) => ids,
+                    None => return,
+                }
+            }
+            None => return,
         };
+        // A stdio listen's ids are forgotten when its stream ends.
+        struct Forget(Option<String>);
+        impl Drop for Forget {
+            fn drop(&mut self) {
+                if let Some(key) = self.0.take() {
+                    stdio_listens().remove(&key);
+                }
+            }
+        }
+        let _forget =
+            Forget(matches!(self.transport(), super::TransportKind::Stdio(_)).then_some(stdio_key));
         let owner = self.owner(&request);
         let ids: Vec<TaskId> = ids.0.into_iter().map(TaskId::from_client).collect();
         // Subscribe before the first read, so no change falls in between.

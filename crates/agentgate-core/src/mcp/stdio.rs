@@ -135,7 +135,23 @@ async fn check<W: AsyncWrite + Unpin>(line: &[u8], output: &Mutex<W>) -> Option<
         return None;
     };
     match serde_json::from_str::<Value>(text) {
-        Ok(value) => Some(value.get("method").is_some() && value.get("id").is_some()),
+        Ok(value) => {
+            if value.get("method").and_then(Value::as_str) == Some("subscriptions/listen") {
+                // What the HTTP layer does for a listen with `taskIds`.
+                match super::listen::inspect(&value) {
+                    super::listen::Inspection::PassThrough => {}
+                    super::listen::Inspection::Listen(ids) => {
+                        let key = value.get("id").map(Value::to_string).unwrap_or_default();
+                        super::listen::stdio_listens().insert(key, ids);
+                    }
+                    super::listen::Inspection::Refuse(_, body) => {
+                        reply(output, body).await;
+                        return None;
+                    }
+                }
+            }
+            Some(value.get("method").is_some() && value.get("id").is_some())
+        }
         Err(e) => {
             reply(
                 output,
@@ -165,10 +181,16 @@ async fn copy_replies<W: AsyncWrite + Unpin>(
         };
         pending.extend_from_slice(&chunk[..n]);
         while let Some(newline) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=newline).collect();
-            let is_answer = serde_json::from_slice::<Value>(&line).is_ok_and(|v| {
+            let mut line: Vec<u8> = pending.drain(..=newline).collect();
+            let parsed = serde_json::from_slice::<Value>(&line).ok();
+            let is_answer = parsed.as_ref().is_some_and(|v| {
                 v.get("method").is_none() && (v.get("result").is_some() || v.get("error").is_some())
             });
+            if let Some(mut message) = parsed
+                && super::listen::acknowledge_stdio(&mut message)
+            {
+                line = format!("{message}\n").into_bytes();
+            }
             let mut out = output.lock().await;
             if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
                 return;
