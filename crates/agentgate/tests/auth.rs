@@ -329,6 +329,31 @@ async fn bearer_tokens_gate_mcp_and_metrics_and_tasks_belong_to_their_principal(
     let foreign = status(alice_task.clone()).await;
     assert_eq!(foreign, status(UNKNOWN.to_owned()).await);
     assert!(foreign.contains("\"isError\":true"), "{foreign}");
+    // 4b. the task_answer and task_cancel tools, the same way.
+    let tool = |name: &'static str, id: String| {
+        let as_bob = &as_bob;
+        async move {
+            let args = match name {
+                "task_answer" => json!({"task_id": id, "responses": {"q": {"action": "decline"}}}),
+                _ => json!({"task_id": id}),
+            };
+            let response = as_bob.call_tool_once(call(name, args)).await.expect(name);
+            let CallToolResponse::Complete(result) = response else {
+                panic!("{name} answers at once: {response:?}");
+            };
+            serde_json::to_string(&result)
+                .expect("serialize")
+                .replace(&id, "<id>")
+        }
+    };
+    for name in ["task_answer", "task_cancel"] {
+        let foreign = tool(name, alice_task.clone()).await;
+        assert_eq!(foreign, tool(name, UNKNOWN.to_owned()).await, "{name}");
+        assert!(
+            foreign.contains("unknown or expired task id"),
+            "{name}: {foreign}"
+        );
+    }
     // The owner's own view works on every path (the principal reached the gateway).
     as_alice
         .peer()
