@@ -153,7 +153,8 @@ pub fn http_router<H: ServerHandler + Clone>(
 /// Answers bodies that are too large or not JSON with a JSON-RPC error object
 /// (`-32600` / `-32700`) instead of a bare text status, so every client gets
 /// an error it can parse, and carries a `subscriptions/listen` request's
-/// `taskIds` past rmcp (see [`listen`]). Other bodies pass through untouched.
+/// `taskIds` past rmcp (see [`listen`]). A legacy session's DELETE is
+/// answered 204 (rmcp says 202). Other requests pass through untouched.
 async fn json_rpc_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -163,6 +164,17 @@ async fn json_rpc_body(
     use axum::http::{Method, StatusCode};
     use axum::response::IntoResponse as _;
 
+    if request.method() == Method::DELETE {
+        // rmcp answers the DELETE that ends a legacy session with 202, though
+        // the session is closed by then; the official Python SDK takes only
+        // 200, 204 or 405 and reports any other status as a failure.
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = axum::body::Body::empty();
+        }
+        return response;
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }
