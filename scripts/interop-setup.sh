@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the pinned third-party MCP clients of the interop suite
+# (crates/agentgate/tests/interop.rs, interop/README.md):
+#
+#   scripts/interop-setup.sh
+#
+# - Python: a virtualenv in interop/python/.venv with interop/python/requirements.txt
+#   (every package pinned);
+# - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci).
+#
+# Needs python3 (3.11), node (20) and npm, and the PyPI and npm registries.
+# Running it again re-checks the installs and changes nothing that is current.
+set -euo pipefail
+cd "$(dirname "$0")/../interop"
+
+echo "interop-setup: Python clients (interop/python/.venv)"
+if [ ! -x python/.venv/bin/python ]; then
+    python3 -m venv python/.venv
+fi
+python/.venv/bin/pip install --quiet --disable-pip-version-check -r python/requirements.txt
+python/.venv/bin/python -c 'import fastmcp, fastmcp_tasks, mcp; print("  fastmcp", fastmcp.__version__)'
+
+echo "interop-setup: TypeScript clients (interop/typescript/node_modules)"
+(cd typescript && npm ci --no-audit --no-fund --loglevel=error)
+node -e 'for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/client", "@modelcontextprotocol/ext-tasks"]) console.log("  " + p, require(`./typescript/node_modules/${p}/package.json`).version)'
