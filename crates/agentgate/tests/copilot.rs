@@ -229,6 +229,47 @@ async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees
     client.cancel().await.expect("close");
 }
 
+/// The assignment lands but its answer is lost, as when the server dies
+/// between the mutation and its checkpoint: the repeated step finds Copilot
+/// in `assignedActors` (GitHub never lists bots in `assignees`) and does not
+/// assign again; the people already assigned stay.
+#[tokio::test]
+async fn an_assignment_whose_answer_was_lost_is_not_made_twice() {
+    let gh = start_github().await;
+    gh.sim.faults().lose_next_writes(1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 2),
+    )
+    .await;
+    let (result, _) = follow(&client, &task.task.task_id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("finished"),
+        "{result:?}"
+    );
+    let stats = gh.sim.stats();
+    assert_eq!(stats.answers_lost, 1, "the mutation's answer was lost");
+    // Sent once: GitHub documents nothing about assigning an assigned Copilot
+    // again, so a second mutation could start a second run.
+    assert_eq!(
+        stats.agent_assignments.len(),
+        1,
+        "{:?}",
+        stats.agent_assignments
+    );
+    assert_eq!(stats.repeat_assignments, 0);
+    assert_eq!(stats.assignments_for("acme/widgets", 2), 1);
+    assert_eq!(
+        gh.sim.issue_assignees("acme/widgets", 2),
+        vec!["octocat", "hubot", COPILOT_LOGIN]
+    );
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn copilot_is_found_on_page_two_and_its_absence_is_upstreams_error() {
     let gh = start_github().await;

@@ -2,10 +2,12 @@
 //! the agent to its finished pull request.
 //!
 //! ```text
-//! start     suggestedActors (paged) → copilot-swe-agent? → issue id, assignees
-//!           checkpoint Assign { assignees before }
-//! Assign    re-read assignees; Copilot newly there? (the mutation landed before
-//!           a crash) skip : updateIssue(assigneeIds + Copilot, agentAssignment)
+//! start     suggestedActors (paged) → copilot-swe-agent? → issue id, and every
+//!           assignee from assignedActors (bots are never in `assignees`)
+//!           checkpoint Assign { Copilot assigned before? }
+//! Assign    re-read assignedActors; Copilot newly there? (the mutation landed
+//!           before a crash) skip : updateIssue(every assignee + Copilot,
+//!           agentAssignment)
 //!           checkpoint AwaitPr, watch the issue
 //! AwaitPr   Copilot's cross-referenced PR → Working, watch the PR
 //!           Copilot's comment on the issue → "could not start" (isError)
@@ -127,7 +129,7 @@ impl Job for AssignCopilot {
                 ))));
             }
         };
-        let had_copilot = issue.assignees.iter().any(|a| a.id == copilot_id);
+        let had_copilot = issue.assignees.contains(&copilot_id);
         let status = format!(
             "Assigning Copilot to {}/{}#{}",
             args.owner, args.repo, args.issue_number
@@ -212,12 +214,12 @@ impl AssignCopilot {
         let issue = read_issue(github, &state.owner, &state.repo, state.issue_number)
             .await
             .map_err(|e| e.into_job_error("failed to get issue ID"))?;
-        let has_copilot = issue.assignees.iter().any(|a| a.id == state.copilot_id);
+        let has_copilot = issue.assignees.contains(&state.copilot_id);
         // The checkpoint says "not assigned yet" but GitHub shows Copilot
         // newly assigned: this step ran before and died after the mutation.
         let landed_before = has_copilot && !had_copilot;
         if !landed_before {
-            let mut assignees: Vec<String> = issue.assignees.iter().map(|a| a.id.clone()).collect();
+            let mut assignees = issue.assignees;
             if !assignees.contains(&state.copilot_id) {
                 assignees.push(state.copilot_id.clone());
             }
@@ -562,7 +564,8 @@ struct IssueFacts {
     id: String,
     url: String,
     title: String,
-    assignees: Vec<model::Assignee>,
+    /// The node ids of every assignee, bots included.
+    assignees: Vec<String>,
 }
 
 async fn read_issue(
@@ -585,12 +588,27 @@ async fn read_issue(
     let issue = repository.issue.ok_or_else(|| GitHubError::NotFound {
         message: format!("Could not resolve to an Issue with the number of {number}."),
     })?;
+    // Every assignee must be kept when Copilot is added (the mutation replaces
+    // the list): one whose id we cannot read stops the call rather than being
+    // dropped.
+    let mut assignees = Vec::new();
+    for actor in issue.assigned_actors.nodes.into_iter().flatten() {
+        match actor.id {
+            Some(id) => assignees.push(id),
+            None => {
+                return Err(GitHubError::Decode(format!(
+                    "issue {owner}/{repo}#{number} has an assignee of a kind agentgate does not                      know ({}), which assigning Copilot would remove; assign Copilot in GitHub's                      UI instead",
+                    actor.typename.as_deref().unwrap_or("no __typename")
+                )));
+            }
+        }
+    }
     Ok(IssueFacts {
         repo_id: repository.id,
         id: issue.id,
         url: issue.url,
         title: issue.title,
-        assignees: issue.assignees.nodes.into_iter().flatten().collect(),
+        assignees,
     })
 }
 

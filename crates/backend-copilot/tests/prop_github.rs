@@ -242,7 +242,7 @@ fn graphql_template() -> Value {
     let issue = json!({
         "id": "I_1", "number": 1, "title": "Fix it", "url": "https://github.example/o/r/issues/1",
         "state": "OPEN",
-        "assignees": {"nodes": [{"id": "BOT_1", "login": "copilot-swe-agent"}]},
+        "assignedActors": {"nodes": [{"__typename": "Bot", "id": "BOT_1", "login": "copilot-swe-agent"}]},
         "timelineItems": {"nodes": [
             {"__typename": "CrossReferencedEvent", "createdAt": TIME, "source": {
                 "__typename": "PullRequest", "number": 2, "url": "https://github.example/o/r/pull/2",
@@ -737,7 +737,7 @@ fn an_absurd_rate_limit_wait_is_capped_not_a_panic() {
 fn a_token_echoed_in_a_body_never_reaches_an_error() {
     let h = harness();
     let echoed = format!(
-        r#"{{"data":{{"repository":{{"id":"R","issue":{{"id":"I","number":1,"title":"t","url":"u","state":"OPEN","assignees":{{"nodes":["bad credentials {TOKEN}"]}}}}}}}}}}"#
+        r#"{{"data":{{"repository":{{"id":"R","issue":{{"id":"I","number":1,"title":"t","url":"u","state":"OPEN","assignedActors":{{"nodes":["bad credentials {TOKEN}"]}}}}}}}}}}"#
     );
     let rest = format!(r#"{{"number":"{TOKEN}"}}"#);
     let canned = |body: String| Canned {

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 const OP_SUGGESTED: &str = "query($endCursor:String$name:String!$owner:String!){repository(owner: $owner, name: $name){suggestedActors(first: 100, after: $endCursor, capabilities: CAN_BE_ASSIGNED){nodes{... on Bot{id,login,__typename}},pageInfo{hasNextPage,endCursor}}}}";
 const OP_SUGGESTED_NEXT: &str = "query($endCursor:String!$name:String!$owner:String!){repository(owner: $owner, name: $name){suggestedActors(first: 100, after: $endCursor, capabilities: CAN_BE_ASSIGNED){nodes{... on Bot{id,login,__typename}},pageInfo{hasNextPage,endCursor}}}}";
-const OP_ISSUE: &str = "query($name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){id,issue(number: $number){id,number,title,url,state,assignees(first: 100){nodes{id,login}}}}}";
+const OP_ISSUE: &str = "query($name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){id,issue(number: $number){id,number,title,url,state,assignedActors(first: 100){nodes{__typename,...on Bot{id,login},...on Mannequin{id,login},...on Organization{id,login},...on User{id,login}}}}}}";
+/// Users and actors side by side, as GitHub's public schema types them.
+const OP_BOTH: &str = "query($name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){issue(number: $number){assignees(first: 100){totalCount,nodes{__typename,id,login}},assignedActors(first: 100){totalCount,nodes{__typename,...on Bot{login},...on User{login}}}}}}";
 const OP_ASSIGN: &str =
     "mutation($input:UpdateIssueInput!){updateIssue(input: $input){issue{id,number,url}}}";
 const OP_UNASSIGN: &str = "mutation($input:RemoveAssigneesFromAssignableInput!){removeAssigneesFromAssignable(input: $input){clientMutationId}}";
@@ -250,18 +252,81 @@ async fn issue_query_returns_the_assignees() {
     assert_eq!(issue["title"], "Fix the flaky retry test");
     assert_eq!(issue["state"], "OPEN");
     assert_eq!(issue["url"], "https://github.com/acme/widgets/issues/2");
-    let logins: Vec<&str> = issue["assignees"]["nodes"]
+    let logins: Vec<&str> = issue["assignedActors"]["nodes"]
         .as_array()
         .expect("nodes")
         .iter()
         .filter_map(|n| n["login"].as_str())
         .collect();
     assert_eq!(logins, vec!["octocat", "hubot"]);
+    assert_eq!(issue["assignedActors"]["nodes"][0]["__typename"], "User");
     assert!(
-        issue["assignees"]["nodes"][0]["id"]
+        issue["assignedActors"]["nodes"][0]["id"]
             .as_str()
             .is_some_and(|id| id.starts_with("U_kgDO"))
     );
+}
+
+fn logins_and_types(connection: &Value) -> Vec<(String, String)> {
+    connection["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| {
+            (
+                n["login"].as_str().unwrap_or_default().to_owned(),
+                n["__typename"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// GitHub's public schema: `assignees` is a `UserConnection` (users only);
+/// bots, Copilot among them, are returned by `assignedActors` alone.
+#[tokio::test]
+async fn copilot_is_in_assigned_actors_and_never_in_assignees() {
+    let gh = start().await;
+    let body = gh.assign(WIDGETS, 2, json!({})).await;
+    assert!(body.get("errors").is_none(), "{body}");
+    let body = gh
+        .graphql(
+            OP_BOTH,
+            json!({ "owner": "acme", "name": "widgets", "number": 2 }),
+        )
+        .await;
+    assert!(body.get("errors").is_none(), "{body}");
+    let issue = &body["data"]["repository"]["issue"];
+    let user = |login: &str| (login.to_owned(), "User".to_owned());
+    assert_eq!(
+        logins_and_types(&issue["assignees"]),
+        vec![user("octocat"), user("hubot")]
+    );
+    assert_eq!(issue["assignees"]["totalCount"], 2);
+    assert_eq!(
+        logins_and_types(&issue["assignedActors"]),
+        vec![
+            user("octocat"),
+            user("hubot"),
+            ("copilot-swe-agent".to_owned(), "Bot".to_owned())
+        ]
+    );
+    assert_eq!(issue["assignedActors"]["totalCount"], 3);
+}
+
+/// What the public schema refuses, the emulator refuses: a `Bot` is not a
+/// possible type of `assignees`' nodes.
+#[tokio::test]
+async fn a_bot_fragment_on_assignees_is_refused_as_by_the_public_schema() {
+    let gh = start().await;
+    let body = gh
+        .graphql(
+            "query($name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){issue(number: $number){assignees(first: 10){nodes{... on Bot{id}}}}}}",
+            json!({ "owner": "acme", "name": "widgets", "number": 2 }),
+        )
+        .await;
+    assert!(body["data"].is_null(), "{body}");
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Bot"), "{body}");
 }
 
 #[tokio::test]

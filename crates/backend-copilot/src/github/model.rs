@@ -16,7 +16,10 @@ pub const COPILOT_REST_LOGIN: &str = "Copilot";
 pub const SUGGESTED_ACTORS_FIRST: &str = "query($endCursor:String$name:String!$owner:String!){repository(owner: $owner, name: $name){suggestedActors(first: 100, after: $endCursor, capabilities: CAN_BE_ASSIGNED){nodes{... on Bot{id,login,__typename}},pageInfo{hasNextPage,endCursor}}}}";
 /// Suggested actors, later pages.
 pub const SUGGESTED_ACTORS_NEXT: &str = "query($endCursor:String!$name:String!$owner:String!){repository(owner: $owner, name: $name){suggestedActors(first: 100, after: $endCursor, capabilities: CAN_BE_ASSIGNED){nodes{... on Bot{id,login,__typename}},pageInfo{hasNextPage,endCursor}}}}";
-pub const ISSUE: &str = "query($name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){id,issue(number: $number){id,number,title,url,state,assignees(first: 100){nodes{id,login}}}}}";
+/// The issue and every assignee. `assignedActors` (GitHub's `Assignee` union),
+/// not `assignees`: the public schema types `assignees` as users only, and
+/// GitHub returns bots (Copilot among them) in `assignedActors` alone.
+pub const ISSUE: &str = "query($name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){id,issue(number: $number){id,number,title,url,state,assignedActors(first: 100){nodes{__typename,...on Bot{id,login},...on Mannequin{id,login},...on Organization{id,login},...on User{id,login}}}}}}";
 pub const UPDATE_ISSUE: &str =
     "mutation($input:UpdateIssueInput!){updateIssue(input: $input){issue{id,number,url}}}";
 pub const REMOVE_ASSIGNEES: &str = "mutation($input:RemoveAssigneesFromAssignableInput!){removeAssigneesFromAssignable(input: $input){clientMutationId}}";
@@ -106,12 +109,18 @@ pub struct IssueNode {
     pub title: String,
     pub url: String,
     pub state: String,
-    pub assignees: Connection<Assignee>,
+    #[serde(rename = "assignedActors")]
+    pub assigned_actors: Connection<Assignee>,
 }
 
+/// One of an issue's assignees (`Bot`, `Mannequin`, `Organization`, `User`).
+/// A kind the query does not spread on arrives without an id.
 #[derive(Debug, Deserialize, Clone)]
 pub struct Assignee {
-    pub id: String,
+    #[serde(rename = "__typename", default)]
+    pub typename: Option<String>,
+    #[serde(default)]
+    pub id: Option<String>,
     #[serde(default)]
     pub login: Option<String>,
 }

@@ -247,10 +247,45 @@ pub(crate) struct ActorConnection {
     total_count: i32,
 }
 
-/// `assignees` results (users and bots).
+/// `assignees` results: users only, as GitHub's public schema types them
+/// (`UserConnection` of `User`). Bots (Copilot among them) are in
+/// `assignedActors`.
 #[derive(Clone, Debug, SimpleObject)]
 pub(crate) struct UserConnection {
-    nodes: Option<Vec<Option<Actor>>>,
+    nodes: Option<Vec<Option<User>>>,
+    page_info: PageInfo,
+    total_count: i32,
+}
+
+/// GitHub's `Assignee` union: what `assignedActors` returns.
+#[derive(Clone, Debug, Union)]
+pub(crate) enum Assignee {
+    Bot(Bot),
+    Mannequin(Mannequin),
+    Organization(Organization),
+    User(User),
+}
+
+/// GitHub's `Mannequin` (an imported user). The emulator's seeds have none;
+/// the type is here because `Assignee` holds it, so documents that spread on
+/// it are valid as on GitHub.
+#[derive(Clone, Debug, SimpleObject)]
+pub(crate) struct Mannequin {
+    id: ID,
+    login: String,
+}
+
+/// GitHub's `Organization`, as an `Assignee` (never assigned in the seeds).
+#[derive(Clone, Debug, SimpleObject)]
+pub(crate) struct Organization {
+    id: ID,
+    login: String,
+}
+
+/// `assignedActors` results: every assignee, users and bots.
+#[derive(Clone, Debug, SimpleObject)]
+pub(crate) struct AssigneeConnection {
+    nodes: Option<Vec<Option<Assignee>>>,
     page_info: PageInfo,
     total_count: i32,
 }
@@ -687,19 +722,55 @@ fn timeline(
     Ok((nodes, info, count_i32(total), count_i32(filtered.len())))
 }
 
+/// `assignees`: the users among the assignees (GitHub leaves bots out).
 fn assignees(
     repo: &Repository,
     item: &Item,
     first: Option<i32>,
 ) -> async_graphql::Result<UserConnection> {
-    let (start, end) = window(item.assignees.len(), first, None, None, "assignees")?;
+    let users: Vec<User> = item
+        .assignees
+        .iter()
+        .filter_map(|login| match repo.actor(login) {
+            Some(Actor::User(user)) => Some(user),
+            _ => None,
+        })
+        .collect();
+    let (start, end) = window(users.len(), first, None, None, "assignees")?;
     Ok(UserConnection {
+        nodes: Some(
+            users
+                .get(start..end)
+                .unwrap_or_default()
+                .iter()
+                .cloned()
+                .map(Some)
+                .collect(),
+        ),
+        page_info: page_info(start, end, users.len()),
+        total_count: count_i32(users.len()),
+    })
+}
+
+/// `assignedActors`: every assignee, users and bots.
+fn assigned_actors(
+    repo: &Repository,
+    item: &Item,
+    first: Option<i32>,
+) -> async_graphql::Result<AssigneeConnection> {
+    let (start, end) = window(item.assignees.len(), first, None, None, "assignedActors")?;
+    Ok(AssigneeConnection {
         nodes: Some(
             item.assignees
                 .get(start..end)
                 .unwrap_or_default()
                 .iter()
-                .map(|login| repo.actor(login))
+                .map(|login| {
+                    repo.actor(login).map(|actor| match actor {
+                        Actor::Bot(bot) => Assignee::Bot(bot),
+                        Actor::User(user) => Assignee::User(user),
+                    })
+                })
                 .collect(),
         ),
         page_info: page_info(start, end, item.assignees.len()),
@@ -767,6 +838,13 @@ impl Issue {
         #[graphql(name = "after")] _after: Option<String>,
     ) -> async_graphql::Result<UserConnection> {
         assignees(&self.repo, &self.item, first)
+    }
+    async fn assigned_actors(
+        &self,
+        first: Option<i32>,
+        #[graphql(name = "after")] _after: Option<String>,
+    ) -> async_graphql::Result<AssigneeConnection> {
+        assigned_actors(&self.repo, &self.item, first)
     }
     async fn timeline_items(
         &self,
@@ -883,6 +961,13 @@ impl PullRequest {
         #[graphql(name = "after")] _after: Option<String>,
     ) -> async_graphql::Result<UserConnection> {
         assignees(&self.repo, &self.item, first)
+    }
+    async fn assigned_actors(
+        &self,
+        first: Option<i32>,
+        #[graphql(name = "after")] _after: Option<String>,
+    ) -> async_graphql::Result<AssigneeConnection> {
+        assigned_actors(&self.repo, &self.item, first)
     }
     async fn timeline_items(
         &self,
