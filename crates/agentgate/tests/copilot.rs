@@ -157,6 +157,38 @@ fn structured(result: &Map<String, Value>) -> &Value {
     &result["structuredContent"]
 }
 
+/// github-mcp-server's `outputSchema` for `assign_copilot_to_issue`
+/// (`contracts/github/mcp-server/`), with its `additionalProperties: false`
+/// lifted: upstream's fields must all be there with upstream's types; the
+/// extra ones are ours and declared in our own output schema.
+fn upstream_output_schema(strict: bool) -> jsonschema::Validator {
+    fn lift(schema: &mut Value) {
+        if let Value::Object(map) = schema {
+            map.remove("additionalProperties");
+            map.values_mut().for_each(lift);
+        }
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../contracts/github/mcp-server/assign_copilot_to_issue.output-schema.json"
+    );
+    let text = std::fs::read_to_string(path).expect("the vendored output schema");
+    let mut schema: Value = serde_json::from_str(&text).expect("JSON");
+    if !strict {
+        lift(&mut schema);
+    }
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+/// `structured` has upstream's typed fields (extra fields allowed).
+fn assert_upstream_shape(structured: &Value) {
+    let errors: Vec<String> = upstream_output_schema(false)
+        .iter_errors(structured)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?} in {structured}");
+}
+
 #[tokio::test]
 async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees() {
     let gh = start_github().await;
@@ -217,8 +249,10 @@ async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees
     assert_eq!(ours.model.as_deref(), Some("claude-sonnet-4.6"));
     assert_eq!(gh.sim.stats().assignments_for("acme/widgets", 1), 1);
 
+    assert_upstream_shape(content);
     let (result, _) = follow(&client, &second.task.task_id).await;
     assert_eq!(structured(&result)["outcome"], json!("finished"));
+    assert_upstream_shape(structured(&result));
     let assignees = gh.sim.issue_assignees("acme/widgets", 2);
     for login in ["octocat", "hubot", COPILOT_LOGIN] {
         assert!(
@@ -226,6 +260,63 @@ async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees
             "{login} in {assignees:?}"
         );
     }
+    client.cancel().await.expect("close");
+}
+
+/// `tools/list` declares an output schema that keeps every field of
+/// upstream's with upstream's type and upstream's required list; a result
+/// that is only upstream's fields passes the strict upstream schema.
+#[tokio::test]
+async fn the_declared_output_schema_keeps_upstreams_typed_fields() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "assign_copilot_to_issue")
+        .expect("the tool");
+    let ours = Value::Object(
+        tool.output_schema
+            .as_ref()
+            .expect("an output schema")
+            .as_ref()
+            .clone(),
+    );
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../contracts/github/mcp-server/assign_copilot_to_issue.output-schema.json"
+    );
+    let upstream: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON");
+    assert_eq!(ours["required"], upstream["required"]);
+    for (name, field) in upstream["properties"].as_object().expect("properties") {
+        assert_eq!(ours["properties"][name]["type"], field["type"], "{name}");
+    }
+    for (name, field) in upstream["properties"]["pull_request"]["properties"]
+        .as_object()
+        .expect("pull_request properties")
+    {
+        assert_eq!(
+            ours["properties"]["pull_request"]["properties"][name]["type"], field["type"],
+            "pull_request.{name}"
+        );
+    }
+    assert_eq!(
+        ours["properties"]["pull_request"]["required"],
+        upstream["properties"]["pull_request"]["required"]
+    );
+    // The strict schema is live: upstream's fields alone pass, an extra fails.
+    let only_upstream = json!({"issue_number": 1, "issue_url": "u", "message": "m",
+        "owner": "o", "repo": "r", "pull_request": {"number": 2, "state": "OPEN", "title": "t", "url": "u"}});
+    assert!(upstream_output_schema(true).is_valid(&only_upstream));
+    let mut extra = only_upstream.clone();
+    extra["outcome"] = json!("finished");
+    assert!(!upstream_output_schema(true).is_valid(&extra));
+    assert!(upstream_output_schema(false).is_valid(&extra));
+    let mut mistyped = only_upstream;
+    mistyped["issue_number"] = json!("1");
+    assert!(!upstream_output_schema(false).is_valid(&mistyped));
     client.cancel().await.expect("close");
 }
 
@@ -354,6 +445,9 @@ async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
         body["message"],
         json!("successfully assigned copilot to issue - pull request created")
     );
+    // The same object as structured content, in upstream's typed shape.
+    assert_eq!(result.structured_content.as_ref(), Some(&body));
+    assert_upstream_shape(&body);
     assert_eq!(body["issue_number"], json!(1));
     assert_eq!(body["owner"], json!("acme"));
     assert_eq!(body["repo"], json!("widgets"));
@@ -410,6 +504,8 @@ async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
         body["message"],
         json!("successfully assigned copilot to issue - pull request pending")
     );
+    assert_eq!(result.structured_content.as_ref(), Some(&body));
+    assert_upstream_shape(&body);
     assert!(
         body["note"]
             .as_str()

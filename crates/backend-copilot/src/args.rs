@@ -218,6 +218,41 @@ pub fn assign_schema() -> Value {
     })
 }
 
+/// What `assign_copilot_to_issue` returns in `structuredContent`: upstream's
+/// typed fields with upstream's types (github-mcp-server's `outputSchema`,
+/// vendored in `contracts/github/mcp-server/`), plus ours. Upstream refuses
+/// extra properties; ours are documented here, so a client that validates
+/// against this schema accepts them.
+pub fn assign_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "issue_number": {"type": "integer"},
+            "issue_url": {"type": "string"},
+            "message": {"type": "string"},
+            "note": {"type": "string", "description": "Why the pull request is not there yet (clients without tasks)"},
+            "owner": {"type": "string"},
+            "repo": {"type": "string"},
+            "pull_request": {
+                "type": "object",
+                "properties": {
+                    "number": {"type": "integer"},
+                    "state": {"type": "string", "description": "OPEN, CLOSED or MERGED"},
+                    "title": {"type": "string"},
+                    "url": {"type": "string"},
+                    "draft": {"type": "boolean"}
+                },
+                "required": ["number", "state", "title", "url"]
+            },
+            "outcome": {"type": "string", "description": "How the task ended: finished, failed_to_start, finished_with_failure, closed, gone, watch_timeout, …"},
+            "issue_title": {"type": "string"},
+            "task_id": {"type": "string", "description": "The task that keeps following the agent (clients without tasks)"},
+            "detail": {"type": "object", "description": "What decided the outcome (Copilot's timeline events, its comment)"}
+        },
+        "required": ["issue_number", "issue_url", "message", "owner", "repo"]
+    })
+}
+
 pub fn changes_schema() -> Value {
     json!({
         "type": "object",

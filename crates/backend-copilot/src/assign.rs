@@ -493,10 +493,15 @@ impl AssignCopilot {
             "issue_number": state.issue_number,
             "issue_url": state.issue_url,
             "issue_title": state.issue_title,
-            "pull_request": state.pull_request,
         });
-        if let (Some(detail), Some(map)) = (detail, structured.as_object_mut()) {
-            map.insert("detail".into(), detail);
+        if let Some(map) = structured.as_object_mut() {
+            // Absent, not null, without one: upstream's schema types it as an object.
+            if let Some(pr) = &state.pull_request {
+                map.insert("pull_request".into(), json!(pr));
+            }
+            if let Some(detail) = detail {
+                map.insert("detail".into(), detail);
+            }
         }
         let text = match &state.pull_request {
             Some(pr) => format!("{text}\n{}", pr.url),
@@ -688,8 +693,10 @@ impl SyncView for UpstreamView {
                     break state;
                 }
                 if tokio::time::Instant::now() >= deadline {
+                    // An error result: the assignment this call asked for is
+                    // not made, so there is nothing of the declared output yet.
                     let status = record.status_message.unwrap_or_default();
-                    return Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "The assignment is not made yet ({status}); it continues as task {}. \
                          Call `task_status` with {{\"task_id\": \"{}\"}} to follow it.",
                         task.id(),
@@ -772,7 +779,10 @@ fn upstream_result(
             }
         }
     }
+    // Upstream's JSON as text, and the same object as structured content (the
+    // tool declares upstream's output schema).
     let mut result = CallToolResult::success(vec![ContentBlock::text(body.to_string())]);
+    result.structured_content = Some(body);
     let mut meta = rmcp::model::MetaObject::new();
     meta.0
         .insert("io.agentgate/taskId".to_owned(), json!(task.as_str()));

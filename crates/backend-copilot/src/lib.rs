@@ -164,12 +164,18 @@ impl Copilot {
             self.policy(),
             agent_task::CreatePullRequest::new(self.shared.clone()),
         );
+        let mut assign = with_schema(
+            assign,
+            args::assign_schema(),
+            annotations("Assign Copilot to issue", true),
+        );
+        let mut tool = assign.tool.clone();
+        if let serde_json::Value::Object(map) = args::assign_output_schema() {
+            tool.output_schema = Some(Arc::new(JsonObject::from_iter(map)));
+        }
+        assign = assign.with_tool(tool);
         vec![
-            with_schema(
-                assign,
-                args::assign_schema(),
-                annotations("Assign Copilot to issue", true),
-            ),
+            assign,
             with_schema(
                 changes,
                 args::changes_schema(),
