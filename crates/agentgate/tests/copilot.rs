@@ -168,16 +168,21 @@ fn upstream_output_schema(strict: bool) -> jsonschema::Validator {
             map.values_mut().for_each(lift);
         }
     }
+    let mut schema = upstream_output_schema_json();
+    if !strict {
+        lift(&mut schema);
+    }
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+/// The vendored schema, as published.
+fn upstream_output_schema_json() -> Value {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../contracts/github/mcp-server/assign_copilot_to_issue.output-schema.json"
     );
     let text = std::fs::read_to_string(path).expect("the vendored output schema");
-    let mut schema: Value = serde_json::from_str(&text).expect("JSON");
-    if !strict {
-        lift(&mut schema);
-    }
-    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+    serde_json::from_str(&text).expect("JSON")
 }
 
 /// `structured` has upstream's typed fields (extra fields allowed).
@@ -283,12 +288,7 @@ async fn the_declared_output_schema_keeps_upstreams_typed_fields() {
             .as_ref()
             .clone(),
     );
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../contracts/github/mcp-server/assign_copilot_to_issue.output-schema.json"
-    );
-    let upstream: Value =
-        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON");
+    let upstream = upstream_output_schema_json();
     assert_eq!(ours["required"], upstream["required"]);
     for (name, field) in upstream["properties"].as_object().expect("properties") {
         assert_eq!(ours["properties"][name]["type"], field["type"], "{name}");
