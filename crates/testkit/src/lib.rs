@@ -1,9 +1,12 @@
 //! The test harness agentgate's end-to-end tests share: an rmcp client with
 //! chosen capabilities that records what the server sent (progress,
 //! elicitations) and answers elicitations, plus task polling that honours
-//! `pollIntervalMs`.
+//! `pollIntervalMs`; and the upstreams' published contracts as validators
+//! ([`contracts`]).
 
+pub mod contracts;
 pub mod faults;
+pub mod hold;
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
