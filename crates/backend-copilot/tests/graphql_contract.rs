@@ -817,3 +817,132 @@ async fn every_graphql_request_the_assign_tool_sends_is_valid_against_the_publis
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// The emulator's GraphQL schema against GitHub's
+
+/// A field as compared: name, type, and each argument's name and type.
+type FieldShape = (String, String, Vec<(String, String)>);
+
+/// Every type the GitHub emulator serves is GitHub's: same kind, and each
+/// field, argument, union member, enum value and input field it has exists in
+/// the public schema (or the preview additions) with the same type. The
+/// emulator may serve less than GitHub, never something else.
+#[test]
+fn the_emulators_graphql_types_are_githubs() {
+    use apollo_compiler::schema::ExtendedType;
+
+    let sim = agentgate_sim::github::GithubSim::new(Default::default());
+    let emulated = match Schema::parse(sim.schema_sdl(), "emulator.graphql") {
+        Ok(schema) => schema,
+        Err(with_errors) => with_errors.partial,
+    };
+    let github = preview_schema();
+    let root = |name: &str| -> String {
+        let definition = &emulated.schema_definition;
+        if definition.query.as_ref().is_some_and(|q| q.name == name) {
+            "Query".into()
+        } else if definition.mutation.as_ref().is_some_and(|m| m.name == name) {
+            "Mutation".into()
+        } else {
+            name.to_owned()
+        }
+    };
+    let mut problems = Vec::new();
+    let mut compared = 0;
+    for (name, ty) in &emulated.types {
+        if ty.is_built_in() {
+            continue;
+        }
+        let real_name = root(name);
+        let Some(real) = github.types.get(real_name.as_str()) else {
+            problems.push(format!("type {name} is not in GitHub's schema"));
+            continue;
+        };
+        compared += 1;
+        let fields = |ty: &ExtendedType| -> Option<Vec<FieldShape>> {
+            let list = match ty {
+                ExtendedType::Object(o) => o.fields.values().map(|f| f.node.clone()).collect(),
+                ExtendedType::Interface(i) => i
+                    .fields
+                    .values()
+                    .map(|f| f.node.clone())
+                    .collect::<Vec<_>>(),
+                _ => return None,
+            };
+            Some(
+                list.iter()
+                    .map(|f| {
+                        let args = f
+                            .arguments
+                            .iter()
+                            .map(|a| (a.name.to_string(), a.ty.to_string()))
+                            .collect();
+                        (f.name.to_string(), f.ty.to_string(), args)
+                    })
+                    .collect(),
+            )
+        };
+        match (ty, real) {
+            (ExtendedType::Object(_), ExtendedType::Object(_))
+            | (ExtendedType::Interface(_), ExtendedType::Interface(_)) => {
+                let theirs = fields(real).unwrap_or_default();
+                for (field, field_type, args) in fields(ty).unwrap_or_default() {
+                    let Some((_, real_type, real_args)) =
+                        theirs.iter().find(|(f, _, _)| *f == field)
+                    else {
+                        problems.push(format!("{real_name}.{field} is not in GitHub's schema"));
+                        continue;
+                    };
+                    if *real_type != field_type {
+                        problems.push(format!(
+                            "{real_name}.{field}: the emulator says {field_type}, GitHub {real_type}"
+                        ));
+                    }
+                    for (arg, arg_type) in args {
+                        match real_args.iter().find(|(a, _)| *a == arg) {
+                            Some((_, real)) if *real == arg_type => {}
+                            Some((_, real)) => problems.push(format!(
+                                "{real_name}.{field}({arg}): the emulator says {arg_type}, \
+                                 GitHub {real}"
+                            )),
+                            None => problems.push(format!(
+                                "{real_name}.{field}({arg}) is not in GitHub's schema"
+                            )),
+                        }
+                    }
+                }
+            }
+            (ExtendedType::Union(ours), ExtendedType::Union(theirs)) => {
+                for member in &ours.members {
+                    if !theirs.members.contains(member) {
+                        problems.push(format!("{member} is not a member of GitHub's {name}"));
+                    }
+                }
+            }
+            (ExtendedType::Enum(ours), ExtendedType::Enum(theirs)) => {
+                for value in ours.values.keys() {
+                    if !theirs.values.contains_key(value) {
+                        problems.push(format!("{name}.{value} is not in GitHub's enum"));
+                    }
+                }
+            }
+            (ExtendedType::InputObject(ours), ExtendedType::InputObject(theirs)) => {
+                for (field, definition) in &ours.fields {
+                    match theirs.fields.get(field) {
+                        Some(real) if real.ty == definition.ty => {}
+                        Some(real) => problems.push(format!(
+                            "{name}.{field}: the emulator says {}, GitHub {}",
+                            definition.ty, real.ty
+                        )),
+                        None => problems.push(format!("{name}.{field} is not in GitHub's input")),
+                    }
+                }
+            }
+            (ExtendedType::Scalar(_), ExtendedType::Scalar(_)) => {}
+            _ => problems.push(format!("{name} is a different kind of type on GitHub")),
+        }
+    }
+    assert!(compared >= 10, "only {compared} types compared");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

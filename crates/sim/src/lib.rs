@@ -9,6 +9,9 @@
 //!   scenarios, rate limits and fault knobs;
 //! - `cli`: [`SimArgs`] and [`run`], what `agentgate sim` calls.
 
+// GitHub's pull request object is one `json!` of about fifty fields.
+#![recursion_limit = "256"]
+
 pub mod github;
 pub mod qbusiness;
 

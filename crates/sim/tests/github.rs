@@ -809,7 +809,7 @@ async fn copilot_mentions_start_a_review_cycle() {
     let body: Value = resp.json().await.expect("json");
     assert_eq!(
         body,
-        json!({"message":"Validation Failed","errors":[{"resource":"IssueComment","code":"missing_field","field":"body"}],"documentation_url":"https://docs.github.com/rest/issues/comments#create-an-issue-comment","status":"422"})
+        json!({"message":"Validation Failed","errors":[{"resource":"IssueComment","code":"missing_field","field":"body"}],"documentation_url":"https://docs.github.com/rest/issues/comments#create-an-issue-comment"})
     );
     let resp = gh
         .http
@@ -886,7 +886,7 @@ async fn copilot_mentions_start_a_review_cycle() {
     assert_eq!(
         gh.sim
             .stats()
-            .rest_requests_for("GET /repos/{owner}/{repo}/issues/{number}/comments"),
+            .rest_requests_for("GET /repos/{owner}/{repo}/issues/{issue_number}/comments"),
         3
     );
 }
@@ -905,6 +905,9 @@ async fn agent_tasks_run_to_completion_or_failure() {
     assert_eq!(task["state"], "queued");
     assert_eq!(task["creator_type"], "user");
     let id = task["id"].as_str().expect("id").to_owned();
+    // As documented, the 201 answer has no sessions; GET of the task has them.
+    assert!(task.get("sessions").is_none(), "{task}");
+    let task = gh.get_json(&format!("/agents/tasks/{id}")).await;
     let session = &task["sessions"][0];
     assert_eq!(session["prompt"], "Add a CHANGELOG entry");
     assert_eq!(session["base_ref"], "main");
@@ -921,9 +924,19 @@ async fn agent_tasks_run_to_completion_or_failure() {
     assert_eq!(task["sessions"][0]["error"], Value::Null);
     let artifact = &task["artifacts"][0];
     assert_eq!(artifact["provider"], "github");
-    assert_eq!(artifact["type"], "pull_request");
-    assert_eq!(artifact["data"]["head_ref"], format!("copilot/task-{id}"));
+    assert_eq!(artifact["type"], "pull");
     let pr_number = gh.sim.pull_requests(WIDGETS)[0].number;
+    assert_eq!(
+        artifact["data"]["global_id"],
+        json!(gh.id(WIDGETS, pr_number))
+    );
+    assert_eq!(
+        gh.sim
+            .pull_request(WIDGETS, pr_number)
+            .expect("pr")
+            .head_ref,
+        format!("copilot/task-{id}")
+    );
     assert!(
         !gh.sim
             .pull_request(WIDGETS, pr_number)
@@ -1136,4 +1149,165 @@ async fn agent_task_prompt_tokens_choose_the_outcome() {
     assert!(gh.sim.pull_requests(WIDGETS).is_empty());
     let timed_out = gh.get_json(&format!("/agents/tasks/{}", ids[1])).await;
     assert!(timed_out["sessions"][0]["error"]["message"].is_string());
+}
+
+/// One REST exchange, checked against GitHub's published description.
+async fn checked(
+    gh: &Gh,
+    problems: &mut Vec<String>,
+    label: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let rest = agentgate_testkit::contracts::github_rest();
+    let resp = match &body {
+        Some(body) => {
+            for p in rest.request_problems(label, body) {
+                problems.push(format!("request {label}: {p}"));
+            }
+            gh.post(path, body.clone()).await
+        }
+        None => gh.get(path).await,
+    };
+    let status = resp.status().as_u16();
+    let answer: Value = resp.json().await.expect("a JSON answer");
+    for p in rest.response_problems(label, status, &answer) {
+        problems.push(format!("{status} answer of {label} ({path}): {p}"));
+    }
+    (status, answer)
+}
+
+#[tokio::test]
+async fn every_rest_answer_follows_githubs_published_schema() {
+    const TASKS: &str = "GET /agents/repos/{owner}/{repo}/tasks";
+    const TASK: &str = "GET /agents/repos/{owner}/{repo}/tasks/{task_id}";
+    const CREATE: &str = "POST /agents/repos/{owner}/{repo}/tasks";
+    const COMMENTS: &str = "GET /repos/{owner}/{repo}/issues/{issue_number}/comments";
+    const COMMENT: &str = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments";
+    const TIMELINE: &str = "GET /repos/{owner}/{repo}/issues/{issue_number}/timeline";
+    const PULL: &str = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+    let gh = start().await;
+    let mut problems = Vec::new();
+    let p = &mut problems;
+
+    // A Copilot run from assignment to a finished pull request (#6), so the
+    // timelines, the pull request and the comments hold every kind we serve.
+    gh.assign(WIDGETS, 1, json!({})).await;
+    until("the finished PR", || {
+        gh.sim
+            .pull_request(WIDGETS, 6)
+            .filter(|pr| !pr.is_draft)
+            .map(|_| ())
+    })
+    .await;
+    let (status, _) = checked(
+        &gh,
+        p,
+        COMMENT,
+        "/repos/acme/widgets/issues/6/comments",
+        Some(json!({ "body": "@copilot please add a test" })),
+    )
+    .await;
+    assert_eq!(status, 201);
+    for path in [
+        "/repos/acme/widgets/issues/1/timeline",
+        "/repos/acme/widgets/issues/6/timeline",
+    ] {
+        assert_eq!(checked(&gh, p, TIMELINE, path, None).await.0, 200);
+    }
+    for path in [
+        "/repos/acme/widgets/issues/1/comments",
+        "/repos/acme/widgets/issues/6/comments",
+    ] {
+        assert_eq!(checked(&gh, p, COMMENTS, path, None).await.0, 200);
+    }
+    assert_eq!(
+        checked(&gh, p, PULL, "/repos/acme/widgets/pulls/6", None)
+            .await
+            .0,
+        200
+    );
+
+    // Agent tasks: created, listed and read while live and once ended.
+    let tasks = "/agents/repos/acme/widgets/tasks";
+    let body = json!({ "prompt": "Add a CHANGELOG entry", "base_ref": "main",
+                       "model": "gpt-5.4", "create_pull_request": true });
+    let (status, created) = checked(&gh, p, CREATE, tasks, Some(body)).await;
+    assert_eq!(status, 201);
+    let id = created["id"].as_str().expect("id").to_owned();
+    let one = format!("{tasks}/{id}");
+    assert_eq!(checked(&gh, p, TASK, &one, None).await.0, 200);
+    let failing = json!({ "prompt": "Break the build [sim:failed]" });
+    let (_, failed) = checked(&gh, p, CREATE, tasks, Some(failing)).await;
+    let failed_id = failed["id"].as_str().expect("id").to_owned();
+    for wanted in [(&id, "completed"), (&failed_id, "failed")] {
+        until(wanted.1, || {
+            (gh.sim.agent_task_state(wanted.0).as_deref() == Some(wanted.1)).then_some(())
+        })
+        .await;
+    }
+    assert_eq!(checked(&gh, p, TASK, &one, None).await.0, 200);
+    let failed_path = format!("{tasks}/{failed_id}");
+    assert_eq!(checked(&gh, p, TASK, &failed_path, None).await.0, 200);
+    let listed = format!("{tasks}?sort=created_at&direction=desc&per_page=100");
+    assert_eq!(checked(&gh, p, TASKS, &listed, None).await.0, 200);
+
+    // Refusals, each in the shape GitHub documents for it.
+    let blank = json!({ "prompt": " " });
+    assert_eq!(checked(&gh, p, CREATE, tasks, Some(blank)).await.0, 422);
+    let legacy = "/agents/repos/acme/legacy/tasks";
+    let hi = json!({ "prompt": "hi" });
+    assert_eq!(checked(&gh, p, CREATE, legacy, Some(hi)).await.0, 403);
+    let missing = format!("{tasks}/00000000-0000-0000-0000-000000000000");
+    assert_eq!(checked(&gh, p, TASK, &missing, None).await.0, 404);
+    let gone = "/repos/acme/widgets/issues/99/comments";
+    assert_eq!(checked(&gh, p, COMMENTS, gone, None).await.0, 404);
+    let empty = json!({ "body": "" });
+    let path = "/repos/acme/widgets/issues/1/comments";
+    assert_eq!(checked(&gh, p, COMMENT, path, Some(empty)).await.0, 422);
+    assert_eq!(
+        checked(&gh, p, PULL, "/repos/acme/widgets/pulls/1", None)
+            .await
+            .0,
+        404
+    );
+    // The front door's own refusals, on an agent tasks path.
+    gh.sim.faults().script(["bad_credentials"]);
+    assert_eq!(checked(&gh, p, TASKS, &listed, None).await.0, 401);
+
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_strict_rest_check_refuses_an_undocumented_field() {
+    // The check above could pass vacuously if strictness were lost: a
+    // documented answer with one extra field must fail.
+    let rest = agentgate_testkit::contracts::github_rest();
+    let label = "GET /agents/repos/{owner}/{repo}/tasks/{task_id}";
+    let task = json!({ "id": "t", "state": "queued", "created_at": "2026-01-01T00:00:00Z" });
+    assert_eq!(
+        rest.response_problems(label, 200, &task),
+        Vec::<String>::new()
+    );
+    let mut extra = task.clone();
+    extra["undocumented"] = json!(1);
+    let problems = rest.response_problems(label, 200, &extra);
+    assert!(
+        problems.iter().any(|p| p.contains("undocumented")),
+        "{problems:?}"
+    );
+    let mut bad_state = task;
+    bad_state["state"] = json!("paused");
+    let problems = rest.response_problems(label, 200, &bad_state);
+    assert!(
+        problems.iter().any(|p| p.contains("paused")),
+        "{problems:?}"
+    );
+    assert!(!rest.documents("GET /agents/tasks/{task_id}/stop"));
+    let post = "POST /agents/repos/{owner}/{repo}/tasks";
+    assert!(
+        !rest
+            .request_problems(post, &json!({ "promt": "typo" }))
+            .is_empty()
+    );
 }

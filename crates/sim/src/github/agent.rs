@@ -583,13 +583,18 @@ pub(crate) async fn task_run(sim: GithubSim, task_id: String) {
         pr.map(|n| (task.repo, n))
     };
     tokio::time::sleep(work).await;
-    if scenario == TaskScenario::WaitingForUser {
-        set_task(&mut sim.state(), &task_id, TaskState::WaitingForUser, None);
+    let pause = match scenario {
+        TaskScenario::WaitingForUser => Some(TaskState::WaitingForUser),
+        TaskScenario::Idle => Some(TaskState::Idle),
+        _ => None,
+    };
+    if let Some(paused) = pause {
+        set_task(&mut sim.state(), &task_id, paused, None);
         tokio::time::sleep(work).await;
     }
     let mut st = sim.state();
     let (state, error, pr_failure) = match scenario {
-        TaskScenario::Completed | TaskScenario::WaitingForUser => {
+        TaskScenario::Completed | TaskScenario::WaitingForUser | TaskScenario::Idle => {
             (TaskState::Completed, None, Some(false))
         }
         TaskScenario::Failed => (

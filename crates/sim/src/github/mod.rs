@@ -102,6 +102,9 @@ pub enum TaskScenario {
     Cancelled,
     /// … → `waiting_for_user` for `work_duration` → `completed`.
     WaitingForUser,
+    /// … → `idle` for `work_duration` → `completed`. GitHub lists `idle` among the
+    /// states without saying what it means; the emulator only passes through it.
+    Idle,
 }
 
 /// How an emulator is set up. `Debug` redacts the token.
@@ -189,6 +192,9 @@ pub struct Stats {
     pub max_graphql_targets: usize,
     /// REST requests that passed the front door, by route label (`GET /repos/{owner}/…`).
     pub rest_requests: BTreeMap<String, u64>,
+    /// The JSON body of every REST write that parsed, with its route label, oldest
+    /// first: what tests check against GitHub's documented request schemas.
+    pub rest_bodies: Vec<(String, serde_json::Value)>,
     /// `updateIssue` mutations that started an agent run.
     pub assignments: u64,
     /// `updateIssue` mutations that kept Copilot assigned (no new run).

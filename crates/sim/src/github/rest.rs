@@ -34,6 +34,14 @@ pub(crate) fn count(sim: &GithubSim, label: &str) {
         .or_default() += 1;
 }
 
+/// Keeps a REST write's parsed body for [`Stats::rest_bodies`](super::Stats).
+pub(crate) fn record_body(sim: &GithubSim, label: &str, body: &Value) {
+    sim.state()
+        .stats
+        .rest_bodies
+        .push((label.to_owned(), body.clone()));
+}
+
 /// The query parameters, in order.
 pub(crate) fn params(raw: Option<&str>) -> Vec<(String, String)> {
     form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
@@ -122,7 +130,7 @@ pub(crate) async fn get_issue(
     Extension(info): Extension<RequestInfo>,
     path: ItemPath,
 ) -> Result<Json<Value>, RestError> {
-    count(&sim, "GET /repos/{owner}/{repo}/issues/{number}");
+    count(&sim, "GET /repos/{owner}/{repo}/issues/{issue_number}");
     let (key, number) = item_path(path)?;
     let bases = bases(&sim, &info);
     let st = sim.state();
@@ -136,7 +144,7 @@ pub(crate) async fn get_pull(
     Extension(info): Extension<RequestInfo>,
     path: ItemPath,
 ) -> Result<Json<Value>, RestError> {
-    count(&sim, "GET /repos/{owner}/{repo}/pulls/{number}");
+    count(&sim, "GET /repos/{owner}/{repo}/pulls/{pull_number}");
     let (key, number) = item_path(path)?;
     let bases = bases(&sim, &info);
     let st = sim.state();
@@ -155,7 +163,10 @@ pub(crate) async fn timeline(
     path: ItemPath,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, RestError> {
-    count(&sim, "GET /repos/{owner}/{repo}/issues/{number}/timeline");
+    count(
+        &sim,
+        "GET /repos/{owner}/{repo}/issues/{issue_number}/timeline",
+    );
     let (key, number) = item_path(path)?;
     let params = params(raw.as_deref());
     let bases = bases(&sim, &info);
@@ -177,7 +188,10 @@ pub(crate) async fn list_comments(
     path: ItemPath,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, RestError> {
-    count(&sim, "GET /repos/{owner}/{repo}/issues/{number}/comments");
+    count(
+        &sim,
+        "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
+    );
     let (key, number) = item_path(path)?;
     let params = params(raw.as_deref());
     let since = param(&params, "since").and_then(parse_iso);
@@ -204,13 +218,15 @@ pub(crate) async fn create_comment(
     path: ItemPath,
     body: Bytes,
 ) -> Result<Response, RestError> {
-    count(&sim, "POST /repos/{owner}/{repo}/issues/{number}/comments");
+    const LABEL: &str = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments";
+    count(&sim, LABEL);
     let (key, number) = item_path(path)?;
     if sim.state().item(&key, number).is_none() {
         return Err(RestError::not_found());
     }
     let parsed: Value =
         serde_json::from_slice(&body).map_err(|_| RestError::problems_parsing_json())?;
+    record_body(&sim, LABEL, &parsed);
     let text = parsed
         .get("body")
         .and_then(Value::as_str)

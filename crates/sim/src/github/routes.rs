@@ -259,6 +259,9 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
         (response, None)
     };
 
+    if path.contains("/agents/") && response.status().as_u16() >= 400 {
+        response = without_status_field(response).await;
+    }
     let mut bucket = bucket_now(&sim);
     if let Some(reset) = zero_until {
         bucket.used = bucket.limit;
@@ -270,6 +273,28 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
         "x-github-request-id",
         node_id("REQ", rand::random::<u32>().into()),
     );
+    response
+}
+
+/// The agent tasks API documents its error bodies as `message` and
+/// `documentation_url` (plus `errors`), without the `status` the classic
+/// endpoints add: the front door's own errors (auth, faults, limits) follow.
+async fn without_status_field(response: Response) -> Response {
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let body = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(mut value) => {
+            if let Some(object) = value.as_object_mut() {
+                object.remove("status");
+            }
+            Body::from(value.to_string())
+        }
+        Err(_) => Body::from(bytes),
+    };
+    let mut response = Response::from_parts(parts, body);
+    response.headers_mut().remove(header::CONTENT_LENGTH);
     response
 }
 

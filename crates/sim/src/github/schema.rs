@@ -79,6 +79,24 @@ impl ScalarType for DateTime {
     }
 }
 
+/// `URI`: GitHub's scalar for every `url` and `avatarUrl`.
+#[derive(Clone, Debug)]
+pub(crate) struct Uri(pub String);
+
+#[Scalar(name = "URI")]
+impl ScalarType for Uri {
+    fn parse(value: GqlValue) -> InputValueResult<Self> {
+        match value {
+            GqlValue::String(s) => Ok(Uri(s)),
+            other => Err(InputValueError::expected_type(other)),
+        }
+    }
+
+    fn to_value(&self) -> GqlValue {
+        GqlValue::String(self.0.clone())
+    }
+}
+
 // ---------------------------------------------------------------- snapshots and actors
 
 #[derive(Debug)]
@@ -125,11 +143,11 @@ impl Bot {
     async fn login(&self) -> String {
         self.0.login.clone()
     }
-    async fn url(&self) -> String {
-        self.0.url.clone()
+    async fn url(&self) -> Uri {
+        Uri(self.0.url.clone())
     }
-    async fn avatar_url(&self) -> String {
-        "https://avatars.githubusercontent.com/in/1143301?v=4".into()
+    async fn avatar_url(&self) -> Uri {
+        Uri("https://avatars.githubusercontent.com/in/1143301?v=4".to_owned())
     }
 }
 
@@ -141,30 +159,29 @@ impl User {
     async fn login(&self) -> String {
         self.0.login.clone()
     }
-    async fn url(&self) -> String {
-        self.0.url.clone()
+    async fn url(&self) -> Uri {
+        Uri(self.0.url.clone())
     }
     async fn name(&self) -> Option<String> {
         self.0.name.clone()
     }
-    async fn avatar_url(&self) -> String {
-        format!(
+    async fn avatar_url(&self) -> Uri {
+        Uri(format!(
             "https://avatars.githubusercontent.com/u/{}?v=4",
             self.0.login.len()
-        )
+        ))
     }
 }
 
-/// GitHub's `Actor` interface (with `id`, which GitHub's lacks, so that connections of
-/// users and bots can select `id`).
-#[allow(clippy::duplicated_attributes)] // the derive's `field(..., ty = "String")` list
+/// GitHub's `Actor` interface (no `id`: GitHub's has none; select it on `Bot` or
+/// `User`).
+#[allow(clippy::duplicated_attributes)] // the derive's `field(..., ty = "Uri")` list
 #[derive(Clone, Debug, Interface)]
 #[graphql(
     name = "Actor",
-    field(name = "id", ty = "ID"),
     field(name = "login", ty = "String"),
-    field(name = "url", ty = "String"),
-    field(name = "avatar_url", ty = "String")
+    field(name = "url", ty = "Uri"),
+    field(name = "avatar_url", ty = "Uri")
 )]
 pub(crate) enum Actor {
     Bot(Bot),
@@ -382,45 +399,6 @@ enum Kind {
     Merged,
 }
 
-macro_rules! item_type_enum {
-    ($name:ident, $gql:tt) => {
-        /// Timeline item types (GitHub's enum values).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Enum)]
-        #[graphql(name = $gql)]
-        pub(crate) enum $name {
-            CrossReferencedEvent,
-            IssueComment,
-            AssignedEvent,
-            UnassignedEvent,
-            ReadyForReviewEvent,
-            ConvertToDraftEvent,
-            ClosedEvent,
-            MergedEvent,
-        }
-
-        impl From<$name> for Kind {
-            fn from(t: $name) -> Self {
-                match t {
-                    $name::CrossReferencedEvent => Kind::CrossReferenced,
-                    $name::IssueComment => Kind::IssueComment,
-                    $name::AssignedEvent => Kind::Assigned,
-                    $name::UnassignedEvent => Kind::Unassigned,
-                    $name::ReadyForReviewEvent => Kind::ReadyForReview,
-                    $name::ConvertToDraftEvent => Kind::ConvertToDraft,
-                    $name::ClosedEvent => Kind::Closed,
-                    $name::MergedEvent => Kind::Merged,
-                }
-            }
-        }
-    };
-}
-
-item_type_enum!(IssueTimelineItemsItemType, "IssueTimelineItemsItemType");
-item_type_enum!(
-    PullRequestTimelineItemsItemType,
-    "PullRequestTimelineItemsItemType"
-);
-
 fn kind_of(event: &EventKind) -> Option<Kind> {
     Some(match event {
         EventKind::CrossReferenced { .. } => Kind::CrossReferenced,
@@ -490,14 +468,18 @@ impl CrossReferencedEvent {
     async fn is_cross_repository(&self) -> bool {
         false
     }
-    async fn source(&self) -> Option<ReferencedSubject> {
+    async fn source(&self) -> async_graphql::Result<ReferencedSubject> {
         match self.0.event.kind {
             EventKind::CrossReferenced { source, .. } => self.0.repo.subject(source),
             _ => None,
         }
+        .ok_or_else(|| "the referencing issue or pull request is gone".into())
     }
-    async fn target(&self) -> Option<ReferencedSubject> {
-        self.0.repo.subject(self.0.item_number)
+    async fn target(&self) -> async_graphql::Result<ReferencedSubject> {
+        self.0
+            .repo
+            .subject(self.0.item_number)
+            .ok_or_else(|| "the referenced issue or pull request is gone".into())
     }
 }
 
@@ -528,8 +510,11 @@ impl IssueComment {
             _ => String::new(),
         }
     }
-    async fn url(&self) -> String {
-        format!("{}#issuecomment-{}", self.0.item_url, self.0.event.db_id)
+    async fn url(&self) -> Uri {
+        Uri(format!(
+            "{}#issuecomment-{}",
+            self.0.item_url, self.0.event.db_id
+        ))
     }
     async fn author(&self) -> Option<Actor> {
         self.0.actor()
@@ -543,10 +528,18 @@ pub(crate) struct AssignedEvent(EventView);
 #[derive(Clone, Debug)]
 pub(crate) struct UnassignedEvent(EventView);
 
-fn assignee_of(view: &EventView) -> Option<Actor> {
+/// An actor as GitHub's `Assignee` union holds it.
+fn as_assignee(actor: Actor) -> Assignee {
+    match actor {
+        Actor::Bot(bot) => Assignee::Bot(bot),
+        Actor::User(user) => Assignee::User(user),
+    }
+}
+
+fn assignee_of(view: &EventView) -> Option<Assignee> {
     match &view.event.kind {
         EventKind::Assigned { assignee } | EventKind::Unassigned { assignee } => {
-            view.repo.actor(assignee)
+            view.repo.actor(assignee).map(as_assignee)
         }
         _ => None,
     }
@@ -563,7 +556,7 @@ impl AssignedEvent {
     async fn actor(&self) -> Option<Actor> {
         self.0.actor()
     }
-    async fn assignee(&self) -> Option<Actor> {
+    async fn assignee(&self) -> Option<Assignee> {
         assignee_of(&self.0)
     }
 }
@@ -579,7 +572,7 @@ impl UnassignedEvent {
     async fn actor(&self) -> Option<Actor> {
         self.0.actor()
     }
-    async fn assignee(&self) -> Option<Actor> {
+    async fn assignee(&self) -> Option<Assignee> {
         assignee_of(&self.0)
     }
 }
@@ -610,41 +603,59 @@ simple_event!(ConvertToDraftEvent);
 simple_event!(ClosedEvent);
 simple_event!(MergedEvent);
 
-macro_rules! timeline_union {
-    ($name:ident, $gql:tt) => {
-        /// Timeline items.
-        #[derive(Clone, Debug, Union)]
-        #[graphql(name = $gql)]
-        pub(crate) enum $name {
-            CrossReferencedEvent(CrossReferencedEvent),
-            IssueComment(IssueComment),
-            AssignedEvent(AssignedEvent),
-            UnassignedEvent(UnassignedEvent),
-            ReadyForReviewEvent(ReadyForReviewEvent),
-            ConvertToDraftEvent(ConvertToDraftEvent),
-            ClosedEvent(ClosedEvent),
-            MergedEvent(MergedEvent),
+/// A timeline's item union and its `itemTypes` enum, for the events GitHub's
+/// schema lists in that union (an issue has no draft or merge events).
+macro_rules! timeline_types {
+    ($union:ident, $enum:ident, [$($kind:ident => $event:ident),* $(,)?]) => {
+        /// Timeline item types (GitHub's enum values).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Enum)]
+        pub(crate) enum $enum {
+            $($event,)*
         }
 
-        impl $name {
-            fn from_view(kind: Kind, v: EventView) -> Self {
+        impl From<$enum> for Kind {
+            fn from(t: $enum) -> Self {
+                match t {
+                    $($enum::$event => Kind::$kind,)*
+                }
+            }
+        }
+
+        /// Timeline items.
+        #[derive(Clone, Debug, Union)]
+        pub(crate) enum $union {
+            $($event($event),)*
+        }
+
+        impl $union {
+            fn from_view(kind: Kind, v: EventView) -> Option<Self> {
                 match kind {
-                    Kind::CrossReferenced => Self::CrossReferencedEvent(CrossReferencedEvent(v)),
-                    Kind::IssueComment => Self::IssueComment(IssueComment(v)),
-                    Kind::Assigned => Self::AssignedEvent(AssignedEvent(v)),
-                    Kind::Unassigned => Self::UnassignedEvent(UnassignedEvent(v)),
-                    Kind::ReadyForReview => Self::ReadyForReviewEvent(ReadyForReviewEvent(v)),
-                    Kind::ConvertToDraft => Self::ConvertToDraftEvent(ConvertToDraftEvent(v)),
-                    Kind::Closed => Self::ClosedEvent(ClosedEvent(v)),
-                    Kind::Merged => Self::MergedEvent(MergedEvent(v)),
+                    $(Kind::$kind => Some(Self::$event($event(v))),)*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
                 }
             }
         }
     };
 }
 
-timeline_union!(IssueTimelineItems, "IssueTimelineItems");
-timeline_union!(PullRequestTimelineItems, "PullRequestTimelineItems");
+timeline_types!(IssueTimelineItems, IssueTimelineItemsItemType, [
+    CrossReferenced => CrossReferencedEvent,
+    IssueComment => IssueComment,
+    Assigned => AssignedEvent,
+    Unassigned => UnassignedEvent,
+    Closed => ClosedEvent,
+]);
+timeline_types!(PullRequestTimelineItems, PullRequestTimelineItemsItemType, [
+    CrossReferenced => CrossReferencedEvent,
+    IssueComment => IssueComment,
+    Assigned => AssignedEvent,
+    Unassigned => UnassignedEvent,
+    ReadyForReview => ReadyForReviewEvent,
+    ConvertToDraft => ConvertToDraftEvent,
+    Closed => ClosedEvent,
+    Merged => MergedEvent,
+]);
 
 /// `IssueTimelineItemsConnection`.
 #[derive(Clone, Debug, SimpleObject)]
@@ -765,12 +776,7 @@ fn assigned_actors(
                 .get(start..end)
                 .unwrap_or_default()
                 .iter()
-                .map(|login| {
-                    repo.actor(login).map(|actor| match actor {
-                        Actor::Bot(bot) => Assignee::Bot(bot),
-                        Actor::User(user) => Assignee::User(user),
-                    })
-                })
+                .map(|login| repo.actor(login).map(as_assignee))
                 .collect(),
         ),
         page_info: page_info(start, end, item.assignees.len()),
@@ -804,8 +810,8 @@ impl Issue {
     async fn body(&self) -> String {
         self.item.body.clone()
     }
-    async fn url(&self) -> String {
-        self.repo.item_url(&self.item)
+    async fn url(&self) -> Uri {
+        Uri(self.repo.item_url(&self.item))
     }
     async fn state(&self) -> IssueState {
         if self.item.state == ItemState::Open {
@@ -866,7 +872,7 @@ impl Issue {
             nodes: Some(
                 nodes
                     .into_iter()
-                    .map(|(k, v)| Some(IssueTimelineItems::from_view(k, v)))
+                    .map(|(k, v)| IssueTimelineItems::from_view(k, v))
                     .collect(),
             ),
             page_info,
@@ -900,8 +906,8 @@ impl PullRequest {
     async fn body(&self) -> String {
         self.item.body.clone()
     }
-    async fn url(&self) -> String {
-        self.repo.item_url(&self.item)
+    async fn url(&self) -> Uri {
+        Uri(self.repo.item_url(&self.item))
     }
     async fn state(&self) -> PullRequestState {
         match self.item.state {
@@ -989,7 +995,7 @@ impl PullRequest {
             nodes: Some(
                 nodes
                     .into_iter()
-                    .map(|(k, v)| Some(PullRequestTimelineItems::from_view(k, v)))
+                    .map(|(k, v)| PullRequestTimelineItems::from_view(k, v))
                     .collect(),
             ),
             page_info,
@@ -1006,8 +1012,24 @@ pub(crate) enum ReferencedSubject {
     PullRequest(PullRequest),
 }
 
-/// `Assignable`.
-#[derive(Clone, Debug, Union)]
+/// GitHub's `Assignable` interface.
+#[allow(clippy::duplicated_attributes)] // the two fields take the same arguments
+#[derive(Clone, Debug, Interface)]
+#[graphql(
+    name = "Assignable",
+    field(
+        name = "assignees",
+        ty = "UserConnection",
+        arg(name = "first", ty = "Option<i32>"),
+        arg(name = "after", ty = "Option<String>")
+    ),
+    field(
+        name = "assigned_actors",
+        ty = "AssigneeConnection",
+        arg(name = "first", ty = "Option<i32>"),
+        arg(name = "after", ty = "Option<String>")
+    )
+)]
 pub(crate) enum Assignable {
     Issue(Issue),
     PullRequest(PullRequest),
@@ -1029,8 +1051,12 @@ impl Repository {
     async fn name_with_owner(&self) -> String {
         self.snap().repo.full_name()
     }
-    async fn url(&self) -> String {
-        format!("{}/{}", self.snap().html, self.snap().repo.full_name())
+    async fn url(&self) -> Uri {
+        Uri(format!(
+            "{}/{}",
+            self.snap().html,
+            self.snap().repo.full_name()
+        ))
     }
     async fn suggested_actors(
         &self,

@@ -22,7 +22,7 @@
 //! copilot_enabled = true             # default true
 //! extra_suggested_actors = 0         # generated humans listed before Copilot
 //! collaborators = ["octocat"]        # suggested actors (created if unknown)
-//! agent_task_scenario = "completed"  # completed | failed | timed_out | cancelled | waiting_for_user
+//! agent_task_scenario = "completed"  # completed | failed | timed_out | cancelled | waiting_for_user | idle
 //!
 //! [[repositories.issues]]
 //! number = 1                         # optional: next free number

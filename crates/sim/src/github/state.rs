@@ -174,6 +174,7 @@ pub(crate) enum TaskState {
     Completed,
     Failed,
     WaitingForUser,
+    Idle,
     TimedOut,
     Cancelled,
 }
@@ -186,6 +187,7 @@ impl TaskState {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::WaitingForUser => "waiting_for_user",
+            Self::Idle => "idle",
             Self::TimedOut => "timed_out",
             Self::Cancelled => "cancelled",
         }

@@ -3,7 +3,7 @@
 //!
 //! The outcome is the repository's `agent_task_scenario`, or a token in the prompt:
 //! `[sim:failed]`, `[sim:timed_out]`, `[sim:cancelled]`, `[sim:waiting_for_user]`,
-//! `[sim:completed]`. Repositories without Copilot answer 403.
+//! `[sim:idle]`, `[sim:completed]`. Repositories without Copilot answer 403.
 
 use axum::Extension;
 use axum::Json;
@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 
 use super::agent;
 use super::ids::{iso, parse_iso, uuid};
-use super::rest::{bases, count, paginate, param, params, with_link};
+use super::rest::{bases, count, paginate, param, params, record_body, with_link};
 use super::routes::RequestInfo;
 use super::state::{State as SimState, Task, TaskState, repo_key};
-use super::wire::{self, Bases, REST_DOCS, RestError};
+use super::wire::{Bases, REST_DOCS, RestError};
 use super::{GithubSim, TaskScenario};
 
 const TASKS_DOCS: &str = "https://docs.github.com/rest/agent-tasks/agent-tasks";
@@ -30,6 +30,7 @@ fn scenario_from_prompt(prompt: &str, default: TaskScenario) -> TaskScenario {
         ("[sim:timed_out]", TaskScenario::TimedOut),
         ("[sim:cancelled]", TaskScenario::Cancelled),
         ("[sim:waiting_for_user]", TaskScenario::WaitingForUser),
+        ("[sim:idle]", TaskScenario::Idle),
         ("[sim:completed]", TaskScenario::Completed),
     ] {
         if prompt.contains(token) {
@@ -59,24 +60,16 @@ fn task_json(st: &SimState, task: &Task, bases: &Bases, with_sessions: bool) -> 
     };
     let viewer = st.users.get(&st.viewer).map_or(0, |a| a.db_id);
     let owner_id = st.users.get(&repo.owner).map_or(repo.db_id, |a| a.db_id);
+    // GitHub documents an artifact's `data` as the resource's id and global
+    // id (type `pull`), nothing more.
     let artifacts: Vec<Value> = task
         .pull_request
         .and_then(|n| repo.items.get(&n))
         .map(|pr| {
-            let (head, base) = pr.pr.as_ref().map_or((String::new(), String::new()), |p| {
-                (p.head_ref.clone(), p.base_ref.clone())
-            });
             json!({
                 "provider": "github",
-                "type": "pull_request",
-                "data": {
-                    "id": pr.db_id,
-                    "global_id": pr.node_id,
-                    "number": pr.number,
-                    "html_url": wire::html_url(repo, pr, &bases.html),
-                    "head_ref": head,
-                    "base_ref": base,
-                },
+                "type": "pull",
+                "data": { "id": pr.db_id, "global_id": pr.node_id },
             })
         })
         .into_iter()
@@ -98,23 +91,31 @@ fn task_json(st: &SimState, task: &Task, bases: &Bases, with_sessions: bool) -> 
         "updated_at": iso(task.updated_at),
     });
     if with_sessions {
-        v["sessions"] = json!([{
+        let mut session = json!({
             "id": task.session_id,
             "name": task.name,
-            "user": wire::user(st, &st.viewer, bases),
+            "user": { "id": viewer },
             "owner": { "id": owner_id },
             "repository": { "id": repo.db_id },
             "task_id": task.id,
             "state": task.state.as_str(),
             "created_at": iso(task.created_at),
             "updated_at": iso(task.updated_at),
-            "completed_at": task.completed_at.map(iso),
             "prompt": task.prompt,
             "head_ref": task.head_ref,
             "base_ref": task.base_ref,
-            "model": task.model,
-            "error": task.error.as_ref().map(|m| json!({ "message": m })),
-        }]);
+        });
+        // Absent rather than null: GitHub types these as strings and objects.
+        if let Some(at) = task.completed_at {
+            session["completed_at"] = json!(iso(at));
+        }
+        if let Some(model) = &task.model {
+            session["model"] = json!(model);
+        }
+        if let Some(message) = &task.error {
+            session["error"] = json!({ "message": message });
+        }
+        v["sessions"] = json!([session]);
     }
     v
 }
@@ -127,11 +128,13 @@ pub(crate) async fn create(
     path: RepoPath,
     body: Bytes,
 ) -> Result<Response, RestError> {
-    count(&sim, "POST /agents/repos/{owner}/{repo}/tasks");
+    const LABEL: &str = "POST /agents/repos/{owner}/{repo}/tasks";
+    count(&sim, LABEL);
     let Path((owner, repo)) = path.map_err(|_| RestError::not_found())?;
     let key = enabled_repo(&sim.state(), &owner, &repo)?;
     let parsed: Value =
         serde_json::from_slice(&body).map_err(|_| RestError::problems_parsing_json())?;
+    record_body(&sim, LABEL, &parsed);
     let text = |name: &str| {
         parsed
             .get(name)
@@ -140,8 +143,8 @@ pub(crate) async fn create(
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     };
-    let prompt =
-        text("prompt").ok_or_else(|| RestError::validation_failed("Task", "prompt", TASKS_DOCS))?;
+    let prompt = text("prompt")
+        .ok_or_else(|| RestError::custom_invalid("prompt must not be blank", TASKS_DOCS))?;
     let create_pr = parsed
         .get("create_pull_request")
         .and_then(Value::as_bool)
@@ -180,7 +183,9 @@ pub(crate) async fn create(
         error: None,
         scenario,
     };
-    let json = task_json(&st, &task, &bases, true);
+    // GitHub documents the 201 answer without `sessions` (only GET of one
+    // task has them).
+    let json = task_json(&st, &task, &bases, false);
     st.tasks.push(task);
     st.stats.agent_tasks_created += 1;
     drop(st);
