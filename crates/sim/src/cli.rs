@@ -167,6 +167,7 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         latency: Duration::from_millis(args.latency_ms),
         latency_jitter: Duration::from_millis(args.latency_jitter_ms),
         public_base_url: None,
+        ..QBusinessConfig::default()
     };
     let sim = QBusinessSim::new(config);
     sim.faults()

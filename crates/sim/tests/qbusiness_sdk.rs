@@ -846,3 +846,167 @@ async fn aws_config_loader_reaches_the_emulator() {
         out.system_message()
     );
 }
+
+#[tokio::test]
+async fn every_answer_and_error_follows_the_service_model() {
+    let h = start().await;
+    let (client, recorder) = h.recording_client();
+    // An answer with citations, then a follow-up in its conversation.
+    let first = client
+        .chat_sync()
+        .application_id(APP)
+        .user_id("erin")
+        .user_message("How many vacation days do I get per year?")
+        .send()
+        .await
+        .expect("answer");
+    let conversation = first.conversation_id().expect("conversation").to_owned();
+    let review = client
+        .chat_sync()
+        .application_id(APP)
+        .user_id("erin")
+        .conversation_id(&conversation)
+        .parent_message_id(first.system_message_id().expect("id"))
+        .chat_mode(ChatMode::PluginMode)
+        .chat_mode_configuration(plugin_mode(TICKET_PLUGIN_ID))
+        .user_message("VPN drops every hour")
+        .send()
+        .await
+        .expect("an action review");
+    client
+        .chat_sync()
+        .application_id(APP)
+        .user_id("erin")
+        .conversation_id(&conversation)
+        .parent_message_id(review.system_message_id().expect("id"))
+        .action_execution(ticket_execution("HIGH"))
+        .send()
+        .await
+        .expect("the action executed");
+    client
+        .chat_sync()
+        .application_id(APP)
+        .user_id("erin")
+        .chat_mode(ChatMode::PluginMode)
+        .chat_mode_configuration(plugin_mode(SIGNIN_PLUGIN_ID))
+        .user_message("What is my next meeting?")
+        .send()
+        .await
+        .expect("a sign-in challenge");
+    client
+        .chat_sync()
+        .application_id(APP)
+        .user_id("erin")
+        .chat_mode(ChatMode::CreatorMode)
+        .user_message("Write a haiku about Mondays")
+        .send()
+        .await
+        .expect("creator mode");
+    client
+        .list_conversations()
+        .application_id(APP)
+        .user_id("erin")
+        .send()
+        .await
+        .expect("conversations");
+    client
+        .list_messages()
+        .application_id(APP)
+        .user_id("erin")
+        .conversation_id(&conversation)
+        .send()
+        .await
+        .expect("messages");
+    // Every error ChatSync declares, then a real validation failure.
+    h.sim.faults().script([
+        "ValidationException",
+        "LicenseNotFoundException",
+        "AccessDeniedException",
+        "ResourceNotFoundException",
+        "ConflictException",
+        "ExternalResourceException",
+        "ThrottlingException",
+        "InternalServerException",
+    ]);
+    for _ in 0..8 {
+        ask_expecting_error(&client).await;
+    }
+    client
+        .chat_sync()
+        .application_id(APP)
+        .user_id("erin")
+        .conversation_id("not-a-conversation")
+        .user_message("?")
+        .send()
+        .await
+        .expect_err("an invalid conversation id");
+    client
+        .delete_conversation()
+        .application_id(APP)
+        .user_id("erin")
+        .conversation_id(&conversation)
+        .send()
+        .await
+        .expect("deleted");
+
+    let model = agentgate_testkit::contracts::qbusiness_model();
+    let exchanges = recorder.exchanges();
+    assert_eq!(exchanges.len(), 17, "{exchanges:?}");
+    assert!(exchanges.iter().all(|e| !e.body.is_null()), "{exchanges:?}");
+    let errors = exchanges.iter().filter(|e| e.status >= 400).count();
+    assert_eq!(errors, 9);
+    let problems: Vec<String> = exchanges
+        .iter()
+        .flat_map(|e| {
+            model
+                .response_problems(&e.operation, e.status, e.error_type.as_deref(), &e.body)
+                .into_iter()
+                .map(move |p| format!("{} {} {:?}: {p}", e.operation, e.status, e.error_type))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+async fn ask_expecting_error(client: &aws_sdk_qbusiness::Client) {
+    client
+        .chat_sync()
+        .application_id(APP)
+        .user_message("How many vacation days do I get?")
+        .send()
+        .await
+        .expect_err("scripted");
+}
+
+#[test]
+fn the_service_model_check_refuses_undocumented_members() {
+    let model = agentgate_testkit::contracts::qbusiness_model();
+    let id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+    let ok = serde_json::json!({ "conversationId": id, "systemMessage": "hi" });
+    assert_eq!(
+        model.response_problems("ChatSync", 200, None, &ok),
+        Vec::<String>::new()
+    );
+    let short = serde_json::json!({ "conversationId": "c" });
+    assert_eq!(
+        model.response_problems("ChatSync", 200, None, &short).len(),
+        1
+    );
+    let extra = serde_json::json!({ "conversationId": id, "replayed": true });
+    assert_eq!(
+        model.response_problems("ChatSync", 200, None, &extra).len(),
+        1
+    );
+    let wrong_type = serde_json::json!({ "systemMessage": 7 });
+    assert_eq!(
+        model
+            .response_problems("ChatSync", 200, None, &wrong_type)
+            .len(),
+        1
+    );
+    let undeclared = serde_json::json!({ "message": "m" });
+    assert!(
+        !model
+            .response_problems("ChatSync", 400, Some("NoSuchException"), &undeclared)
+            .is_empty()
+    );
+}

@@ -1,11 +1,14 @@
 //! ChatSync, top to bottom: count → injected fault → application → parse and validate →
 //! idempotent replay → plan the turn (may still fail, changes nothing) → apply it.
 //!
-//! Idempotency: the first successful response of a `clientToken` (per user) is stored. A
-//! repeat with the same token and the same request gets that response again, with no
-//! new messages and no second side effect (ticket, sign-in). The same token with a
-//! different request is a `ConflictException`. Failed requests store nothing, so they
-//! can be retried with the same token.
+//! Idempotency, when `client_token_replay` is on (the default): the first successful
+//! response of a `clientToken` (per user) is stored. A repeat with the same token and the
+//! same request gets that response again, with no new messages and no second side effect
+//! (ticket, sign-in). The same token with a different request is a `ConflictException`.
+//! Failed requests store nothing, so they can be retried with the same token. AWS marks
+//! the token `idempotencyToken` but documents none of this; with the switch off, every
+//! request is a new turn (a repeated action creates a second ticket), which is what the
+//! side-effect tests run against.
 
 use chrono::Utc;
 use serde_json::Value;
@@ -83,7 +86,8 @@ pub(crate) fn chat_sync(
     let owner = query.owner();
     let fingerprint = fingerprint(raw, query);
     let mut st = sim.state();
-    if let Some(token) = &input.client_token
+    let replay_on = sim.config.client_token_replay;
+    if let Some(token) = input.client_token.as_ref().filter(|_| replay_on)
         && let Some(replay) = st.replays.get(&(owner.clone(), token.clone()))
     {
         if replay.fingerprint == fingerprint {
@@ -98,7 +102,7 @@ pub(crate) fn chat_sync(
 
     let plan = plan(sim, &st, &owner, &input)?;
     let response = apply(&mut st, &owner, &input, plan, base_url);
-    if let Some(token) = &input.client_token {
+    if let Some(token) = input.client_token.as_ref().filter(|_| replay_on) {
         st.replays.insert(
             (owner, token.clone()),
             Replay {

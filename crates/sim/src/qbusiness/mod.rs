@@ -82,6 +82,12 @@ pub struct QBusinessConfig {
     /// Base URL of the sign-in page in `authorizationUrl` (no trailing slash needed).
     /// `None`: `http://` plus the `Host` the client used, i.e. the listener address.
     pub public_base_url: Option<String>,
+    /// Whether a repeated ChatSync `clientToken` gets the first answer again
+    /// (see `chat.rs`). The service model marks the token an idempotency token
+    /// but documents neither the replay nor what a repeated `actionExecution`
+    /// does; `false` is the conservative reading, in which every request is a
+    /// new turn and a repeated action runs again.
+    pub client_token_replay: bool,
 }
 
 impl std::fmt::Debug for QBusinessConfig {
@@ -94,6 +100,7 @@ impl std::fmt::Debug for QBusinessConfig {
             .field("latency", &self.latency)
             .field("latency_jitter", &self.latency_jitter)
             .field("public_base_url", &self.public_base_url)
+            .field("client_token_replay", &self.client_token_replay)
             .finish()
     }
 }
@@ -108,6 +115,7 @@ impl Default for QBusinessConfig {
             latency: Duration::ZERO,
             latency_jitter: Duration::ZERO,
             public_base_url: None,
+            client_token_replay: true,
         }
     }
 }

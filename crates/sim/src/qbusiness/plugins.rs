@@ -7,12 +7,14 @@
 //!   the payload and creates ticket `NWR-<n>` (from 1001 on).
 //! - **Calendar** ([`SIGNIN_PLUGIN_ID`]): needs the user to sign in. Until the user has,
 //!   a PLUGIN_MODE turn answers with `authChallengeRequest.authorizationUrl =
-//!   {base}/oauth/authorize?state=<32 hex chars>`. Opening that URL signs the user in.
-//!   The client then sends `authChallengeResponse.responseMap = {"state": "<state>"}`
-//!   (the URL's `state` query parameter is the contract) in the same conversation and
-//!   gets the calendar answer. A state that was not opened yet gets a fresh challenge; an
-//!   unknown state is a `ValidationException` naming `authChallengeResponse.responseMap.state`.
-//!   Once signed in, the user stays signed in for later calendar questions.
+//!   {base}/oauth/authorize?state=<32 hex chars>`. Opening that URL signs the user in,
+//!   as the plugin's OAuth redirect to the application's web experience would (AWS's
+//!   samples register `<web experience URL>/oauth/callback`): the next calendar question
+//!   is answered, and the user stays signed in for later ones. AWS documents no
+//!   `authChallengeResponse.responseMap` keys; the emulator also accepts
+//!   `{"state": "<state>"}` there (a guess, used by no client of ours): a state not
+//!   opened yet gets a fresh challenge, an unknown one a `ValidationException` naming
+//!   `authChallengeResponse.responseMap.state`.
 
 use std::collections::BTreeMap;
 

@@ -281,6 +281,10 @@ async fn authorize(State(sim): State<QBusinessSim>, RawQuery(raw): RawQuery) -> 
     match state.and_then(|s| st.sign_ins.get_mut(&s)) {
         Some(pending) => {
             pending.visited = true;
+            // As the web experience's OAuth callback would: Q Business now
+            // holds the user's token for the plugin.
+            let user = pending.user.clone();
+            st.signed_in.insert(user);
             Html(plugins::signed_in_page()).into_response()
         }
         None => (StatusCode::BAD_REQUEST, Html(plugins::unknown_state_page())).into_response(),

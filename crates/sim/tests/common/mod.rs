@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use agentgate_sim::qbusiness::{
@@ -11,6 +12,12 @@ use agentgate_sim::qbusiness::{
 };
 use aws_sdk_qbusiness::config::retry::RetryConfig;
 use aws_sdk_qbusiness::config::{BehaviorVersion, Credentials, Region};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::interceptors::context::AfterDeserializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
 use tokio_util::sync::CancellationToken;
 
 /// A running emulator; stops when dropped.
@@ -53,6 +60,26 @@ impl Harness {
             DEFAULT_SECRET_ACCESS_KEY,
             RetryConfig::disabled(),
         )
+    }
+
+    /// A client (retries disabled) that records every raw answer it reads.
+    pub fn recording_client(&self) -> (aws_sdk_qbusiness::Client, Recorder) {
+        let recorder = Recorder::default();
+        let conf = aws_sdk_qbusiness::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(DEFAULT_REGION))
+            .credentials_provider(Credentials::new(
+                DEFAULT_ACCESS_KEY_ID,
+                DEFAULT_SECRET_ACCESS_KEY,
+                None,
+                None,
+                "test",
+            ))
+            .endpoint_url(&self.endpoint)
+            .retry_config(RetryConfig::disabled())
+            .interceptor(recorder.clone())
+            .build();
+        (aws_sdk_qbusiness::Client::from_conf(conf), recorder)
     }
 
     pub fn client_with(
@@ -115,5 +142,65 @@ impl Harness {
             request = request.header(name, value);
         }
         request.timeout(Duration::from_secs(10))
+    }
+}
+
+/// One answer as the SDK received it, before it parsed it.
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    pub operation: String,
+    pub status: u16,
+    /// `x-amzn-ErrorType`, without any `:…` suffix.
+    pub error_type: Option<String>,
+    pub body: serde_json::Value,
+}
+
+/// An SDK interceptor that keeps every raw answer.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder(Arc<Mutex<Vec<Exchange>>>);
+
+impl Recorder {
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Intercept for Recorder {
+    fn name(&self) -> &'static str {
+        "Recorder"
+    }
+
+    // After deserialization the orchestrator has read the whole body into
+    // memory (before it, the body is still a stream).
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let response = context.response();
+        let operation = cfg
+            .load::<Metadata>()
+            .map(|m| m.name().to_owned())
+            .unwrap_or_default();
+        let error_type = response
+            .headers()
+            .get("x-amzn-errortype")
+            .map(|t| t.split(':').next().unwrap_or(t).to_owned());
+        let bytes = response.body().bytes().unwrap_or_default();
+        let body = serde_json::from_slice(bytes).unwrap_or(serde_json::Value::Null);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Exchange {
+                operation,
+                status: response.status().as_u16(),
+                error_type,
+                body,
+            });
+        Ok(())
     }
 }
