@@ -24,11 +24,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
 
 /// The emulator on a free port, ten times faster than real time, with a log
-/// of the watcher's batched queries (those that read `rateLimit`).
+/// of the watcher's batched queries (those that read `rateLimit`) and a
+/// switch that holds one answer back.
 struct Gh {
     sim: GithubSim,
     url: String,
     watch_queries: Arc<Mutex<Vec<Instant>>>,
+    hold: agentgate_testkit::hold::AnswerHold,
     _stop: tokio_util::sync::DropGuard,
 }
 
@@ -43,7 +45,8 @@ async fn start_github() -> Gh {
     });
     let watch_queries = Arc::new(Mutex::new(Vec::new()));
     let log = watch_queries.clone();
-    let router = sim.router().layer(axum::middleware::from_fn(
+    let hold = agentgate_testkit::hold::AnswerHold::default();
+    let router = hold.wrap(sim.router()).layer(axum::middleware::from_fn(
         move |request: axum::extract::Request, next: axum::middleware::Next| {
             let log = log.clone();
             async move {
@@ -67,6 +70,7 @@ async fn start_github() -> Gh {
         sim,
         url,
         watch_queries,
+        hold,
         _stop: stop.drop_guard(),
     }
 }
@@ -358,6 +362,92 @@ async fn an_assignment_whose_answer_was_lost_is_not_made_twice() {
         gh.sim.issue_assignees("acme/widgets", 2),
         vec!["octocat", "hubot", COPILOT_LOGIN]
     );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
+    let gh = start_github().await;
+    let assigned = gh.hold.arm("POST", "/graphql", "updateIssue");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, mut server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 2),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    assigned.await.expect("the mutation reached GitHub");
+    // Copilot is assigned and its run started; agentgate never hears of it.
+    server.start_kill().expect("SIGKILL");
+    server.wait().await.expect("reaped");
+
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (result, _) = follow(&client, &id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("finished"),
+        "{result:?}"
+    );
+    let stats = gh.sim.stats();
+    assert_eq!(
+        stats.agent_assignments.len(),
+        1,
+        "{:?}",
+        stats.agent_assignments
+    );
+    assert_eq!(stats.assignments_for("acme/widgets", 2), 1);
+    assert_eq!(
+        gh.sim.issue_assignees("acme/widgets", 2),
+        vec!["octocat", "hubot", COPILOT_LOGIN]
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn assigning_copilot_again_follows_its_existing_pull_request_without_a_second_run() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let first = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 1),
+    )
+    .await;
+    let (first, _) = follow(&client, &first.task.task_id).await;
+    assert_eq!(
+        structured(&first)["outcome"],
+        json!("finished"),
+        "{first:?}"
+    );
+
+    // Copilot holds the issue and has finished its pull request: a second
+    // call says so with that pull request instead of waiting for a new one.
+    let again = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 1),
+    )
+    .await;
+    let (again, statuses) = follow(&client, &again.task.task_id).await;
+    assert_eq!(
+        structured(&again)["outcome"],
+        json!("finished"),
+        "{again:?}"
+    );
+    assert_eq!(
+        structured(&again)["pull_request"],
+        structured(&first)["pull_request"]
+    );
+    assert!(
+        statuses.iter().any(|m| m.contains("already assigned")),
+        "{statuses:?}"
+    );
+    let stats = gh.sim.stats();
+    assert_eq!(stats.agent_assignments.len(), 1, "no second assignment");
+    assert_eq!(stats.assignments_for("acme/widgets", 1), 1);
     client.cancel().await.expect("close");
 }
 
@@ -813,6 +903,7 @@ async fn request_changes_comments_once_and_follows_the_cycle() {
         1,
         "one comment"
     );
+    assert_rest_calls_documented(&gh);
     let timeline = gh.sim.timeline("acme/widgets", number);
     assert!(
         timeline.iter().any(|e| e.event == "commented"
@@ -883,7 +974,148 @@ async fn create_pull_request_follows_the_agent_task_to_its_end() {
         2,
         "one agent task per call"
     );
+    assert_rest_calls_documented(&gh);
     client.cancel().await.expect("close");
+}
+
+fn create_pr(prompt: &str) -> Value {
+    json!({"owner": "acme", "repo": "widgets", "problem_statement": prompt})
+}
+
+#[tokio::test]
+async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
+    let gh = start_github().await;
+    let posted = gh.hold.arm("POST", "/agents/repos/acme/widgets/tasks", "");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, mut server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "create_pull_request_with_copilot",
+        create_pr("Add a CONTRIBUTING.md"),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    posted.await.expect("the POST reached GitHub");
+    // GitHub has started the agent task; agentgate never hears of it.
+    server.start_kill().expect("SIGKILL");
+    server.wait().await.expect("reaped");
+    assert_eq!(gh.sim.stats().agent_tasks_created, 1);
+
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (result, _) = follow(&client, &id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("completed"),
+        "{result:?}"
+    );
+    let stats = gh.sim.stats();
+    assert_eq!(stats.agent_tasks_created, 1, "adopted, not started again");
+    // Adoption read the candidates one by one: list items carry no sessions.
+    assert!(stats.rest_requests_for("GET /agents/repos/{owner}/{repo}/tasks/{task_id}") >= 2);
+    let prompt = structured(&result)["agent_task"]["sessions"][0]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        prompt.ends_with(&format!("<!-- agentgate:task {id} -->")),
+        "{prompt}"
+    );
+    assert_rest_calls_documented(&gh);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_lost_post_answer_is_adopted_among_other_recent_agent_tasks() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    // Someone else's agent task, created moments before ours.
+    let other = start_task(
+        &client,
+        "create_pull_request_with_copilot",
+        create_pr("Someone else's task"),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while gh.sim.stats().agent_tasks_created < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the first agent task was not created"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gh.sim.faults().lose_next_writes(1);
+    let ours = start_task(
+        &client,
+        "create_pull_request_with_copilot",
+        create_pr("Our task"),
+    )
+    .await;
+    let (result, _) = follow(&client, &ours.task.task_id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("completed"),
+        "{result:?}"
+    );
+    let prompt = structured(&result)["agent_task"]["sessions"][0]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(prompt.starts_with("Our task"), "{prompt}");
+    let (result, _) = follow(&client, &other.task.task_id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("completed"),
+        "{result:?}"
+    );
+    let stats = gh.sim.stats();
+    assert_eq!(stats.answers_lost, 1);
+    assert_eq!(stats.agent_tasks_created, 2, "one agent task per call");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn an_idle_agent_task_is_reported_as_idle_and_followed_on() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let task = start_task(
+        &client,
+        "create_pull_request_with_copilot",
+        create_pr("Tidy the README [sim:idle]"),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    wait_for_status(&client, &id, "is idle").await;
+    let (result, _) = follow(&client, &id).await;
+    assert_eq!(
+        structured(&result)["outcome"],
+        json!("completed"),
+        "{result:?}"
+    );
+    client.cancel().await.expect("close");
+}
+
+/// Every REST request the client sent is an operation GitHub documents, and
+/// every body it wrote validates (strictly) against that operation's request
+/// schema (`contracts/github/rest/operations.json`).
+fn assert_rest_calls_documented(gh: &Gh) {
+    let rest = agentgate_testkit::contracts::github_rest();
+    let stats = gh.sim.stats();
+    assert!(!stats.rest_requests.is_empty(), "the client used REST");
+    let undocumented: Vec<&String> = stats
+        .rest_requests
+        .keys()
+        .filter(|label| !rest.documents(label))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "undocumented REST calls: {undocumented:?}"
+    );
+    for (label, body) in &stats.rest_bodies {
+        let problems = rest.request_problems(label, body);
+        assert!(problems.is_empty(), "{label} sent {body}: {problems:?}");
+    }
 }
 
 #[tokio::test]

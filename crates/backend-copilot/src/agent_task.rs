@@ -3,11 +3,14 @@
 //!
 //! ```text
 //! start   checkpoint Create (nothing sent yet)
-//! Create  a task with our prompt created since this step began? (the POST
-//!         landed before a crash) adopt it : POST /agents/repos/{o}/{r}/tasks
-//!         → Follow, watch it (one list request per repository per tick)
-//! Follow  state changes → statusMessage; an end state → GET the task with its
-//!         sessions, result (isError unless completed)
+//! Create  list the tasks created since this step began and GET each one (only
+//!         GET shows a task's sessions and so its prompt): one with our marker
+//!         (the POST landed before a crash) is adopted, else
+//!         POST /agents/repos/{o}/{r}/tasks → Follow, watch it (one list
+//!         request per repository per tick)
+//! Follow  state changes → statusMessage (every documented state, `idle`
+//!         included); an end state → GET the task with its sessions, result
+//!         (isError unless completed)
 //! ```
 //!
 //! The API has no title field: a `title` becomes the first line of the prompt.
@@ -167,17 +170,30 @@ impl CreatePullRequest {
             )
             .await
             .map_err(|e| classify(e, "listing agent tasks"))?;
-        let ours = recent.tasks.iter().find(|task| {
-            task.get("sessions")
-                .and_then(Value::as_array)
-                .and_then(|s| s.first())
-                .and_then(|s| s.get("prompt"))
-                .and_then(Value::as_str)
-                .is_some_and(|p| p.contains(&marker))
-        });
-        if let Some(task) = ours {
-            return serde_json::from_value(task.clone())
-                .map_err(|e| CreateError::Job(decode_error(e)));
+        // List items carry no sessions (GitHub documents them only on GET of
+        // one task), so each task created since this step began is read
+        // whole and its prompt searched for our marker.
+        for candidate in recent
+            .tasks
+            .iter()
+            .filter(|t| created_since(t, &state.asked_at))
+        {
+            let Some(id) = candidate.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let task: AgentTask = github
+                .rest_get(&format!("{path}/{id}"), &[], Some(AGENT_TASKS_API_VERSION))
+                .await
+                .map_err(|e| classify(e, "reading a recent agent task"))?;
+            let prompt_is_ours = task.sessions.iter().any(|session| {
+                session
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| p.contains(&marker))
+            });
+            if prompt_is_ours {
+                return Ok(task);
+            }
         }
         let mut body = json!({"prompt": state.prompt, "create_pull_request": true});
         if let Some(map) = body.as_object_mut() {
@@ -255,17 +271,7 @@ impl CreatePullRequest {
                 json!({"outcome": "watch_timeout", "agent_task_id": id, "state": current}),
             )));
         }
-        let status = match current.as_str() {
-            "waiting_for_user" => format!(
-                "Copilot is waiting for you (waiting_for_user): open {}",
-                state
-                    .html_url
-                    .clone()
-                    .unwrap_or_else(|| "the agent task on GitHub".into())
-            ),
-            "queued" => format!("Copilot agent task {id} is queued"),
-            other => format!("Copilot is working on agent task {id} ({other})"),
-        };
+        let status = status_message(&id, &current, state.html_url.as_deref());
         let age = Duration::from_millis(cx.now.saturating_sub(started).max(0) as u64);
         self.shared.watcher.watch(
             &cx.task_id,
@@ -286,19 +292,43 @@ impl CreatePullRequest {
     }
 }
 
+/// Whether a listed agent task was created at or after `since`. A task without a
+/// readable `created_at` counts as recent: reading one task too many is
+/// cheaper than starting a second agent run.
+fn created_since(task: &Value, since: &str) -> bool {
+    task.get("created_at")
+        .and_then(Value::as_str)
+        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+        .zip(chrono::DateTime::parse_from_rfc3339(since).ok())
+        .is_none_or(|(at, since)| at >= since)
+}
+
+/// The task's `statusMessage` for an agent task that has not ended. GitHub
+/// documents the states (`queued`, `in_progress`, `idle`,
+/// `waiting_for_user`, …) but not what `idle` means, so it is reported as
+/// it is and watched like any other live state, not taken as an end.
+fn status_message(id: &str, state: &str, html_url: Option<&str>) -> String {
+    let open = html_url.unwrap_or("the agent task on GitHub");
+    match state {
+        "queued" => format!("Copilot agent task {id} is queued"),
+        "in_progress" => format!("Copilot is working on agent task {id} (in_progress)"),
+        "waiting_for_user" => {
+            format!("Copilot is waiting for you (waiting_for_user): open {open}")
+        }
+        "idle" => format!(
+            "Copilot agent task {id} is idle: Copilot is not working on it now; \
+             it goes on when someone follows up on GitHub: {open}"
+        ),
+        other => format!("Copilot agent task {id} is {other}: {open}"),
+    }
+}
+
 fn classify(error: crate::github::GitHubError, what: &str) -> CreateError {
     if error.is_transient() {
         CreateError::Job(error.into_job_error(what))
     } else {
         CreateError::Refused(format!("{what} failed: {error}"))
     }
-}
-
-fn decode_error(e: serde_json::Error) -> JobError {
-    JobError::Fatal(rmcp::model::ErrorData::internal_error(
-        format!("unexpected agent task from GitHub: {e}"),
-        None,
-    ))
 }
 
 fn finish(state: &CreateState, task: &Value) -> CallToolResult {

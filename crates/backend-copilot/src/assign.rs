@@ -5,9 +5,10 @@
 //! start     suggestedActors (paged) → copilot-swe-agent? → issue id, and every
 //!           assignee from assignedActors (bots are never in `assignees`)
 //!           checkpoint Assign { Copilot assigned before? }
-//! Assign    re-read assignedActors; Copilot newly there? (the mutation landed
-//!           before a crash) skip : updateIssue(every assignee + Copilot,
-//!           agentAssignment)
+//! Assign    assigned before this call? no mutation; watch for its PR from
+//!           the issue's start : re-read assignedActors; Copilot newly there?
+//!           (the mutation landed before a crash) skip : updateIssue(every
+//!           assignee + Copilot, agentAssignment)
 //!           checkpoint AwaitPr, watch the issue
 //! AwaitPr   Copilot's cross-referenced PR → Working, watch the PR
 //!           Copilot's comment on the issue → "could not start" (isError)
@@ -38,6 +39,10 @@ use crate::{Shared, refresh_after};
 
 /// Upstream's message when Copilot is not among the suggested actors.
 pub const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
+
+/// The watch's start when Copilot already held the issue: its pull request
+/// may be older than this call.
+const FROM_THE_START: &str = "1970-01-01T00:00:00Z";
 
 /// How often the REST timeline is read while nothing else suggests a change.
 const CONFIRM_EVERY_MS: i64 = 5 * 60 * 1000;
@@ -210,6 +215,21 @@ impl AssignCopilot {
         had_copilot: bool,
         cx: &JobContext,
     ) -> StepResult<AssignState> {
+        if had_copilot {
+            // Copilot held the issue before this call. GitHub documents no new
+            // run for assigning it again, so nothing is sent: the pull request
+            // it opened (or is opening) is followed, found from the issue's
+            // start rather than from now.
+            state.phase = Phase::AwaitPr;
+            state.watch_started = Some(cx.now);
+            state.since = Some(FROM_THE_START.into());
+            let status = format!(
+                "Copilot was already assigned to {}/{}#{} before this call, so it was not \
+                 assigned again; following the pull request it opened for the issue",
+                state.owner, state.repo, state.issue_number
+            );
+            return Ok(self.keep_watching(state, status, cx));
+        }
         let github = &self.shared.github;
         let issue = read_issue(github, &state.owner, &state.repo, state.issue_number)
             .await
@@ -602,7 +622,9 @@ async fn read_issue(
             Some(id) => assignees.push(id),
             None => {
                 return Err(GitHubError::Decode(format!(
-                    "issue {owner}/{repo}#{number} has an assignee of a kind agentgate does not                      know ({}), which assigning Copilot would remove; assign Copilot in GitHub's                      UI instead",
+                    "issue {owner}/{repo}#{number} has an assignee of a kind agentgate does not \
+                     know ({}), which assigning Copilot would remove; assign Copilot in GitHub's \
+                     UI instead",
                     actor.typename.as_deref().unwrap_or("no __typename")
                 )));
             }
