@@ -27,26 +27,43 @@ const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 struct Sim {
     sim: QBusinessSim,
     url: String,
+    hold: agentgate_testkit::hold::AnswerHold,
     _stop: tokio_util::sync::DropGuard,
 }
 
 async fn start_sim() -> Sim {
+    start_sim_with(QBusinessConfig::default()).await
+}
+
+async fn start_sim_with(config: QBusinessConfig) -> Sim {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let sim = QBusinessSim::new(QBusinessConfig::default());
+    let sim = QBusinessSim::new(config);
+    let hold = agentgate_testkit::hold::AnswerHold::default();
     let stop = CancellationToken::new();
     tokio::spawn(agentgate_sim::qbusiness::serve(
         listener,
-        sim.router(),
+        hold.wrap(sim.router()),
         stop.clone(),
     ));
     Sim {
         sim,
         url,
+        hold,
         _stop: stop.drop_guard(),
     }
+}
+
+/// The emulator in the conservative reading of `clientToken`: a repeated
+/// token is a new request, so a repeated action runs again.
+async fn start_sim_without_replay() -> Sim {
+    start_sim_with(QBusinessConfig {
+        client_token_replay: false,
+        ..QBusinessConfig::default()
+    })
+    .await
 }
 
 /// `agentgate serve` with the environment a user would set, pointed at the
@@ -325,6 +342,86 @@ async fn action_review_accepted_through_tasks_update_creates_one_ticket() {
     client.cancel().await.expect("close");
 }
 
+/// Starts the ticket action and waits for its review.
+async fn review_pending(client: &Client) -> (String, String) {
+    let task = start_task(client, "QBusinessQueryTool", ticket_query()).await;
+    let id = task.task.task_id;
+    let TaskPayload::InputRequired { input_requests } = poll_until(client, &id, |p| {
+        p.status() != rmcp::model::TaskStatus::Working
+    })
+    .await
+    else {
+        panic!("expected input_required")
+    };
+    let key = input_requests.keys().next().expect("one request").clone();
+    (id, key)
+}
+
+async fn approve(client: &Client, id: &str, key: &str) {
+    let mut answer = BTreeMap::new();
+    answer.insert(
+        key.to_owned(),
+        json!({"action": "accept", "content": {"summary": "Swollen laptop battery", "priority": "HIGH"}}),
+    );
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.to_owned(), answer))
+        .await
+        .expect("tasks/update");
+}
+
+/// The action ran once and the task reports it, whatever was lost.
+async fn assert_one_ticket(client: &Client, sim: &Sim, id: &str) {
+    let TaskPayload::Completed { result } = poll_until(client, id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    assert_eq!(
+        result["structuredContent"]["outcome"],
+        json!("action_executed"),
+        "{result:?}"
+    );
+    let tickets = sim.sim.tickets();
+    assert_eq!(tickets.len(), 1, "the action ran once: {tickets:?}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with(&format!("Qbiz response: Created ticket {}", tickets[0].id)),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn an_approved_action_whose_answer_was_lost_runs_once_without_token_replay() {
+    let sim = start_sim_without_replay().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let (id, key) = review_pending(&client).await;
+    sim.sim.faults().lose_next_answers(1);
+    approve(&client, &id, &key).await;
+    assert_one_ticket(&client, &sim, &id).await;
+    assert_eq!(sim.sim.stats().answers_lost, 1);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn an_approved_action_runs_once_when_agentgate_dies_after_sending_it() {
+    let sim = start_sim_without_replay().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("t.db");
+    let (client, mut server) = over_http(TestClient::tasks(), &sim, &store).await;
+    let (id, key) = review_pending(&client).await;
+    let executed = sim.hold.arm("POST", "/conversations", "actionExecution");
+    approve(&client, &id, &key).await;
+    executed.await.expect("the action reached Q Business");
+    // The ticket exists; agentgate never hears of it.
+    server.start_kill().expect("SIGKILL");
+    server.wait().await.expect("reaped");
+    assert_eq!(sim.sim.tickets().len(), 1);
+
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &store).await;
+    assert_one_ticket(&client, &sim, &id).await;
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn action_review_declined_through_mrtr_executes_nothing() {
     let sim = start_sim().await;
@@ -422,19 +519,17 @@ async fn client_that_cannot_answer_gets_the_pending_action_described() {
     client.cancel().await.expect("close");
 }
 
-#[tokio::test]
-async fn sign_in_challenge_becomes_a_url_elicitation_then_the_answer() {
-    let sim = start_sim().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+/// Asks the calendar plugin and waits for its sign-in request: the task id,
+/// the request's key and the sign-in URL.
+async fn sign_in_pending(client: &Client) -> (String, String, String) {
     let task = start_task(
-        &client,
+        client,
         "QBusinessQueryTool",
         json!({"query": "What is my next meeting?", "plugin_id": SIGNIN_PLUGIN_ID}),
     )
     .await;
     let id = task.task.task_id;
-    let TaskPayload::InputRequired { input_requests } = poll_until(&client, &id, |p| {
+    let TaskPayload::InputRequired { input_requests } = poll_until(client, &id, |p| {
         p.status() != rmcp::model::TaskStatus::Working
     })
     .await
@@ -445,23 +540,60 @@ async fn sign_in_challenge_becomes_a_url_elicitation_then_the_answer() {
     let json = serde_json::to_value(request).expect("json");
     assert_eq!(json["params"]["mode"], json!("url"), "{json}");
     let url = json["params"]["url"].as_str().expect("url").to_owned();
+    (id, key.clone(), url)
+}
+
+async fn accept_and_finish(client: &Client, id: &str, key: &str) -> serde_json::Map<String, Value> {
+    let mut answer = BTreeMap::new();
+    answer.insert(key.to_owned(), json!({"action": "accept"}));
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.to_owned(), answer))
+        .await
+        .expect("update");
+    let TaskPayload::Completed { result } = poll_until(client, id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    result
+}
+
+#[tokio::test]
+async fn sign_in_challenge_becomes_a_url_elicitation_then_the_answer() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let (id, key, url) = sign_in_pending(&client).await;
     // The user signs in in a browser.
     let page = reqwest::get(&url).await.expect("GET sign-in page");
     assert!(page.status().is_success());
-    let mut answer = BTreeMap::new();
-    answer.insert(key.clone(), json!({"action": "accept"}));
-    client
-        .peer()
-        .update_task(UpdateTaskParams::new(id.clone(), answer))
-        .await
-        .expect("update");
-    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
-        panic!("expected completed")
-    };
+    let result = accept_and_finish(&client, &id, &key).await;
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
         text.starts_with("Qbiz response: Your next meeting"),
         "{text}"
+    );
+    assert_eq!(result["structuredContent"]["outcome"], json!("answered"));
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn accepting_a_sign_in_that_did_not_happen_says_what_aws_leaves_undocumented() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let (id, key, _url) = sign_in_pending(&client).await;
+    // Accepted without opening the link: Q Business asks again.
+    let result = accept_and_finish(&client, &id, &key).await;
+    assert_eq!(
+        result["structuredContent"]["outcome"],
+        json!("sign_in_not_seen"),
+        "{result:?}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("AWS does not document"), "{text}");
+    assert!(
+        result["structuredContent"]["conversationId"].is_string(),
+        "the conversation is kept: {result:?}"
     );
     client.cancel().await.expect("close");
 }

@@ -29,6 +29,9 @@ pub enum Outcome {
     ActionNotExecuted,
     /// The user declined to sign in to the plugin.
     SignInDeclined,
+    /// The user said they signed in, but Q Business still asked for the
+    /// sign-in (see the answer's text).
+    SignInNotSeen,
 }
 
 /// The tool's structured result.
@@ -174,7 +177,7 @@ impl Answer {
                 "The plugin needed a sign-in that was declined; nothing was done with it."
                     .to_owned(),
             ),
-            Outcome::Answered | Outcome::ActionExecuted => {}
+            Outcome::Answered | Outcome::ActionExecuted | Outcome::SignInNotSeen => {}
         }
         if self.answer_at_cap {
             notes.push(format!(

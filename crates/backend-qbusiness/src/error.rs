@@ -9,6 +9,7 @@
 
 use aws_sdk_qbusiness::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncError;
+use aws_sdk_qbusiness::operation::list_messages::ListMessagesError;
 
 /// Attempts the SDK's standard retry mode makes before giving up.
 pub const SDK_ATTEMPTS: u32 = 3;
@@ -20,11 +21,12 @@ fn upstream_prefix(code: &str, message: &str) -> String {
     )
 }
 
-/// The tool error text for a failed ChatSync call.
+/// The tool error text for a failed ChatSync call, sent `attempts` times.
 pub fn describe<R: std::fmt::Debug>(
     error: &SdkError<ChatSyncError, R>,
     application_id: &str,
     endpoint_hint: &str,
+    attempts: u32,
 ) -> String {
     match error {
         SdkError::ServiceError(service) => {
@@ -56,7 +58,7 @@ pub fn describe<R: std::fmt::Debug>(
                      application, conversation or plugin was not found there."
                 ),
                 ChatSyncError::ThrottlingException(_) => format!(
-                    "Amazon Q Business is still throttling after {SDK_ATTEMPTS} attempts; wait a \
+                    "Amazon Q Business is still throttling after {attempts} attempt(s); wait a \
                      little and try again, or ask AWS for a higher request quota."
                 ),
                 ChatSyncError::LicenseNotFoundException(_) => {
@@ -75,7 +77,7 @@ pub fn describe<R: std::fmt::Debug>(
                         .to_owned()
                 }
                 ChatSyncError::InternalServerException(_) => format!(
-                    "Amazon Q Business failed internally (after {SDK_ATTEMPTS} attempts); try \
+                    "Amazon Q Business failed internally (after {attempts} attempt(s)); try \
                      again later."
                 ),
                 _ => match code {
@@ -183,6 +185,59 @@ pub fn is_transient<R: std::fmt::Debug>(error: &SdkError<ChatSyncError, R>) -> b
     }
 }
 
+/// The tool error text for a failed ListMessages call (read before an
+/// approved plugin action is sent), and whether it is worth trying again
+/// later (the same rule as [`is_transient`]).
+pub fn describe_list_messages<R: std::fmt::Debug>(
+    error: &SdkError<ListMessagesError, R>,
+    endpoint_hint: &str,
+) -> (String, bool) {
+    match error {
+        SdkError::ServiceError(service) => {
+            let err = service.err();
+            let code = err.code().filter(|c| !c.is_empty()).unwrap_or("Unknown");
+            let message = err.message().unwrap_or("no message");
+            let transient = matches!(
+                err,
+                ListMessagesError::ThrottlingException(_)
+                    | ListMessagesError::InternalServerException(_)
+            );
+            let fix = match err {
+                ListMessagesError::AccessDeniedException(_) => {
+                    " The caller's IAM identity needs permission for the action \
+                     `qbusiness:ListMessages` on this application as well as `qbusiness:ChatSync`."
+                }
+                _ => "",
+            };
+            (
+                format!(
+                    "Error: Amazon Q Business API error An error occurred ({code}) when calling \
+                     the ListMessages operation: {message}{fix}"
+                ),
+                transient,
+            )
+        }
+        SdkError::TimeoutError(_) => (
+            format!("Error: Amazon Q Business did not answer in time ({endpoint_hint})."),
+            true,
+        ),
+        SdkError::DispatchFailure(failure) => (
+            format!(
+                "Error: Amazon Q Business could not be reached ({endpoint_hint}): {}",
+                DisplayErrorContext(error)
+            ),
+            failure.is_io() || failure.is_timeout(),
+        ),
+        other => (
+            format!(
+                "Error: reading the conversation from Amazon Q Business failed: {}",
+                DisplayErrorContext(other)
+            ),
+            false,
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,14 +245,24 @@ mod tests {
 
     fn unmodeled(code: &str) -> String {
         let err = ChatSyncError::generic(ErrorMetadata::builder().code(code).message("m").build());
-        describe(&SdkError::service_error(err, ()), "app", "endpoint")
+        describe(
+            &SdkError::service_error(err, ()),
+            "app",
+            "endpoint",
+            SDK_ATTEMPTS,
+        )
     }
 
     #[test]
     fn an_unreadable_answer_says_why_not_just_unknown() {
         // What the SDK gives for a 200 whose body does not parse.
         let err = ChatSyncError::unhandled(std::io::Error::other("expected StartObject"));
-        let text = describe(&SdkError::service_error(err, ()), "app", "http://q.example");
+        let text = describe(
+            &SdkError::service_error(err, ()),
+            "app",
+            "http://q.example",
+            SDK_ATTEMPTS,
+        );
         assert!(text.contains("(Unknown)"), "{text}");
         assert!(text.contains("could not be read"), "{text}");
         assert!(text.contains("expected StartObject"), "{text}");

@@ -5,16 +5,25 @@
 //! start ──ChatSync──┬─ answer ─────────────────────────────▶ Done
 //!                   ├─ actionReview ──▶ Ask(form) ──accept──▶ ChatSync(actionExecution) ─▶ …
 //!                   │                            └decline──▶ Done (action not executed)
-//!                   └─ authChallengeRequest ──▶ Ask(url) ──accept──▶ ChatSync(authChallengeResponse) ─▶ …
+//!                   └─ authChallengeRequest ──▶ Ask(url) ──accept──▶ ChatSync(the question again) ─▶ …
 //!                                                        └decline──▶ Done (sign-in declined)
 //! ```
 //!
+//! An approved action is sent once per attempt (no SDK retries) after
+//! ListMessages shows it has not run yet: AWS does not document that a
+//! repeated `clientToken` is replayed, so a step repeated after a crash or a
+//! lost answer reads the conversation instead of executing twice. After a
+//! plugin sign-in the question is asked again: AWS documents no
+//! `authChallengeResponse.responseMap` keys, and the OAuth redirect returns
+//! to the application's web experience, not to agentgate.
+//!
 //! Every ChatSync sends `clientToken = <task id>-<step>`: a step repeated after a
-//! crash repeats the same token, and Q Business treats it as the same request.
-//! Transient failures (still throttled or 5xx after the SDK's own attempts, a
+//! crash repeats the same token. The service model marks it an idempotency token,
+//! so a repeated question may be answered from the first turn; nothing relies on
+//! that beyond not asking twice where Q Business does replay it. Transient failures (still throttled or 5xx after the SDK's own attempts, a
 //! timeout, the endpoint unreachable) are retryable job errors: the task stays
 //! `working` with a status saying when it retries, and the retry sends the same
-//! token, so a turn whose answer was lost is replayed rather than repeated.
+//! token.
 //! Every other failure is an `isError` result.
 
 use std::time::Duration;
@@ -23,7 +32,7 @@ use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
 use aws_sdk_qbusiness::Client;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
 use aws_sdk_qbusiness::types::{
-    ActionExecution, AuthChallengeResponse, ChatModeConfiguration, PluginConfiguration,
+    ActionExecution, ChatModeConfiguration, MessageType, PluginConfiguration,
 };
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
@@ -103,6 +112,9 @@ pub struct Turn {
     user_groups: Vec<String>,
     chat_mode: Option<ChatModeArg>,
     plugin_id: Option<String>,
+    /// The user's message, asked again after a plugin sign-in.
+    #[serde(default)]
+    question: Option<String>,
 }
 
 /// What the task waits for between steps.
@@ -123,12 +135,6 @@ pub enum State {
     },
 }
 
-/// One ChatSync request beyond the first turn.
-enum Follow {
-    Execute(ActionExecution),
-    SignedIn(AuthChallengeResponse),
-}
-
 fn tool_error(text: String) -> Step<State> {
     Step::Done(CallToolResult::error(vec![ContentBlock::text(text)]))
 }
@@ -142,7 +148,7 @@ impl QBusinessQuery {
         message: Option<&str>,
         query: Option<&crate::args::ValidQuery>,
         conversation: Option<(&str, &str)>,
-        follow: Option<Follow>,
+        execution: Option<ActionExecution>,
     ) -> Result<Result<ChatSyncOutput, String>, JobError> {
         let (settings, client) = match self.client().await {
             Ok(c) => c,
@@ -176,17 +182,31 @@ impl QBusinessQuery {
         if let Some(filter) = query.and_then(|q| q.attribute_filter.clone()) {
             request = request.attribute_filter(filter);
         }
-        request = match follow {
-            Some(Follow::Execute(execution)) => request.action_execution(execution),
-            Some(Follow::SignedIn(response)) => request.auth_challenge_response(response),
-            None => request,
-        };
+        let executes = execution.is_some();
+        request = request.set_action_execution(execution);
         let endpoint = std::env::var("AWS_ENDPOINT_URL_QBUSINESS")
             .unwrap_or_else(|_| format!("region {}", settings.region));
-        match request.send().await {
+        let sent = if executes {
+            // Sent once per attempt: the SDK's own retries would repeat an
+            // action whose answer was lost (a repeated `clientToken` is not
+            // documented to be replayed). The step's retry reads the
+            // conversation first instead (`executed_before`).
+            request
+                .customize()
+                .config_override(
+                    aws_sdk_qbusiness::config::Builder::default()
+                        .retry_config(aws_sdk_qbusiness::config::retry::RetryConfig::disabled()),
+                )
+                .send()
+                .await
+        } else {
+            request.send().await
+        };
+        match sent {
             Ok(output) => Ok(Ok(output)),
             Err(e) => {
-                let text = error::describe(&e, &settings.application_id, &endpoint);
+                let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
+                let text = error::describe(&e, &settings.application_id, &endpoint, attempts);
                 if error::is_transient(&e) {
                     Err(JobError::Retryable {
                         message: text,
@@ -237,10 +257,7 @@ impl QBusinessQuery {
                 InputRequest::Elicitation(ElicitRequest::new(
                     ElicitRequestParams::UrlElicitationParams {
                         meta: None,
-                        message:
-                            "An Amazon Q Business plugin needs you to sign in. Open the link, \
-                              sign in, then accept."
-                                .to_owned(),
+                        message: SIGN_IN_PROMPT.to_owned(),
                         url: url.clone(),
                         elicitation_id: key.clone(),
                     },
@@ -262,14 +279,13 @@ impl QBusinessQuery {
 }
 
 impl QBusinessQuery {
-    /// Answers a review or challenge in the conversation it came from.
-    async fn follow_up(
+    /// Executes an approved action in the conversation it was proposed in.
+    async fn execute(
         &self,
         cx: &JobContext,
         turn: Turn,
         answer: &Answer,
-        follow: Follow,
-        outcome: Outcome,
+        execution: ActionExecution,
     ) -> StepResult<State> {
         let (conversation, parent) = conversation_of(answer)?;
         match self
@@ -279,13 +295,100 @@ impl QBusinessQuery {
                 None,
                 None,
                 Some((&conversation, &parent)),
-                Some(follow),
+                Some(execution),
             )
             .await?
         {
-            Ok(output) => Ok(self.next(output, turn, cx, outcome)),
+            Ok(output) => Ok(self.next(output, turn, cx, Outcome::ActionExecuted)),
             Err(text) => Ok(tool_error(text)),
         }
+    }
+}
+
+impl QBusinessQuery {
+    /// Whether an approved action already ran: this step may have sent it
+    /// before and died before its checkpoint (or lost the answer). AWS does
+    /// not document that a repeated `clientToken` replays a ChatSync, so the
+    /// conversation is read instead (ListMessages shows each executed action
+    /// on its USER message): a USER message with `actionExecution` for this
+    /// plugin after the review means it ran, and the SYSTEM message after it
+    /// is its answer. `Ok(Err)` is the tool error text.
+    async fn executed_before(
+        &self,
+        turn: &Turn,
+        review: &Answer,
+        plugin_id: &str,
+    ) -> Result<Result<Option<Answer>, String>, JobError> {
+        let (settings, client) = match self.client().await {
+            Ok(c) => c,
+            Err(text) => return Ok(Err(text)),
+        };
+        let (conversation, review_message) = conversation_of(review)?;
+        let pages = client
+            .list_messages()
+            .application_id(&settings.application_id)
+            .conversation_id(&conversation)
+            .set_user_id(turn.user_id.clone())
+            .max_results(100)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await;
+        let mut messages = match pages {
+            Ok(messages) => messages,
+            Err(e) => {
+                let endpoint = std::env::var("AWS_ENDPOINT_URL_QBUSINESS")
+                    .unwrap_or_else(|_| format!("region {}", settings.region));
+                let (text, transient) = error::describe_list_messages(&e, &endpoint);
+                if transient {
+                    return Err(JobError::Retryable {
+                        message: text,
+                        retry_after: None,
+                    });
+                }
+                return Ok(Err(format!(
+                    "{text}\nThe approved action was not sent: before sending it, agentgate \
+                     reads the conversation (qbusiness:ListMessages) to make sure it has not \
+                     run already, and that read failed."
+                )));
+            }
+        };
+        // The order of ListMessages is not documented: sort by time, keeping
+        // the listed order among equal times.
+        messages.sort_by_key(|m| m.time().map(|t| (t.secs(), t.subsec_nanos())));
+        let Some(review_at) = messages
+            .iter()
+            .position(|m| m.message_id() == Some(review_message.as_str()))
+        else {
+            return Ok(Ok(None));
+        };
+        let later = &messages[review_at + 1..];
+        let Some(executed_at) = later.iter().position(|m| {
+            m.r#type() == Some(&MessageType::User)
+                && m.action_execution()
+                    .is_some_and(|a| a.plugin_id() == plugin_id)
+        }) else {
+            return Ok(Ok(None));
+        };
+        let executed = &later[executed_at];
+        let reply = later[executed_at + 1..]
+            .iter()
+            .find(|m| m.r#type() == Some(&MessageType::System));
+        let output = ChatSyncOutput::builder()
+            .conversation_id(conversation)
+            .set_user_message_id(executed.message_id().map(str::to_owned))
+            .set_system_message_id(reply.and_then(|m| m.message_id()).map(str::to_owned))
+            .system_message(reply.and_then(|m| m.body()).unwrap_or(
+                "The action was executed (the conversation shows it), but Amazon Q \
+                 Business's answer to it was lost.",
+            ))
+            .set_source_attributions(reply.map(|m| m.source_attribution().to_vec()))
+            .build();
+        Ok(Ok(Some(Answer::from_output(
+            &output,
+            Outcome::ActionExecuted,
+        ))))
     }
 }
 
@@ -304,27 +407,16 @@ fn accepted(response: Option<&Value>) -> Option<serde_json::Map<String, Value>> 
     )
 }
 
-/// The `responseMap` sent back after a sign-in: the query parameters of the
-/// authorization URL that identify the challenge (`state`, the OAuth
-/// correlation value), or all of them when there is no `state`. The user's
-/// credentials never pass through agentgate: they go to the plugin's
-/// sign-in page, and Q Business matches the completed sign-in by `state`.
-fn response_map(authorization_url: &str) -> Result<AuthChallengeResponse, String> {
-    let url = url::Url::parse(authorization_url)
-        .map_err(|e| format!("Error: the sign-in URL from Amazon Q Business is invalid: {e}"))?;
-    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
-    let chosen: Vec<(String, String)> = match pairs.iter().find(|(k, _)| k == "state") {
-        Some(state) => vec![state.clone()],
-        None => pairs,
-    };
-    let mut builder = AuthChallengeResponse::builder();
-    for (key, value) in chosen {
-        builder = builder.response_map(key, value);
-    }
-    builder
-        .build()
-        .map_err(|e| format!("Error: cannot answer the sign-in challenge: {e}"))
-}
+/// What the user is told when a plugin asks for a sign-in.
+const SIGN_IN_PROMPT: &str = "An Amazon Q Business plugin needs you to sign in. Open the link, \
+     sign in, then accept: agentgate then asks your question again.";
+
+/// Why a second sign-in request is not passed on as another prompt.
+const SIGN_IN_NOT_SEEN: &str = "Amazon Q Business still asks for the plugin sign-in. AWS does \
+     not document how a client of the API completes a plugin's OAuth sign-in (the sign-in \
+     normally returns to the application's web experience), so agentgate only asks the question \
+     again once you have signed in. Sign in to the plugin once in the application's web \
+     experience, then ask again.";
 
 impl Job for QBusinessQuery {
     type Args = QueryArgs;
@@ -340,6 +432,7 @@ impl Job for QBusinessQuery {
             user_groups: query.user_groups.clone(),
             chat_mode: query.chat_mode,
             plugin_id: query.plugin_id.clone(),
+            question: Some(query.query.clone()),
         };
         let conversation = query
             .conversation
@@ -390,20 +483,20 @@ impl Job for QBusinessQuery {
                         )));
                     }
                 };
-                let step = self
-                    .follow_up(
-                        cx,
-                        turn,
-                        &answer,
-                        Follow::Execute(execution),
-                        Outcome::ActionExecuted,
-                    )
-                    .await?;
+                match self
+                    .executed_before(&turn, &answer, &form.plugin_id)
+                    .await?
+                {
+                    Ok(Some(done)) => return Ok(with_review(Step::Done(done.into_result()), form)),
+                    Ok(None) => {}
+                    Err(text) => return Ok(tool_error(text)),
+                }
+                let step = self.execute(cx, turn, &answer, execution).await?;
                 Ok(with_review(step, form))
             }
             State::SignIn {
                 key,
-                authorization_url,
+                authorization_url: _,
                 mut answer,
                 turn,
             } => {
@@ -411,20 +504,50 @@ impl Job for QBusinessQuery {
                     answer.outcome = Outcome::SignInDeclined;
                     return Ok(Step::Done(answer.into_result()));
                 }
-                let response = match response_map(&authorization_url) {
-                    Ok(r) => r,
-                    Err(text) => return Ok(tool_error(text)),
-                };
-                self.follow_up(
-                    cx,
-                    turn,
-                    &answer,
-                    Follow::SignedIn(response),
-                    Outcome::Answered,
-                )
-                .await
+                self.ask_again(cx, turn, answer).await
             }
         }
+    }
+}
+
+impl QBusinessQuery {
+    /// After the user signed in, the question is asked again in the same
+    /// conversation: no `authChallengeResponse` is sent, since AWS documents
+    /// none of its `responseMap` keys and the OAuth redirect goes to the web
+    /// experience, not to agentgate.
+    async fn ask_again(
+        &self,
+        cx: &JobContext,
+        turn: Turn,
+        mut answer: Answer,
+    ) -> StepResult<State> {
+        let Some(question) = turn.question.clone() else {
+            answer.outcome = Outcome::SignInNotSeen;
+            return Ok(Step::Done(answer.into_result()));
+        };
+        let (conversation, parent) = conversation_of(&answer)?;
+        let output = match self
+            .chat(
+                cx,
+                &turn,
+                Some(&question),
+                None,
+                Some((&conversation, &parent)),
+                None,
+            )
+            .await?
+        {
+            Ok(output) => output,
+            Err(text) => return Ok(tool_error(text)),
+        };
+        if output.auth_challenge_request().is_some() {
+            let mut again = Answer::from_output(&output, Outcome::SignInNotSeen);
+            again.answer = format!("{} {SIGN_IN_NOT_SEEN}", again.answer)
+                .trim()
+                .to_owned();
+            return Ok(Step::Done(again.into_result()));
+        }
+        Ok(self.next(output, turn, cx, Outcome::Answered))
     }
 }
 
