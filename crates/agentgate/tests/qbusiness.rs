@@ -276,74 +276,9 @@ fn ticket_query() -> Value {
     json!({"query": "Open a ticket: my laptop battery is swollen", "plugin_id": TICKET_PLUGIN_ID})
 }
 
-#[tokio::test]
-async fn action_review_accepted_through_tasks_update_creates_one_ticket() {
-    let sim = start_sim().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
-    let task = start_task(&client, "QBusinessQueryTool", ticket_query()).await;
-    let id = task.task.task_id;
-    let TaskPayload::InputRequired { input_requests } = poll_until(&client, &id, |p| {
-        p.status() != rmcp::model::TaskStatus::Working
-    })
-    .await
-    else {
-        panic!("expected input_required")
-    };
-    let (key, request) = input_requests.iter().next().expect("one request");
-    let InputRequest::Elicitation(form) = request else {
-        panic!("expected a form")
-    };
-    let schema = serde_json::to_value(&form.params).expect("json")["requestedSchema"].clone();
-    assert!(
-        schema["required"]
-            .as_array()
-            .expect("required")
-            .contains(&json!("summary"))
-    );
-    assert!(
-        schema["properties"]["priority"]["oneOf"]
-            .as_array()
-            .is_some_and(|o| o.len() == 3),
-        "{schema}"
-    );
-    assert!(
-        schema["properties"]["summary"]["default"].is_string(),
-        "current values are defaults"
-    );
-    let mut answer = BTreeMap::new();
-    answer.insert(
-        key.clone(),
-        json!({"action": "accept", "content": {"summary": "Swollen laptop battery", "priority": "HIGH"}}),
-    );
-    client
-        .peer()
-        .update_task(UpdateTaskParams::new(id.clone(), answer))
-        .await
-        .expect("tasks/update");
-    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
-        panic!("expected completed")
-    };
-    let text = result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        text.starts_with("Qbiz response: Created ticket NWR-"),
-        "{text}"
-    );
-    assert_eq!(
-        result["structuredContent"]["outcome"],
-        json!("action_executed")
-    );
-    let tickets = sim.sim.tickets();
-    assert_eq!(tickets.len(), 1);
-    assert_eq!(tickets[0].priority, "HIGH");
-    client.cancel().await.expect("close");
-}
-
-/// Starts the ticket action and waits for its review.
-async fn review_pending(client: &Client) -> (String, String) {
+/// Starts the ticket action and waits for its review: the task id, the
+/// request's key and the request.
+async fn review_pending(client: &Client) -> (String, String, InputRequest) {
     let task = start_task(client, "QBusinessQueryTool", ticket_query()).await;
     let id = task.task.task_id;
     let TaskPayload::InputRequired { input_requests } = poll_until(client, &id, |p| {
@@ -353,8 +288,8 @@ async fn review_pending(client: &Client) -> (String, String) {
     else {
         panic!("expected input_required")
     };
-    let key = input_requests.keys().next().expect("one request").clone();
-    (id, key)
+    let (key, request) = input_requests.into_iter().next().expect("one request");
+    (id, key, request)
 }
 
 async fn approve(client: &Client, id: &str, key: &str) {
@@ -390,11 +325,43 @@ async fn assert_one_ticket(client: &Client, sim: &Sim, id: &str) {
 }
 
 #[tokio::test]
+async fn action_review_accepted_through_tasks_update_creates_one_ticket() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
+    let (id, key, request) = review_pending(&client).await;
+    let InputRequest::Elicitation(form) = request else {
+        panic!("expected a form")
+    };
+    let schema = serde_json::to_value(&form.params).expect("json")["requestedSchema"].clone();
+    assert!(
+        schema["required"]
+            .as_array()
+            .expect("required")
+            .contains(&json!("summary"))
+    );
+    assert!(
+        schema["properties"]["priority"]["oneOf"]
+            .as_array()
+            .is_some_and(|o| o.len() == 3),
+        "{schema}"
+    );
+    assert!(
+        schema["properties"]["summary"]["default"].is_string(),
+        "current values are defaults"
+    );
+    approve(&client, &id, &key).await;
+    assert_one_ticket(&client, &sim, &id).await;
+    assert_eq!(sim.sim.tickets()[0].priority, "HIGH");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn an_approved_action_whose_answer_was_lost_runs_once_without_token_replay() {
     let sim = start_sim_without_replay().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (client, _server) = over_http(TestClient::tasks(), &sim, &dir.path().join("t.db")).await;
-    let (id, key) = review_pending(&client).await;
+    let (id, key, _) = review_pending(&client).await;
     sim.sim.faults().lose_next_answers(1);
     approve(&client, &id, &key).await;
     assert_one_ticket(&client, &sim, &id).await;
@@ -408,7 +375,7 @@ async fn an_approved_action_runs_once_when_agentgate_dies_after_sending_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("t.db");
     let (client, mut server) = over_http(TestClient::tasks(), &sim, &store).await;
-    let (id, key) = review_pending(&client).await;
+    let (id, key, _) = review_pending(&client).await;
     let executed = sim.hold.arm("POST", "/conversations", "actionExecution");
     approve(&client, &id, &key).await;
     executed.await.expect("the action reached Q Business");
