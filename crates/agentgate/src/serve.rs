@@ -151,7 +151,9 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         config.lease = Duration::from_secs(secs.max(3));
     }
     if let Some(hours) = file.engine.retention_hours {
-        config.retention = Duration::from_secs(hours * 3600);
+        // Saturating: a wrapped product would be a tiny retention, and the
+        // sweep would delete every ended task.
+        config.retention = Duration::from_secs(hours.saturating_mul(3600));
     }
     if let Some(secs) = file.engine.retry_for_seconds {
         config.retry_for = Duration::from_secs(secs);

@@ -221,8 +221,10 @@ impl Engine {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Runs the scheduler and sweeper until `shutdown` fires, then lets running
-    /// steps finish (up to the lease) and releases every lease still held.
+    /// Runs the scheduler and sweeper until `shutdown` fires, then interrupts
+    /// the running steps (a step in flight is dropped and runs again from its
+    /// last checkpoint, like after a crash), waits up to the lease for them to
+    /// wind up, and releases every lease still held.
     pub async fn run(self, shutdown: CancellationToken) {
         let mut steps = JoinSet::new();
         let sweeper = tokio::spawn(self.clone().sweep_loop(shutdown.clone()));
