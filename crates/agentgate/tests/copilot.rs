@@ -119,6 +119,12 @@ async fn over_http(
     (TestClient::tasks().http(url).await, child)
 }
 
+/// Kills agentgate at once (no shutdown path) and reaps it.
+async fn sigkill(mut server: tokio::process::Child) {
+    server.start_kill().expect("SIGKILL");
+    server.wait().await.expect("reaped");
+}
+
 fn legacy() -> TestClient {
     TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2025_11_25)
 }
@@ -370,7 +376,7 @@ async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
     let gh = start_github().await;
     let assigned = gh.hold.arm("POST", "/graphql", "updateIssue");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, mut server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, server) = over_http(&gh, dir.path(), &[], &[]).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -380,8 +386,7 @@ async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
     let id = task.task.task_id.clone();
     assigned.await.expect("the mutation reached GitHub");
     // Copilot is assigned and its run started; agentgate never hears of it.
-    server.start_kill().expect("SIGKILL");
-    server.wait().await.expect("reaped");
+    sigkill(server).await;
 
     let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
     let (result, _) = follow(&client, &id).await;
@@ -758,7 +763,7 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
     gh.sim
         .set_timings(Duration::from_secs(3), Duration::from_secs(120));
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, mut server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, server) = over_http(&gh, dir.path(), &[], &[]).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -767,8 +772,7 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
     .await;
     let id = task.task.task_id.clone();
     wait_for_status(&client, &id, "opened pull request").await;
-    server.start_kill().expect("SIGKILL");
-    server.wait().await.expect("reaped");
+    sigkill(server).await;
 
     let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
     let (result, _) = follow(&client, &id).await;
@@ -987,7 +991,7 @@ async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
     let gh = start_github().await;
     let posted = gh.hold.arm("POST", "/agents/repos/acme/widgets/tasks", "");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, mut server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, server) = over_http(&gh, dir.path(), &[], &[]).await;
     let task = start_task(
         &client,
         "create_pull_request_with_copilot",
@@ -997,8 +1001,7 @@ async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
     let id = task.task.task_id.clone();
     posted.await.expect("the POST reached GitHub");
     // GitHub has started the agent task; agentgate never hears of it.
-    server.start_kill().expect("SIGKILL");
-    server.wait().await.expect("reaped");
+    sigkill(server).await;
     assert_eq!(gh.sim.stats().agent_tasks_created, 1);
 
     let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;

@@ -184,8 +184,7 @@ impl QBusinessQuery {
         }
         let executes = execution.is_some();
         request = request.set_action_execution(execution);
-        let endpoint = std::env::var("AWS_ENDPOINT_URL_QBUSINESS")
-            .unwrap_or_else(|_| format!("region {}", settings.region));
+        let endpoint = endpoint_hint(settings);
         let sent = if executes {
             // Sent once per attempt: the SDK's own retries would repeat an
             // action whose answer was lost (a repeated `clientToken` is not
@@ -338,9 +337,7 @@ impl QBusinessQuery {
         let mut messages = match pages {
             Ok(messages) => messages,
             Err(e) => {
-                let endpoint = std::env::var("AWS_ENDPOINT_URL_QBUSINESS")
-                    .unwrap_or_else(|_| format!("region {}", settings.region));
-                let (text, transient) = error::describe_list_messages(&e, &endpoint);
+                let (text, transient) = error::describe_list_messages(&e, &endpoint_hint(settings));
                 if transient {
                     return Err(JobError::Retryable {
                         message: text,
@@ -390,6 +387,12 @@ impl QBusinessQuery {
             Outcome::ActionExecuted,
         ))))
     }
+}
+
+/// Where requests go, for error messages: the endpoint override or the region.
+fn endpoint_hint(settings: &Settings) -> String {
+    std::env::var("AWS_ENDPOINT_URL_QBUSINESS")
+        .unwrap_or_else(|_| format!("region {}", settings.region))
 }
 
 /// `accept` with its content, or `None` for decline / cancel.
