@@ -80,13 +80,12 @@ impl Job for SleepJob {
 }
 
 fn policy() -> ToolPolicy {
-    ToolPolicy {
-        ttl: Some(TTL),
-        poll: PollPolicy::fixed(POLL),
-        sync_budget: Duration::from_secs(30),
-        step_timeout: Duration::from_secs(30),
-        sync_fallback: true,
-    }
+    ToolPolicy::default()
+        .ttl(Some(TTL))
+        .poll(PollPolicy::fixed(POLL))
+        .sync_budget(Duration::from_secs(30))
+        .step_timeout(Duration::from_secs(30))
+        .sync_fallback(true)
 }
 
 async fn bind(listen: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {

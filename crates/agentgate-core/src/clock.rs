@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-/// Milliseconds since the Unix epoch.
-pub type Millis = i64;
+pub use agentgate_backend::Millis;
 
 /// A source of the current time.
 pub trait Clock: Send + Sync + std::fmt::Debug + 'static {

@@ -132,11 +132,11 @@ impl Metrics {
     }
 
     /// The handle a backend counts its upstream requests with.
-    pub fn upstream(&self, backend: &'static str) -> UpstreamMetrics {
-        UpstreamMetrics {
-            family: self.inner.upstream.clone(),
+    pub fn upstream(&self, backend: impl Into<std::borrow::Cow<'static, str>>) -> UpstreamMetrics {
+        UpstreamMetrics::new(
             backend,
-        }
+            std::sync::Arc::new(UpstreamFamily(self.inner.upstream.clone())),
+        )
     }
 
     /// A step of `tool` ended with `outcome` after `took`.
@@ -210,67 +210,18 @@ const ALL_STATUSES: [TaskStatus; 5] = [
     TaskStatus::Cancelled,
 ];
 
-/// How one upstream request ended, as the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpstreamOutcome {
-    /// A 2xx answer.
-    Ok,
-    /// 429, or the backend's own throttling signal.
-    Throttled,
-    /// Another 4xx.
-    ClientError,
-    /// A 5xx.
-    ServerError,
-    /// No HTTP answer: connection refused, reset, timed out.
-    Transport,
-}
+pub use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
 
-impl UpstreamOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Throttled => "throttled",
-            Self::ClientError => "client_error",
-            Self::ServerError => "server_error",
-            Self::Transport => "transport_error",
-        }
-    }
+/// The engine's side of [`UpstreamMetrics`]: counts into the
+/// `agentgate_upstream_calls` family.
+#[derive(Debug)]
+struct UpstreamFamily(Family<UpstreamLabels, Counter>);
 
-    /// The outcome an HTTP status says.
-    pub fn from_status(status: u16) -> Self {
-        match status {
-            200..=299 => Self::Ok,
-            429 => Self::Throttled,
-            500..=599 => Self::ServerError,
-            _ => Self::ClientError,
-        }
-    }
-}
-
-/// Counts one backend's upstream requests into its [`Metrics`]. Cheap to
-/// clone. A handle from [`UpstreamMetrics::detached`] counts into nothing
-/// that is served (for backends built without a gateway, e.g. in tests).
-#[derive(Debug, Clone)]
-pub struct UpstreamMetrics {
-    family: Family<UpstreamLabels, Counter>,
-    backend: &'static str,
-}
-
-impl UpstreamMetrics {
-    /// A handle whose counts are not exposed anywhere.
-    pub fn detached(backend: &'static str) -> Self {
-        Self {
-            family: Family::default(),
-            backend,
-        }
-    }
-
-    /// Counts one request: `operation` is a small fixed vocabulary (an API
-    /// operation name, never a URL or an id), to keep the series few.
-    pub fn record(&self, operation: &str, outcome: UpstreamOutcome) {
-        self.family
+impl agentgate_backend::UpstreamRecorder for UpstreamFamily {
+    fn record(&self, backend: &str, operation: &str, outcome: UpstreamOutcome) {
+        self.0
             .get_or_create(&UpstreamLabels {
-                backend: self.backend.to_owned(),
+                backend: backend.to_owned(),
                 operation: operation.to_owned(),
                 outcome: outcome.as_str().to_owned(),
             })

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use agentgate_core::auth::Principal;
 use agentgate_core::clock::{ManualClock, Millis};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::limits::LIMITED;
-use agentgate_core::mcp::{Gateway, HttpOptions, Limits, Principal, TransportKind, http_router};
+use agentgate_core::mcp::{Gateway, HttpOptions, Limits, TransportKind, http_router};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::{

@@ -179,14 +179,12 @@ fn harness() -> Harness {
     let shutdown = CancellationToken::new();
     let router = rt.block_on(async {
         let store = SqliteStore::open("sqlite::memory:").await.expect("store");
-        let policy = ToolPolicy {
-            ttl: Some(Duration::from_secs(3600)),
-            poll: PollPolicy::fixed(Duration::from_millis(100)),
-            // Clients without the tasks extension wait inline briefly.
-            sync_budget: Duration::from_secs(2),
-            step_timeout: Duration::from_secs(10),
-            sync_fallback: true,
-        };
+        let policy = ToolPolicy::default()
+            .ttl(Some(Duration::from_secs(3600)))
+            .poll(PollPolicy::fixed(Duration::from_millis(100)))
+            .sync_budget(Duration::from_secs(2))
+            .step_timeout(Duration::from_secs(10))
+            .sync_fallback(true);
         let tools = ToolRegistry::new()
             .with(ToolSpec::new("echo", "Echoes text.", policy.clone(), Echo))
             .with(ToolSpec::new("ask", "Asks for confirmation.", policy, Ask));

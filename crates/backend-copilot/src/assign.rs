@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
-use agentgate_core::mcp::{InlineTask, SyncView};
+use agentgate_core::job::{InlineTask, SyncView};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -113,23 +113,21 @@ impl Copilot {
     }
 
     fn poll(config: &CopilotConfig) -> PollPolicy {
-        PollPolicy {
-            working: Duration::from_millis(config.poll_min_ms),
-            input_required: Duration::from_secs(2),
-            grow_every: Some(Duration::from_secs(config.poll_grow_seconds)),
-            max: Duration::from_secs(config.poll_max_seconds),
-        }
+        PollPolicy::default()
+            .working(Duration::from_millis(config.poll_min_ms))
+            .input_required(Duration::from_secs(2))
+            .grow_every(Some(Duration::from_secs(config.poll_grow_seconds)))
+            .max(Duration::from_secs(config.poll_max_seconds))
     }
 
     fn policy(&self) -> ToolPolicy {
         let config = &self.shared.config;
-        ToolPolicy {
-            ttl: Some(config.max_watch() + Duration::from_secs(24 * 3600)),
-            poll: Self::poll(config),
-            sync_budget: Duration::from_secs(60),
-            step_timeout: Duration::from_secs(120),
-            sync_fallback: true,
-        }
+        ToolPolicy::default()
+            .ttl(Some(config.max_watch() + Duration::from_secs(24 * 3600)))
+            .poll(Self::poll(config))
+            .sync_budget(Duration::from_secs(60))
+            .step_timeout(Duration::from_secs(120))
+            .sync_fallback(true)
     }
 
     pub fn watcher(&self) -> &Arc<CopilotWatcher> {

@@ -566,12 +566,11 @@ mod tests {
     fn intervals_nest_on_a_power_of_two_grid() {
         let watcher = CopilotWatcher::new(
             GitHub::new(crate::settings::Endpoint::new("http://127.0.0.1:9", None).expect("url")),
-            PollPolicy {
-                working: Duration::from_secs(1),
-                input_required: Duration::from_secs(1),
-                grow_every: Some(Duration::from_secs(15)),
-                max: Duration::from_secs(30),
-            },
+            PollPolicy::default()
+                .working(Duration::from_secs(1))
+                .input_required(Duration::from_secs(1))
+                .grow_every(Some(Duration::from_secs(15)))
+                .max(Duration::from_secs(30)),
         );
         let id = TaskId::generate();
         for (age, every) in [(0, 1), (16, 2), (31, 4), (46, 8), (61, 16), (400, 16)] {

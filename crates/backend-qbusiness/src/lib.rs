@@ -44,18 +44,18 @@ shows, and a plugin that needs the user to sign in asks for that first.";
 /// clients without tasks wait up to two minutes inline; a task waits up to a
 /// day for an action approval.
 pub fn tool(job: QBusinessQuery) -> ToolSpec {
-    let policy = ToolPolicy {
-        ttl: Some(Duration::from_secs(24 * 3600)),
-        poll: PollPolicy {
-            working: Duration::from_millis(500),
-            input_required: Duration::from_secs(2),
-            grow_every: Some(Duration::from_secs(60)),
-            max: Duration::from_secs(10),
-        },
-        sync_budget: Duration::from_secs(120),
-        step_timeout: Duration::from_secs(180),
-        sync_fallback: true,
-    };
+    let policy = ToolPolicy::default()
+        .ttl(Some(Duration::from_secs(24 * 3600)))
+        .poll(
+            PollPolicy::default()
+                .working(Duration::from_millis(500))
+                .input_required(Duration::from_secs(2))
+                .grow_every(Some(Duration::from_secs(60)))
+                .max(Duration::from_secs(10)),
+        )
+        .sync_budget(Duration::from_secs(120))
+        .step_timeout(Duration::from_secs(180))
+        .sync_fallback(true);
     let spec = ToolSpec::new(TOOL_NAME, DESCRIPTION, policy, job);
     let mut tool = spec.tool.clone();
     tool.output_schema = Some(rmcp::handler::server::common::schema_for_type::<

@@ -6,7 +6,7 @@
 //! | `slow_compute`       | waits `seconds` in checkpointed steps, then answers  |
 //! | `failing_job`        | completes with an `isError` tool result (task-only)  |
 //! | `protocol_error_job` | fails with a JSON-RPC error                          |
-//! | `confirm_delete`     | asks one elicitation, answers with the choice        |
+//! | `confirm_delete`     | asks one elicitation (after `ask_after_seconds`), answers with the choice |
 //! | `multi_input`        | asks two elicitations at once                        |
 //! | `test_tool_with_task`| greets a name gathered by MRTR before the task       |
 //!
@@ -28,12 +28,13 @@ use serde_json::{Value, json};
 /// Every task-capable fixture tool; clients without the tasks extension wait
 /// inline up to `sync_budget`.
 pub fn registry(sync_budget: Duration) -> ToolRegistry {
-    let policy = |sync_fallback| ToolPolicy {
-        ttl: Some(Duration::from_secs(3600)),
-        poll: PollPolicy::fixed(Duration::from_millis(100)),
-        sync_budget,
-        step_timeout: Duration::from_secs(30),
-        sync_fallback,
+    let policy = |sync_fallback| {
+        ToolPolicy::default()
+            .ttl(Some(Duration::from_secs(3600)))
+            .poll(PollPolicy::fixed(Duration::from_millis(100)))
+            .sync_budget(sync_budget)
+            .step_timeout(Duration::from_secs(30))
+            .sync_fallback(sync_fallback)
     };
     ToolRegistry::new()
         .with(ToolSpec::new(
@@ -220,17 +221,24 @@ pub struct DeleteArgs {
     /// The file to delete.
     #[serde(default)]
     filename: Option<String>,
+    /// Seconds to work before asking (default 0), so a call can outlive its
+    /// sync budget before the question comes.
+    #[serde(default)]
+    ask_after_seconds: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DeleteState {
+    filename: String,
+    /// When to ask; `None` once the question is out.
+    ask_at: Option<i64>,
 }
 
 #[derive(Debug)]
 pub struct ConfirmDelete;
 
-impl Job for ConfirmDelete {
-    type Args = DeleteArgs;
-    type State = String;
-
-    async fn start(&self, args: DeleteArgs, _: &JobContext) -> StepResult<String> {
-        let filename = args.filename.unwrap_or_else(|| "file.txt".to_owned());
+impl ConfirmDelete {
+    fn ask(filename: String) -> StepResult<DeleteState> {
         let mut requests = InputRequests::new();
         requests.insert(
             "confirm".to_owned(),
@@ -241,16 +249,58 @@ impl Job for ConfirmDelete {
             )?,
         );
         Ok(Step::Ask {
-            state: filename,
+            state: DeleteState {
+                filename,
+                ask_at: None,
+            },
             status: Some("waiting for confirmation".to_owned()),
             requests,
         })
     }
+}
 
-    async fn resume(&self, filename: String, event: Event, _: &JobContext) -> StepResult<String> {
+impl Job for ConfirmDelete {
+    type Args = DeleteArgs;
+    type State = DeleteState;
+
+    async fn start(&self, args: DeleteArgs, cx: &JobContext) -> StepResult<DeleteState> {
+        let filename = args.filename.unwrap_or_else(|| "file.txt".to_owned());
+        let delay = args.ask_after_seconds.unwrap_or(0.0);
+        if !(0.0..=3600.0).contains(&delay) {
+            return Ok(Step::Done(CallToolResult::error(vec![ContentBlock::text(
+                format!("Error: field `ask_after_seconds` must be between 0 and 3600, got {delay}"),
+            )])));
+        }
+        if delay == 0.0 {
+            return Self::ask(filename);
+        }
+        let ask_at = cx.now + (delay * 1000.0) as i64;
+        Ok(wait(
+            DeleteState {
+                filename,
+                ask_at: Some(ask_at),
+            },
+            "working before asking",
+            (delay * 1000.0) as u64,
+        ))
+    }
+
+    async fn resume(
+        &self,
+        state: DeleteState,
+        event: Event,
+        cx: &JobContext,
+    ) -> StepResult<DeleteState> {
+        if let Some(ask_at) = state.ask_at {
+            if cx.now < ask_at {
+                let left = u64::try_from(ask_at - cx.now).unwrap_or(0);
+                return Ok(wait(state, "working before asking", left));
+            }
+            return Self::ask(state.filename);
+        }
         let Event::Input(responses) = event else {
             return Ok(Step::Wait {
-                state: filename,
+                state,
                 status: None,
                 after: Duration::from_secs(3600),
             });
@@ -259,7 +309,8 @@ impl Job for ConfirmDelete {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         Ok(Step::Done(text(format!(
-            "confirm_delete({filename}): confirmed = {confirmed}"
+            "confirm_delete({}): confirmed = {confirmed}",
+            state.filename
         ))))
     }
 }

@@ -357,6 +357,80 @@ async fn a_legacy_client_follows_answers_and_gets_the_result_through_tools() {
 }
 
 #[tokio::test]
+async fn a_legacy_client_answers_a_question_asked_after_its_call_ran_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = legacy(ClientCapabilities::default())
+        .stdio(stdio_command(
+            &dir.path().join("t.db"),
+            &["--sync-budget-seconds", "1"],
+        ))
+        .await;
+    // The job works for 2 s before it asks: the 1 s budget runs out while it
+    // is still working, so the call hands over the task without a question.
+    let handed = client
+        .call_tool(call(
+            "confirm_delete",
+            json!({"filename": "late.txt", "ask_after_seconds": 2}),
+        ))
+        .await
+        .expect("tools/call");
+    let id = task_id_of(&handed);
+    let handed_text = text_of(&handed);
+    assert_ne!(handed.is_error, Some(true), "{handed_text}");
+    assert!(handed_text.contains("still running"), "{handed_text}");
+    assert!(handed_text.contains("task_status"), "{handed_text}");
+
+    // Follow with task_status until the question arrives.
+    let mut last = serde_json::Value::Null;
+    for _ in 0..10 {
+        let polled = client
+            .call_tool(call(
+                "task_status",
+                json!({"task_id": id, "wait_seconds": 5}),
+            ))
+            .await
+            .expect("task_status");
+        let text = text_of(&polled);
+        last = polled.structured_content.expect("structured task");
+        if last["status"] == "input_required" {
+            assert!(text.contains("task_answer"), "{text}");
+            break;
+        }
+        assert_eq!(last["status"], "working", "{last}");
+    }
+    assert_eq!(last["status"], "input_required", "{last}");
+
+    let answered = client
+        .call_tool(call(
+            "task_answer",
+            json!({"task_id": id, "responses": {"confirm": {"action": "accept", "content": {"confirm": false}}}}),
+        ))
+        .await
+        .expect("task_answer");
+    assert_ne!(answered.is_error, Some(true), "{}", text_of(&answered));
+
+    for _ in 0..10 {
+        let polled = client
+            .call_tool(call(
+                "task_status",
+                json!({"task_id": id, "wait_seconds": 5}),
+            ))
+            .await
+            .expect("task_status");
+        last = polled.structured_content.expect("structured task");
+        if last["status"] == "completed" {
+            break;
+        }
+    }
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(
+        last["result"]["content"][0]["text"],
+        json!("confirm_delete(late.txt): confirmed = false")
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_legacy_client_cancels_a_task_that_outlived_its_call() {
     let dir = tempfile::tempdir().expect("tempdir");
     let client = legacy(ClientCapabilities::default())

@@ -54,8 +54,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use serde::Deserialize;
 
-use crate::mcp::Principal;
 use crate::task::Owner;
+
+/// An authenticated HTTP principal, placed in the request's extensions by
+/// [`Authenticator`]'s layer. Without one, HTTP callers are
+/// [`Owner::anonymous`].
+#[derive(Debug, Clone)]
+pub struct Principal(pub Owner);
 
 /// Bad `[auth]` settings.
 #[derive(Debug, thiserror::Error)]

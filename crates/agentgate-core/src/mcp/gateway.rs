@@ -22,17 +22,14 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 
+use super::error::GatewayError;
 use super::limits::{self, Guard, Limits, Poll};
 use super::wire;
-use crate::scheduler::Engine;
+use crate::auth::Principal;
+use crate::scheduler::{Engine, TaskQuota};
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
-use crate::task::{NewTask, Owner, TaskId};
-
-/// An authenticated HTTP principal, placed in the request's extensions by an
-/// authentication layer. Without one, HTTP callers are [`Owner::anonymous`].
-#[derive(Debug, Clone)]
-pub struct Principal(pub Owner);
+use crate::task::{Owner, TaskId, TaskRecord};
 
 /// Where the gateway's clients come from, which decides who owns their tasks.
 #[derive(Debug, Clone)]
@@ -61,46 +58,6 @@ impl std::fmt::Debug for Gateway {
             .field("transport", &self.transport)
             .field("info", &self.info)
             .finish_non_exhaustive()
-    }
-}
-
-/// The error every task request gets for an unknown, expired or foreign id.
-pub(crate) fn unknown_task() -> ErrorData {
-    ErrorData::invalid_params(
-        "unknown or expired task id; task ids come from a tools/call CreateTaskResult",
-        None,
-    )
-}
-
-/// How long a client is asked to wait before retrying a request that met a
-/// store outage.
-const OUTAGE_RETRY_AFTER_SECONDS: u64 = 5;
-
-/// The JSON-RPC error for a store failure. An outage (disk full, read-only,
-/// database away) says so and how long to wait, in `data`
-/// (`{"reason": "disk_full", "retryAfterSeconds": 5}`), so a client can tell
-/// "try again" from "you asked for something that does not exist".
-pub(crate) fn store_error(e: StoreError) -> ErrorData {
-    match e {
-        StoreError::NotFound => unknown_task(),
-        StoreError::Unavailable { cause, ref source } => {
-            tracing::warn!(reason = cause.as_str(), error = %source, "task store unavailable");
-            ErrorData::internal_error(
-                format!(
-                    "the task store cannot take this request now: {cause}; the request was not \
-                     carried out; retry in {OUTAGE_RETRY_AFTER_SECONDS} s (reads of existing \
-                     tasks may still work)"
-                ),
-                Some(serde_json::json!({
-                    "reason": cause.as_str(),
-                    "retryAfterSeconds": OUTAGE_RETRY_AFTER_SECONDS,
-                })),
-            )
-        }
-        other => {
-            tracing::error!(error = %other, "task store error");
-            ErrorData::internal_error("the task store failed this request; try again", None)
-        }
     }
 }
 
@@ -159,7 +116,7 @@ impl Gateway {
     /// Charges one request to the owner's rate limit.
     fn admit(&self, owner: &Owner) -> Result<(), ErrorData> {
         match &self.guard {
-            Some(guard) => guard.admit(owner, self.engine.clock().now()),
+            Some(guard) => guard.admit(owner, self.engine.now()),
             None => Ok(()),
         }
     }
@@ -231,61 +188,37 @@ impl Gateway {
         tools
     }
 
-    /// Persists a task for `tool` and wakes the scheduler. The row is
-    /// committed before this returns, so the id resolves at once.
+    /// The caps this gateway's `[limits]` put on the tasks it creates.
+    fn quota(&self) -> TaskQuota {
+        self.guard
+            .as_ref()
+            .map(|guard| TaskQuota {
+                max_live: guard.limits.max_active_tasks,
+                max_ttl: guard.limits.max_ttl,
+            })
+            .unwrap_or_default()
+    }
+
+    /// Creates a task for `tool` (see [`Engine::create`]) under this
+    /// gateway's limits. The row is committed before this returns, so the id
+    /// resolves at once.
     pub async fn create_task(
         &self,
         owner: Owner,
         tool: &str,
         args: serde_json::Map<String, Value>,
-    ) -> Result<crate::task::TaskRecord, ErrorData> {
-        let Some(spec) = self.engine.tools().get(tool) else {
-            return Err(unknown_tool(tool));
-        };
-        let now = self.engine.clock().now();
-        let mut ttl = spec.policy.ttl;
-        let mut _admission = None;
-        if let Some(guard) = &self.guard {
-            let max = guard.limits.max_active_tasks;
-            if max > 0 {
-                // Counted and created under one lock per owner: exact on
-                // this instance (across instances, a race can overshoot by
-                // the number of instances racing).
-                _admission = Some(guard.admission(&owner).await);
-                let active = self
-                    .engine
-                    .store()
-                    .count_active(&owner, now)
-                    .await
-                    .map_err(store_error)?;
-                if active >= max {
-                    return Err(limits::too_many_tasks(max, active));
-                }
-            }
-            ttl = limits::clamp_ttl(ttl, guard.limits.max_ttl);
-        }
-        let record = self
+    ) -> Result<TaskRecord, ErrorData> {
+        let spec = self
             .engine
-            .store()
-            .create(NewTask {
-                id: TaskId::generate(),
-                owner,
-                tool: tool.to_owned(),
-                args: Value::Object(args),
-                status_message: Some("queued".to_owned()),
-                ttl_ms: ttl.map(|t| t.as_millis() as u64),
-                now,
-            })
-            .await
-            .map_err(store_error)?;
-        tracing::info!(task = %record.id, tool, "task created");
-        self.engine.wake();
-        Ok(record)
+            .tools()
+            .get(tool)
+            .ok_or_else(|| GatewayError::UnknownTool(tool.to_owned()))?;
+        Ok(self.engine.create(owner, spec, args, &self.quota()).await?)
     }
 
     /// The `CreateTaskResult` for a freshly created task.
-    pub fn task_handle(&self, record: &crate::task::TaskRecord) -> CreateTaskResult {
-        let now = self.engine.clock().now();
+    pub fn task_handle(&self, record: &TaskRecord) -> CreateTaskResult {
+        let now = self.engine.now();
         CreateTaskResult::new(wire::task_fields(record, self.engine.tools(), now))
     }
 
@@ -295,22 +228,18 @@ impl Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let Some(spec) = self.engine.tools().get(&name) else {
-            return Err(unknown_tool(&name));
-        };
+        let spec = self
+            .engine
+            .tools()
+            .get(&name)
+            .ok_or_else(|| GatewayError::UnknownTool(name.clone()))?;
         let owner = self.owner(&cx);
         if let Some(state) = request.request_state.as_deref() {
             // A 2026-07-28 client without tasks answering our MRTR request.
             let id = self.open_request_state(state, &owner, &name)?;
             let responses = request.input_responses.clone().unwrap_or_default();
             self.check_input_size(&responses)?;
-            self.engine
-                .store()
-                .record_input(&owner, &id, responses, self.engine.clock().now())
-                .await
-                .map_err(store_error)?;
-            self.engine.publish(&id);
-            self.engine.wake();
+            self.engine.answer(&owner, &id, responses).await?;
             return self.follow_inline(&id, &owner, spec, &cx).await;
         }
         let args = request.arguments.clone().unwrap_or_default();
@@ -322,7 +251,7 @@ impl Gateway {
             .into());
         }
         if Self::wants_task(&cx) {
-            let record = self.create_task(owner, &name, args).await?;
+            let record = self.engine.create(owner, spec, args, &self.quota()).await?;
             return Ok(self.task_handle(&record).into());
         }
         if !spec.policy.sync_fallback {
@@ -330,50 +259,17 @@ impl Gateway {
                 ClientCapabilities::builder().enable_tasks().build(),
             ));
         }
-        let record = self.create_task(owner.clone(), &name, args).await?;
+        let record = self
+            .engine
+            .create(owner.clone(), spec, args, &self.quota())
+            .await?;
         self.follow_inline(&record.id, &owner, spec, &cx).await
-    }
-
-    pub(super) async fn get_visible(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-    ) -> Result<crate::task::TaskRecord, ErrorData> {
-        self.engine
-            .store()
-            .get(owner, id, self.engine.clock().now())
-            .await
-            .map_err(store_error)?
-            .ok_or_else(unknown_task)
-    }
-}
-
-impl Gateway {
-    /// Asks `owner`'s task to cancel and tells everyone who must know: the
-    /// step running it here, local waiters, the scheduler.
-    pub(super) async fn cancel(&self, owner: &Owner, id: &TaskId) -> Result<(), ErrorData> {
-        self.engine
-            .store()
-            .request_cancel(owner, id, self.engine.clock().now())
-            .await
-            .map_err(store_error)?;
-        self.engine.interrupt(id);
-        self.engine.publish(id);
-        self.engine.wake();
-        Ok(())
     }
 }
 
 pub(crate) fn is_modern(cx: &RequestContext<RoleServer>) -> bool {
     cx.protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-fn unknown_tool(name: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!("unknown tool `{name}`; tools/list shows the tools this server offers"),
-        None,
-    )
 }
 
 impl ServerHandler for Gateway {
@@ -404,7 +300,10 @@ impl ServerHandler for Gateway {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools().into_iter().find(|t| t.name == name)
+        match self.engine.tools().get(name) {
+            Some(spec) => Some(spec.tool.clone()),
+            None => self.tools().into_iter().find(|t| t.name == name),
+        }
     }
 
     async fn call_tool(
@@ -435,10 +334,10 @@ impl ServerHandler for Gateway {
         let owner = self.owner(&cx);
         self.admit(&owner)?;
         let id = TaskId::from_client(request.task_id);
-        let now = self.engine.clock().now();
+        let now = self.engine.now();
         let tools = self.engine.tools();
         let detailed = match &self.guard {
-            None => wire::to_detailed_task(&self.get_visible(&owner, &id).await?, tools, now)?,
+            None => wire::to_detailed_task(&self.engine.get(&owner, &id).await?, tools, now)?,
             Some(guard) => match guard.polls.poll(&owner, &id, now) {
                 Poll::Cached(record) => wire::to_detailed_task(&record, tools, now)?,
                 Poll::TooFast { interval, polls } => {
@@ -446,7 +345,7 @@ impl ServerHandler for Gateway {
                 }
                 Poll::Read(ticket) => {
                     // Rendered once: the answer also says how long to keep it.
-                    let record = self.get_visible(&owner, &id).await?;
+                    let record = self.engine.get(&owner, &id).await?;
                     let detailed = wire::to_detailed_task(&record, tools, now)?;
                     let interval = detailed.task.poll_interval_ms.map(Duration::from_millis);
                     guard.polls.remember(&record, interval, now, ticket);
@@ -466,23 +365,9 @@ impl ServerHandler for Gateway {
         self.admit(&owner)?;
         self.check_input_size(&request.input_responses)?;
         let id = TaskId::from_client(request.task_id);
-        let ack = self
-            .engine
-            .store()
-            .record_input(
-                &owner,
-                &id,
-                request.input_responses,
-                self.engine.clock().now(),
-            )
-            .await
-            .map_err(store_error)?;
-        if !ack.accepted.is_empty() {
-            self.engine.publish(&id);
-            if ack.complete {
-                self.engine.wake();
-            }
-        }
+        self.engine
+            .answer(&owner, &id, request.input_responses)
+            .await?;
         Ok(())
     }
 
@@ -511,6 +396,6 @@ impl ServerHandler for Gateway {
         let owner = self.owner(&cx);
         self.admit(&owner)?;
         let id = TaskId::from_client(request.task_id);
-        self.cancel(&owner, &id).await
+        Ok(self.engine.cancel(&owner, &id).await?)
     }
 }

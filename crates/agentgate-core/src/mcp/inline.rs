@@ -21,10 +21,10 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::gateway::{Gateway, is_modern, store_error};
+use super::error::GatewayError;
+use super::gateway::{Gateway, is_modern};
 use super::wire;
 use crate::job::ToolSpec;
 use crate::task::{Owner, TaskId, TaskRecord, TaskStatus};
@@ -58,20 +58,11 @@ impl Gateway {
         let state: SealedState = self
             .sealer
             .open_json_with(sealed, &associated_data(owner, tool))
-            .map_err(|e| {
-                ErrorData::invalid_params(
-                    format!(
-                        "requestState is not valid for this caller and tool ({e}); call the tool \
-                         again without requestState to start over"
-                    ),
-                    None,
-                )
-            })?;
+            .map_err(|e| GatewayError::InvalidRequestState(e.to_string()))?;
         if state.tool != tool {
-            return Err(ErrorData::invalid_params(
-                "requestState belongs to another tool",
-                None,
-            ));
+            return Err(
+                GatewayError::InvalidRequestState("it belongs to another tool".to_owned()).into(),
+            );
         }
         Ok(state.task)
     }
@@ -88,7 +79,7 @@ impl Gateway {
                     .associated_data(&ad)
                     .ttl(REQUEST_STATE_TTL),
             )
-            .map_err(|e| ErrorData::internal_error(format!("sealing requestState: {e}"), None))
+            .map_err(|e| GatewayError::Internal(format!("sealing requestState: {e}")).into())
     }
 
     /// Waits on the task until it ends, needs input or the budget runs out.
@@ -99,18 +90,18 @@ impl Gateway {
         spec: &ToolSpec,
         cx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(view) = &spec.sync_view {
-            let task = super::sync_view::InlineTask::new(self, id, owner, cx);
+        if let Some(view) = spec.sync_view() {
+            let watch = self.engine.watch(owner, vec![id.clone()]);
+            let task = super::inline_task::inline_task(id, watch, cx);
             return view.follow(task).await.map(Into::into);
         }
-        // Subscribe before the first read so no change slips between them.
-        let mut changes = self.engine.subscribe();
+        let mut watch = self.engine.watch(owner, vec![id.clone()]);
         let deadline = Instant::now() + spec.policy.sync_budget;
         let progress_token = cx.meta.get_progress_token();
         let mut progress = 0u32;
         let mut last_message: Option<String> = None;
         loop {
-            let record = self.get_visible(owner, id).await?;
+            let record = watch.read(id).await?;
             match record.status {
                 TaskStatus::Completed => return wire::tool_result(&record).map(Into::into),
                 TaskStatus::Failed => return Err(wire::task_error(&record)),
@@ -139,20 +130,16 @@ impl Gateway {
                 last_message = record.status_message.clone();
             }
             tokio::select! {
-                () = wait_for(&mut changes, id) => {}
-                () = tokio::time::sleep(RECHECK) => {}
+                _ = watch.changed(RECHECK) => {}
                 () = tokio::time::sleep_until(deadline) => {
-                    let record = self.get_visible(owner, id).await?;
+                    let record = watch.read(id).await?;
                     if record.status.is_terminal() || record.status == TaskStatus::InputRequired {
                         continue;
                     }
                     return Ok(still_running(&record, spec));
                 }
                 () = cx.ct.cancelled() => {
-                    return Err(ErrorData::internal_error(
-                        format!("request cancelled; task {id} keeps running"),
-                        None,
-                    ));
+                    return Err(GatewayError::RequestCancelled(id.clone()).into());
                 }
             }
         }
@@ -179,13 +166,7 @@ impl Gateway {
             }
         } else if missing.is_empty() && all_elicitations(&requests) {
             let responses = self.elicit_legacy(&requests, cx).await?;
-            self.engine
-                .store()
-                .record_input(owner, &record.id, responses, self.engine.clock().now())
-                .await
-                .map_err(store_error)?;
-            self.engine.publish(&record.id);
-            self.engine.wake();
+            self.engine.answer(owner, &record.id, responses).await?;
             return Ok(None);
         }
         Ok(Some(needs_input_error(record, &requests).into()))
@@ -205,26 +186,12 @@ impl Gateway {
                 .peer
                 .create_elicitation(elicit.params.clone())
                 .await
-                .map_err(|e| {
-                    ErrorData::internal_error(format!("elicitation `{key}` failed: {e}"), None)
-                })?;
+                .map_err(|e| GatewayError::Internal(format!("elicitation `{key}` failed: {e}")))?;
             let value = serde_json::to_value(answer)
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                .map_err(|e| GatewayError::Internal(format!("elicitation `{key}`: {e}")))?;
             responses.insert(key.clone(), value);
         }
         Ok(responses)
-    }
-}
-
-async fn wait_for(changes: &mut tokio::sync::broadcast::Receiver<TaskId>, id: &TaskId) {
-    loop {
-        match changes.recv().await {
-            Ok(changed) if &changed == id => return,
-            Ok(_) => {}
-            // Missed some changes: ours may be among them, so look now.
-            Err(RecvError::Lagged(_)) => return,
-            Err(RecvError::Closed) => std::future::pending::<()>().await,
-        }
     }
 }
 

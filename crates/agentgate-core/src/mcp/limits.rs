@@ -46,17 +46,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rmcp::model::{ErrorCode, ErrorData};
+use rmcp::model::ErrorData;
 use serde_json::json;
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
+use super::error::GatewayError;
 use crate::clock::Millis;
 use crate::task::{Owner, TaskId, TaskRecord};
 
-/// The JSON-RPC error code of a request refused for load (too many requests,
-/// polls or live tasks): in the implementation-defined server-error range,
-/// "29" as in HTTP 429. Retrying after `data.retryAfterMs` may succeed.
-pub const LIMITED: ErrorCode = ErrorCode(-32029);
+pub use super::error::LIMITED;
 
 /// How long the answer for an ended task is served from memory: it has no
 /// poll interval to go by, and it changes only by expiring.
@@ -100,33 +98,13 @@ impl Default for Limits {
     }
 }
 
-fn limited(message: String, retry_after: Duration, config_key: &str) -> ErrorData {
-    ErrorData::new(
-        LIMITED,
+fn limited(message: String, retry_after: Duration, config_key: &'static str) -> ErrorData {
+    GatewayError::Limited {
         message,
-        Some(json!({
-            "retryAfterMs": retry_after.as_millis() as u64,
-            "configKey": config_key,
-        })),
-    )
-}
-
-/// The refusal for a principal at its cap of live tasks.
-pub(crate) fn too_many_tasks(limit: u64, active: u64) -> ErrorData {
-    let mut error = limited(
-        format!(
-            "too many active tasks: this principal has {active} working or input_required \
-             tasks and the limit is {limit} (limits.max_active_tasks); wait for one to finish \
-             or cancel one with tasks/cancel, then try again"
-        ),
-        Duration::from_secs(1),
-        "limits.max_active_tasks",
-    );
-    if let Some(data) = error.data.as_mut().and_then(|d| d.as_object_mut()) {
-        data.insert("limit".into(), json!(limit));
-        data.insert("active".into(), json!(active));
+        retry_after,
+        config_key,
     }
-    error
+    .into()
 }
 
 /// The refusal for `inputResponses` over the cap.
@@ -151,16 +129,6 @@ pub(crate) fn check_input_size(
         return Err(input_too_large(size, limit));
     }
     Ok(())
-}
-
-/// The TTL a task gets: the tool's, clamped to `max` (no TTL counts as
-/// longer than any).
-pub(crate) fn clamp_ttl(tool_ttl: Option<Duration>, max: Option<Duration>) -> Option<Duration> {
-    match (tool_ttl, max) {
-        (Some(ttl), Some(max)) => Some(ttl.min(max)),
-        (None, max) => max,
-        (ttl, None) => ttl,
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -413,15 +381,7 @@ pub(crate) struct Guard {
     pub limits: Limits,
     pub rate: RateLimiter,
     pub polls: PollCache,
-    /// Creates of one owner take turns on one of these (picked by a hash of
-    /// the owner) between counting live tasks and storing the new one, so
-    /// racing calls on one instance cannot both pass the cap.
-    admissions: Vec<tokio::sync::Mutex<()>>,
 }
-
-/// How many admission locks a guard keeps: owners share one only when
-/// their hashes collide, which costs a little waiting, never correctness.
-const ADMISSION_STRIPES: usize = 64;
 
 impl Guard {
     pub fn new(limits: Limits, changes: broadcast::Receiver<TaskId>) -> Self {
@@ -433,20 +393,7 @@ impl Guard {
             ),
             polls: PollCache::new(limits.poll_burst, changes),
             limits,
-            admissions: (0..ADMISSION_STRIPES)
-                .map(|_| tokio::sync::Mutex::new(()))
-                .collect(),
         }
-    }
-
-    /// Held from counting `owner`'s live tasks until the new task is
-    /// stored (see `admissions`).
-    pub async fn admission(&self, owner: &Owner) -> tokio::sync::MutexGuard<'_, ()> {
-        use std::hash::{Hash as _, Hasher as _};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        owner.as_str().hash(&mut hasher);
-        let stripe = usize::try_from(hasher.finish() % ADMISSION_STRIPES as u64).unwrap_or(0);
-        self.admissions[stripe].lock().await
     }
 
     /// Charges one request to `owner`'s rate.
@@ -534,14 +481,5 @@ mod tests {
             limiter.check(&alice(), 1_500).is_err(),
             "alice's spent bucket was kept, not reset"
         );
-    }
-
-    #[test]
-    fn ttl_is_clamped_to_the_max() {
-        let h = Duration::from_secs(3600);
-        assert_eq!(clamp_ttl(Some(h), Some(2 * h)), Some(h));
-        assert_eq!(clamp_ttl(Some(3 * h), Some(2 * h)), Some(2 * h));
-        assert_eq!(clamp_ttl(None, Some(2 * h)), Some(2 * h));
-        assert_eq!(clamp_ttl(None, None), None);
     }
 }

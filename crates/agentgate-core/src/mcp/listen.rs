@@ -42,10 +42,10 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
 
 use super::gateway::Gateway;
 use super::wire;
+use crate::scheduler::{Changed, TaskError, TaskWatch};
 use crate::task::TaskId;
 
 /// The `taskIds` of stdio listen requests, by the JSON text of their
@@ -300,27 +300,25 @@ impl Gateway {
             Forget(matches!(self.transport(), super::TransportKind::Stdio(_)).then_some(stdio_key));
         let owner = self.owner(&request);
         let ids: Vec<TaskId> = ids.0.into_iter().map(TaskId::from_client).collect();
-        // Subscribe before the first read, so no change falls in between.
-        let mut changes = self.engine.subscribe();
+        let mut watch = self.engine.watch(&owner, ids.clone());
         let mut sent: HashMap<TaskId, Value> = HashMap::new();
         for id in &ids {
-            if !self.send_if_changed(&request, &owner, id, &mut sent).await {
+            if !self.send_if_changed(&request, &watch, id, &mut sent).await {
                 return;
             }
         }
         loop {
             let changed = tokio::select! {
                 () = request.ct.cancelled() => return,
-                changed = changes.recv() => changed,
+                changed = watch.next_change() => changed,
             };
-            let to_check: Vec<&TaskId> = match changed {
-                Ok(id) => ids.iter().filter(|listened| **listened == id).collect(),
+            let to_check: Vec<TaskId> = match changed {
+                Changed::Task(id) => vec![id],
                 // Missed some changes: look at every listened task again.
-                Err(RecvError::Lagged(_)) => ids.iter().collect(),
-                Err(RecvError::Closed) => return,
+                Changed::Any => ids.clone(),
             };
-            for id in to_check {
-                if !self.send_if_changed(&request, &owner, id, &mut sent).await {
+            for id in &to_check {
+                if !self.send_if_changed(&request, &watch, id, &mut sent).await {
                     return;
                 }
             }
@@ -332,15 +330,15 @@ impl Gateway {
     async fn send_if_changed(
         &self,
         request: &RequestContext<RoleServer>,
-        owner: &crate::task::Owner,
+        watch: &TaskWatch,
         id: &TaskId,
         sent: &mut HashMap<TaskId, Value>,
     ) -> bool {
-        let now = self.engine.clock().now();
-        let record = match self.engine.store().get(owner, id, now).await {
-            Ok(Some(record)) => record,
+        let now = self.engine.now();
+        let record = match watch.read(id).await {
+            Ok(record) => record,
             // Unknown, expired or another principal's: nothing to say.
-            Ok(None) => return true,
+            Err(TaskError::UnknownTask) => return true,
             Err(e) => {
                 tracing::warn!(task = %id, error = %e, "task status push: store read failed");
                 return true;

@@ -3,17 +3,20 @@
 //! ```text
 //! stdio / Streamable HTTP ──▶ Gateway (ServerHandler)
 //!   tools/call ─┬─ ≥2026-07-28 request declaring the tasks extension:
-//!               │    store.create (durable) ──▶ CreateTaskResult; scheduler runs it
+//!               │    engine.create (durable) ──▶ CreateTaskResult; scheduler runs it
 //!               └─ otherwise: same task, followed inline up to the tool's sync
 //!                    budget (progress, MRTR or elicitation for input)
-//!   tasks/get|update|cancel ──▶ store, scoped to the caller's owner
+//!   tasks/get|update|cancel ──▶ engine (create/get/answer/cancel/watch),
+//!                               scoped to the caller's owner
 //! ```
 //!
 //! - [`gateway`]: the handler and its request path.
+//! - [`error`]: every JSON-RPC error code, chosen in one place.
 //! - [`wire`]: stored records → the Tasks extension's wire shapes.
 //! - [`inline`]: driving a task for clients without the tasks extension.
-//! - [`sync_view`]: a tool's own answer for such clients, where its upstream
-//!   had a contract to keep ("poll 9 times, then say pending").
+//! - [`inline_task`]: the gateway's side of a tool's own answer for such
+//!   clients ([`crate::job::SyncView`]), where its upstream had a contract to
+//!   keep ("poll 9 times, then say pending").
 //! - [`task_status`]: the built-in `task_status` tool.
 //! - [`task_control`]: `task_answer` and `task_cancel`, `tasks/update` and
 //!   `tasks/cancel` as tools for clients without the tasks extension.
@@ -27,21 +30,22 @@
 //!   header read and idle timeouts).
 
 mod connections;
+mod error;
 mod gateway;
 mod inline;
+mod inline_task;
 pub mod limits;
 mod listen;
 mod stdio;
-mod sync_view;
 mod task_control;
 mod task_status;
 mod transport;
 mod wire;
 
 pub use connections::{ConnectionLimits, serve_http_with};
-pub use gateway::{Gateway, Principal, TransportKind};
+pub use error::GatewayError;
+pub use gateway::{Gateway, TransportKind};
 pub use limits::Limits;
 pub use listen::MAX_LISTEN_TASK_IDS;
-pub use sync_view::{InlineTask, SyncView};
 pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};
 pub use wire::to_detailed_task;

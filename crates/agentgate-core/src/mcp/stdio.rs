@@ -129,7 +129,10 @@ async fn check<W: AsyncWrite + Unpin>(line: &[u8], output: &Mutex<W>) -> Option<
     let Ok(text) = std::str::from_utf8(line) else {
         reply(
             output,
-            error(-32700, "Parse error: the message is not valid UTF-8"),
+            error(
+                rmcp::model::ErrorCode::PARSE_ERROR.0,
+                "Parse error: the message is not valid UTF-8",
+            ),
         )
         .await;
         return None;
@@ -156,7 +159,7 @@ async fn check<W: AsyncWrite + Unpin>(line: &[u8], output: &Mutex<W>) -> Option<
             reply(
                 output,
                 error(
-                    -32700,
+                    rmcp::model::ErrorCode::PARSE_ERROR.0,
                     &format!("Parse error: the message is not valid JSON ({e})"),
                 ),
             )
@@ -211,7 +214,7 @@ async fn copy_replies<W: AsyncWrite + Unpin>(
 
 fn too_large(max: usize) -> Value {
     error(
-        -32600,
+        rmcp::model::ErrorCode::INVALID_REQUEST.0,
         &format!(
             "Invalid Request: the message exceeds the {max}-byte limit for one stdio message; \
              send smaller arguments or input responses"

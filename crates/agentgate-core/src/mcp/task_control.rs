@@ -8,7 +8,7 @@
 //! change through the same store call and notifications as the methods.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ErrorCode, ErrorData,
+    CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ErrorData,
     InputRequest, InputResponses, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
@@ -16,8 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::gateway::{Gateway, store_error};
+use super::gateway::Gateway;
 use super::wire;
+use crate::scheduler::TaskError;
 use crate::task::{TaskId, TaskStatus};
 
 pub(super) const ANSWER: &str = "task_answer";
@@ -85,11 +86,12 @@ fn parse<T: serde::de::DeserializeOwned>(
 
 /// The tool result for an unknown, expired or foreign task, or the error
 /// for anything else (a store outage is not "unknown").
-fn unknown_or(e: ErrorData, id: &TaskId) -> Result<CallToolResult, ErrorData> {
-    if e.code == ErrorCode::INVALID_PARAMS {
-        Ok(error(format!("unknown or expired task id `{id}`")))
-    } else {
-        Err(e)
+/// An unknown task is the caller's mistake, told as a tool error a model
+/// can read; anything else (a store outage) is a JSON-RPC error.
+fn unknown_or(e: TaskError, id: &TaskId) -> Result<CallToolResult, ErrorData> {
+    match e {
+        TaskError::UnknownTask => Ok(error(format!("unknown or expired task id `{id}`"))),
+        e => Err(e.into()),
     }
 }
 
@@ -107,7 +109,7 @@ impl Gateway {
         let id = TaskId::from_client(args.task_id);
         let responses: InputResponses = args.responses.into_iter().collect();
         self.check_input_size(&responses)?;
-        let record = match self.get_visible(&owner, &id).await {
+        let record = match self.engine.get(&owner, &id).await {
             Ok(record) => record,
             Err(e) => return unknown_or(e, &id),
         };
@@ -121,22 +123,10 @@ impl Gateway {
         if let Err(problem) = check_answers(&requests, &responses) {
             return Ok(error(format!("task `{id}`: {problem}")));
         }
-        let ack = self
-            .engine
-            .store()
-            .record_input(&owner, &id, responses, self.engine.clock().now())
-            .await
-            .map_err(store_error);
-        let ack = match ack {
+        let ack = match self.engine.answer(&owner, &id, responses).await {
             Ok(ack) => ack,
             Err(e) => return unknown_or(e, &id),
         };
-        if !ack.accepted.is_empty() {
-            self.engine.publish(&id);
-            if ack.complete {
-                self.engine.wake();
-            }
-        }
         let text = if ack.complete {
             format!(
                 "Answered ({}). Task {id} continues; call `task_status` with {{\"task_id\": \
@@ -172,7 +162,7 @@ impl Gateway {
         };
         let owner = self.owner(&cx);
         let id = TaskId::from_client(args.task_id);
-        if let Err(e) = self.cancel(&owner, &id).await {
+        if let Err(e) = self.engine.cancel(&owner, &id).await {
             return unknown_or(e, &id);
         }
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(

@@ -5,19 +5,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, ErrorCode, ErrorData, Tool,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use super::error::GatewayError;
 use super::gateway::Gateway;
 use super::wire;
+use crate::scheduler::TaskError;
 use crate::task::TaskId;
 
 pub(super) const NAME: &str = "task_status";
+
+/// Longest wait between store reads during a long poll: another instance
+/// may be the one running the task.
+const RECHECK: Duration = Duration::from_secs(1);
 
 /// Longest long-poll a caller may ask for.
 const MAX_WAIT_SECONDS: f64 = 60.0;
@@ -94,38 +98,36 @@ impl Gateway {
         };
         let owner = self.owner(&cx);
         let id = TaskId::from_client(args.task_id);
-        let mut changes = self.engine.subscribe();
-        let mut record = match self.get_visible(&owner, &id).await {
+        let mut watch = self.engine.watch(&owner, vec![id.clone()]);
+        let mut record = match watch.read(&id).await {
             Ok(record) => record,
-            Err(e) if e.code == ErrorCode::INVALID_PARAMS => {
+            Err(TaskError::UnknownTask) => {
                 return Ok(error(format!("unknown or expired task id `{id}`")));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         let seen = (record.status, record.status_message.clone());
         let deadline = Instant::now() + Duration::from_secs_f64(wait);
         while !record.status.is_terminal() && Instant::now() < deadline {
             tokio::select! {
-                _ = changes.recv() => {}
-                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = watch.changed(RECHECK) => {}
                 () = tokio::time::sleep_until(deadline) => {}
                 () = cx.ct.cancelled() => break,
             }
-            record = match self.get_visible(&owner, &id).await {
+            record = match watch.read(&id).await {
                 Ok(record) => record,
-                Err(e) if e.code == ErrorCode::INVALID_PARAMS => {
+                Err(TaskError::UnknownTask) => {
                     return Ok(error(format!("unknown or expired task id `{id}`")));
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             };
             if (record.status, record.status_message.clone()) != seen {
                 break;
             }
         }
-        let detailed =
-            wire::to_detailed_task(&record, self.engine.tools(), self.engine.clock().now())?;
+        let detailed = wire::to_detailed_task(&record, self.engine.tools(), self.engine.now())?;
         let structured = serde_json::to_value(&detailed)
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            .map_err(|e| GatewayError::Internal(format!("rendering task {id}: {e}")))?;
         let mut text = format!("Task {id}: {}", record.status);
         if let Some(message) = &record.status_message {
             text.push_str(&format!(" ({message})"));

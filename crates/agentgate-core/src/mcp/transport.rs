@@ -189,7 +189,7 @@ async fn json_rpc_body(
             );
             return (
                 StatusCode::REQUEST_TIMEOUT,
-                json_rpc_error(-32600, &message),
+                json_rpc_error(rmcp::model::ErrorCode::INVALID_REQUEST.0, &message),
             )
                 .into_response();
         }
@@ -198,7 +198,7 @@ async fn json_rpc_body(
                 format!("request body exceeds the {max_body}-byte limit (server.max_body_bytes)");
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                json_rpc_error(-32600, &message),
+                json_rpc_error(rmcp::model::ErrorCode::INVALID_REQUEST.0, &message),
             )
                 .into_response();
         }
@@ -214,7 +214,11 @@ async fn json_rpc_body(
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => None,
         Err(e) => {
             let message = format!("Parse error: the body is not valid JSON ({e})");
-            return (StatusCode::BAD_REQUEST, json_rpc_error(-32700, &message)).into_response();
+            return (
+                StatusCode::BAD_REQUEST,
+                json_rpc_error(rmcp::model::ErrorCode::PARSE_ERROR.0, &message),
+            )
+                .into_response();
         }
     };
     let mut listen = None;

@@ -14,6 +14,9 @@
 //! a worker whose lease was taken over cannot overwrite the new owner's work.
 
 mod runner;
+mod service;
+
+pub use service::{Changed, TaskError, TaskQuota, TaskWatch};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -94,6 +97,8 @@ struct Inner {
     /// Steps running in this process, to interrupt one when its task is
     /// cancelled.
     running: Mutex<HashMap<TaskId, CancellationToken>>,
+    /// Per-owner locks of [`Engine::create`]'s live-task cap.
+    admissions: Vec<tokio::sync::Mutex<()>>,
 }
 
 impl Engine {
@@ -126,6 +131,7 @@ impl Engine {
                 wake: Notify::new(),
                 changes,
                 running: Mutex::new(HashMap::new()),
+                admissions: service::admission_stripes(),
             }),
         }
     }
@@ -148,6 +154,11 @@ impl Engine {
 
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// The engine clock's time.
+    pub fn now(&self) -> crate::clock::Millis {
+        self.inner.clock.now()
     }
 
     /// Tells the scheduler that a task may have become due.

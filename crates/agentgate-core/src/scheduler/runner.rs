@@ -69,6 +69,13 @@ impl Engine {
                     tracing::warn!(task = %task.id, "lease lost during the step; its result was discarded");
                     return;
                 }
+                Err(StoreError::NotFound) => {
+                    // Expired and swept while the step ran: there is no task
+                    // to save to, and waiters should see it gone.
+                    tracing::info!(task = %task.id, "task was deleted during its step; its result was discarded");
+                    self.publish(&task.id);
+                    return;
+                }
                 Err(e) if e.outage().is_some() && tokio::time::Instant::now() + pause < give_up => {
                     if !failed {
                         tracing::warn!(task = %task.id, error = %e, "saving a step failed; retrying");
@@ -142,7 +149,7 @@ impl Engine {
         };
         let timeout = spec.policy.step_timeout;
         let result = tokio::select! {
-            result = tokio::time::timeout(timeout, spec.job.step(input, &cx)) => result,
+            result = tokio::time::timeout(timeout, spec.step(input, &cx)) => result,
             () = self.heartbeat(task) => return None,
             () = interrupt.cancelled() => return Some(Outcome::Interrupted),
         };

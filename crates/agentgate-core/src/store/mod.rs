@@ -293,7 +293,9 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     ) -> StoreResult<()>;
 
     /// Saves what a step produced and releases the lease, if the caller still
-    /// holds it. Returns the updated record.
+    /// holds it. Returns the updated record. `LeaseLost` if another worker
+    /// or attempt holds the task (or it ended); `NotFound` if the task is
+    /// gone altogether (swept), which is no lease problem.
     async fn checkpoint(
         &self,
         id: &TaskId,

@@ -437,9 +437,14 @@ impl TaskStore for SqliteStore {
             {
                 task
             }
-            _ => {
+            Some(_) => {
                 tx.rollback().await?;
                 return Err(StoreError::LeaseLost { task: id.clone() });
+            }
+            // Gone (swept after it expired): nobody holds it, nothing to save.
+            None => {
+                tx.rollback().await?;
+                return Err(StoreError::NotFound);
             }
         };
         super::transition::apply(&mut task, outcome, now);

@@ -417,6 +417,73 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
     );
 }
 
+/// Durations beyond what milliseconds in an `i64` hold saturate, as in the
+/// scheduler: an absurd lease holds (it does not wrap into the past and let
+/// another worker in), an absurd retention keeps every ended task (it does
+/// not wrap into the future and delete them all).
+pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
+    let ended = new_task(store, None).await;
+    let claimed = store
+        .claim("w", 10, Duration::MAX, T0)
+        .await
+        .expect("claim with an absurd lease");
+    let task = claimed.iter().find(|t| t.id == ended).expect("claimed");
+    assert!(
+        task.lease_until.is_some_and(|until| until > T0),
+        "the lease ends after now: {:?}",
+        task.lease_until
+    );
+    let later = T0 + 365 * 24 * 3600 * 1000;
+    assert!(
+        store
+            .claim("thief", 10, LEASE, later)
+            .await
+            .expect("claim")
+            .is_empty(),
+        "the lease still holds a year later"
+    );
+    store
+        .checkpoint(&ended, "w", task.attempt, Outcome::Cancelled, T0)
+        .await
+        .expect("save");
+    let report = store.sweep(later, Duration::MAX).await.expect("sweep");
+    assert_eq!(report.deleted, 0, "nothing is past an absurd retention");
+    assert!(
+        store
+            .get(&alice(), &ended, later)
+            .await
+            .expect("get")
+            .is_some(),
+        "the ended task is kept"
+    );
+}
+
+/// A checkpoint for a task that is gone (swept) says so: it is not a lost
+/// lease, which would mean another worker holds it.
+pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
+    let id = new_task(store, Some(1_000)).await;
+    let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
+    let attempt = claimed
+        .iter()
+        .find(|t| t.id == id)
+        .expect("claimed")
+        .attempt;
+    // Long past its TTL and the retention, the sweep deletes it.
+    let report = store
+        .sweep(T0 + 5_000, Duration::from_secs(1))
+        .await
+        .expect("sweep");
+    assert_eq!(report.deleted, 1);
+    let saved = store
+        .checkpoint(&id, "w", attempt, Outcome::Cancelled, T0 + 4_000)
+        .await;
+    assert!(matches!(saved, Err(StoreError::NotFound)), "{saved:?}");
+    let other = store
+        .checkpoint(&TaskId::generate(), "w", 1, Outcome::Cancelled, T0)
+        .await;
+    assert!(matches!(other, Err(StoreError::NotFound)), "{other:?}");
+}
+
 pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
     new_task(store, None).await;
     new_task(store, None).await;
@@ -747,6 +814,8 @@ macro_rules! store_suite {
             input_keys_are_unique_for_a_tasks_life,
             cancel_flags_a_live_task_and_makes_it_due,
             sweep_expires_overdue_tasks_and_deletes_old_ended_ones,
+            absurd_durations_saturate,
+            checkpoint_of_a_deleted_task_is_not_found,
             release_all_frees_a_workers_leases,
             release_gives_up_one_lease_and_is_fenced,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,

@@ -103,7 +103,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
                 // late answer to the old request would be taken for the new one.
                 task.status = TaskStatus::Failed;
                 task.error = Some(crate::job::error_object(
-                    -32603,
+                    rmcp::model::ErrorCode::INTERNAL_ERROR.0,
                     format!("job reused input keys {reused:?}; keys must be unique per task"),
                 ));
                 finish(task);

@@ -1,3 +1,5 @@
+//! Task ids and owners: the handle a client holds, and whose work it is.
+
 use std::fmt;
 
 use base64::Engine as _;

@@ -1,0 +1,100 @@
+//! The [`Backend`] trait: one agent API behind agentgate, as the runtime
+//! sees it. A backend names its tools and may run background work (a
+//! watcher, a refresh of remote tool definitions) until shutdown; its
+//! settings come from its own table of the config file, read with
+//! [`parse_section`], which refuses unknown keys by name.
+
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::{BoxFuture, Nudge, ToolSpec};
+
+/// One agent API served as MCP tools.
+pub trait Backend: Send + Sync + 'static {
+    /// Short name: its config section (`[name]`) and the `backend` label of
+    /// its metrics.
+    fn name(&self) -> &str;
+
+    /// The tools it serves.
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Background work, run until `shutdown` is cancelled; the runtime waits
+    /// for it to return before it stops. `nudge` makes a waiting task run
+    /// now. The default has none.
+    fn run(&self, nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+        let _ = (nudge, shutdown);
+        Box::pin(async {})
+    }
+}
+
+/// A backend's config section that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("[{section}] {path}: {message}")]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The section, e.g. `copilot`.
+    pub section: String,
+    /// Where in it, e.g. `agents[0].url` (`.` for the section itself).
+    pub path: String,
+    pub message: String,
+}
+
+/// Reads section `name` of the config file (`value`, its table as JSON; a
+/// missing section is an empty table) into `T`. Give `T`
+/// `#[serde(deny_unknown_fields)]`: an unknown key is then refused by name,
+/// and every error names the key path that is wrong.
+pub fn parse_section<T: DeserializeOwned>(
+    name: &str,
+    value: Option<serde_json::Value>,
+) -> Result<T, ConfigError> {
+    let value = value.unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+    serde_path_to_error::deserialize(value).map_err(|e| ConfigError {
+        section: name.to_owned(),
+        path: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Agent {
+        url: String,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq, Default)]
+    #[serde(deny_unknown_fields)]
+    struct Section {
+        #[serde(default)]
+        agents: Vec<Agent>,
+        #[serde(default)]
+        refresh_seconds: Option<u64>,
+    }
+
+    #[test]
+    fn a_missing_section_is_the_default() {
+        let parsed: Section = parse_section("a2a", None).expect("parses");
+        assert_eq!(parsed, Section::default());
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_by_its_path() {
+        let value = serde_json::json!({"agents": [{"url": "http://x", "token": "t"}]});
+        let e = parse_section::<Section>("a2a", Some(value)).expect_err("unknown key");
+        assert_eq!(e.section, "a2a");
+        assert_eq!(e.path, "agents[0].token");
+        assert!(e.message.contains("unknown field `token`"), "{e}");
+        assert!(e.to_string().starts_with("[a2a] agents[0].token: "), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_key() {
+        let value = serde_json::json!({"refresh_seconds": "soon"});
+        let e = parse_section::<Section>("a2a", Some(value)).expect_err("wrong type");
+        assert_eq!(e.path, "refresh_seconds");
+    }
+}

@@ -1,0 +1,49 @@
+//! The backend SDK: what a crate needs to put an agent behind agentgate as
+//! durable MCP tasks, and nothing of the engine (no database, no HTTP
+//! server, no MCP transport).
+//!
+//! A backend is a [`Backend`]: it names its tools ([`ToolSpec`], each a
+//! [`Job`] plus its [`ToolPolicy`]) and may run background work until
+//! shutdown (say, a watcher that polls its upstream and [`Nudge`]s a task
+//! whose upstream changed). The engine runs each job one checkpointed step
+//! at a time, so a task survives restarts and moves between instances:
+//!
+//! ```text
+//! tools/call ─▶ engine.create ─▶ Job::start(args)       ─▶ Step::Wait / Ask / Done / Fail
+//!               scheduler     ─▶ Job::resume(state, ev) ─▶ … (state saved after every step)
+//!               tasks/cancel  ─▶ Job::cancel(state)     ─▶ Step::Cancelled
+//! ```
+//!
+//! `docs/backends/write-a-backend.md` walks through one, and
+//! `examples/echo-backend` is a complete backend to copy.
+//!
+//! Modules:
+//! - [`job`]: [`Job`], [`Step`], [`Event`], [`JobError`], [`JobContext`], [`ToolSpec`];
+//! - [`policy`]: [`ToolPolicy`], [`PollPolicy`], [`RetryPolicy`];
+//! - [`task`]: [`TaskId`], [`Owner`], [`TaskStatus`], [`TaskRecord`];
+//! - [`sync_view`]: a tool's own answer for clients without the tasks extension;
+//! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
+//! - [`backend`]: the [`Backend`] trait and its config section.
+
+pub mod backend;
+pub mod handles;
+mod id;
+pub mod job;
+pub mod policy;
+pub mod sync_view;
+pub mod task;
+
+pub use backend::{Backend, ConfigError, parse_section};
+pub use handles::{
+    Nudge, NudgeError, NudgeTasks, UpstreamMetrics, UpstreamOutcome, UpstreamRecorder,
+};
+pub use id::{Owner, TaskId};
+pub use job::{
+    Event, Input, Job, JobContext, JobError, Step, StepResult, ToolSpec, input_schema, parse_args,
+};
+pub use policy::{PollPolicy, RetryPolicy, ToolPolicy};
+pub use sync_view::{BoxFuture, InlineRequest, InlineTask, SyncView};
+pub use task::{TaskRecord, TaskStatus};
+
+/// Milliseconds since the Unix epoch: the engine's time.
+pub type Millis = i64;

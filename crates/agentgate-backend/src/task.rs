@@ -1,0 +1,105 @@
+//! What a task *is*, as a backend sees it: its status and its record.
+//!
+//! Everything here is plain data. A [`TaskRecord`] is exactly what the store
+//! persists; runtime handles (leases in flight, notifiers) live in the
+//! engine, never in the record, so any process can pick a task up.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Millis, Owner, TaskId};
+
+/// The five task states of the Tasks extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Some(match raw {
+            "working" => Self::Working,
+            "input_required" => Self::InputRequired,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A task as stored: plain data, readable by any process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub owner: Owner,
+    pub tool: String,
+    pub args: Value,
+    pub status: TaskStatus,
+    pub status_message: Option<String>,
+    /// The job's checkpoint; `None` until the first step ran.
+    pub job_state: Option<Value>,
+    /// Input requests still waiting for an answer, keyed as on the wire.
+    pub input_requests: BTreeMap<String, Value>,
+    /// Answers received and not yet handed to the job.
+    pub input_responses: BTreeMap<String, Value>,
+    /// Every input key this task ever asked for: keys are unique per task.
+    pub used_input_keys: Vec<String>,
+    pub cancel_requested: bool,
+    /// The `CallToolResult` of a completed task.
+    pub result: Option<Value>,
+    /// The JSON-RPC error object of a failed task.
+    pub error: Option<Value>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub ttl_ms: Option<u64>,
+    /// When the scheduler should run the next step; `None` while the task
+    /// waits for input or has ended.
+    pub due_at: Option<Millis>,
+    pub lease_owner: Option<String>,
+    pub lease_until: Option<Millis>,
+    /// Incremented on every claim: the fencing token of the current lease.
+    pub attempt: i64,
+    /// Steps checkpointed so far; jobs use it to derive idempotency keys.
+    pub steps: i64,
+    /// Consecutive retryable failures of the current step.
+    pub failures: i64,
+}
+
+impl TaskRecord {
+    /// True once `created_at + ttl` has passed: the id then answers as unknown.
+    pub fn is_expired(&self, now: Millis) -> bool {
+        self.ttl_ms.is_some_and(|ttl| {
+            self.created_at
+                .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX))
+                <= now
+        })
+    }
+}

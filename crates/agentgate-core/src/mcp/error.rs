@@ -1,0 +1,209 @@
+//! Where every JSON-RPC error code of the MCP side is chosen.
+//!
+//! The engine says *why* it refused ([`TaskError`]); the gateway's own
+//! refusals say it with [`GatewayError`]. Both become an [`ErrorData`] here
+//! and nowhere else, so the same cause gets the same code on every path
+//! (`tasks/get`, `tools/call`, the task tools, a sync view). A store outage
+//! is always an internal error that says to retry, never "unknown task".
+
+use std::time::Duration;
+
+use rmcp::model::{ErrorCode, ErrorData};
+use serde_json::json;
+
+use crate::scheduler::TaskError;
+use crate::store::StoreError;
+
+/// The JSON-RPC error code of a request refused for load (too many requests,
+/// polls or live tasks): in the implementation-defined server-error range,
+/// "29" as in HTTP 429. Retrying after `data.retryAfterMs` may succeed.
+pub const LIMITED: ErrorCode = ErrorCode(-32029);
+
+/// How long a client is asked to wait before retrying a request that met a
+/// store outage.
+const OUTAGE_RETRY_AFTER_SECONDS: u64 = 5;
+
+/// The gateway's own refusals, beside the engine's [`TaskError`].
+/// `#[non_exhaustive]`: more may come.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// An engine refusal.
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    /// `tools/call` named a tool this server does not serve.
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    /// A sealed MRTR `requestState` that does not open for this caller and
+    /// tool (forged, expired, or someone else's).
+    #[error("requestState is not valid for this caller and tool: {0}")]
+    InvalidRequestState(String),
+    /// The client cancelled the request; the task itself runs on.
+    #[error("request cancelled; task {0} keeps running")]
+    RequestCancelled(crate::task::TaskId),
+    /// A load limit refused the request.
+    #[error("{message}")]
+    Limited {
+        message: String,
+        retry_after: Duration,
+        config_key: &'static str,
+    },
+    /// Something inside agentgate failed (a job's malformed state, a value
+    /// that would not serialize).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<GatewayError> for ErrorData {
+    fn from(e: GatewayError) -> Self {
+        match e {
+            GatewayError::Task(e) => e.into(),
+            GatewayError::UnknownTool(name) => ErrorData::invalid_params(
+                format!("unknown tool `{name}`; tools/list shows the tools this server offers"),
+                None,
+            ),
+            GatewayError::InvalidRequestState(why) => ErrorData::invalid_params(
+                format!(
+                    "requestState is not valid for this caller and tool ({why}); call the tool \
+                     again without requestState to start over"
+                ),
+                None,
+            ),
+            e @ GatewayError::RequestCancelled(_) => ErrorData::internal_error(e.to_string(), None),
+            GatewayError::Limited {
+                message,
+                retry_after,
+                config_key,
+            } => ErrorData::new(
+                LIMITED,
+                message,
+                Some(json!({
+                    "retryAfterMs": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
+                    "configKey": config_key,
+                })),
+            ),
+            GatewayError::Internal(message) => ErrorData::internal_error(message, None),
+        }
+    }
+}
+
+impl From<TaskError> for ErrorData {
+    fn from(e: TaskError) -> Self {
+        match e {
+            TaskError::UnknownTask => unknown_task(),
+            TaskError::TooManyTasks { limit, active } => {
+                let mut error: ErrorData = GatewayError::Limited {
+                    message: format!(
+                        "too many active tasks: this principal has {active} working or \
+                         input_required tasks and the limit is {limit} \
+                         (limits.max_active_tasks); wait for one to finish or cancel one with \
+                         tasks/cancel, then try again"
+                    ),
+                    retry_after: Duration::from_secs(1),
+                    config_key: "limits.max_active_tasks",
+                }
+                .into();
+                if let Some(data) = error.data.as_mut().and_then(|d| d.as_object_mut()) {
+                    data.insert("limit".into(), json!(limit));
+                    data.insert("active".into(), json!(active));
+                }
+                error
+            }
+            TaskError::Store(e) => store_error(e),
+        }
+    }
+}
+
+impl From<StoreError> for ErrorData {
+    fn from(e: StoreError) -> Self {
+        TaskError::from(e).into()
+    }
+}
+
+/// The error every task request gets for an unknown, expired or foreign id.
+fn unknown_task() -> ErrorData {
+    ErrorData::invalid_params(
+        "unknown or expired task id; task ids come from a tools/call CreateTaskResult",
+        None,
+    )
+}
+
+/// The JSON-RPC error for a store failure. An outage (disk full, read-only,
+/// database away) says so and how long to wait, in `data`
+/// (`{"reason": "disk_full", "retryAfterSeconds": 5}`), so a client can tell
+/// "try again" from "you asked for something that does not exist".
+fn store_error(e: StoreError) -> ErrorData {
+    match e {
+        StoreError::NotFound => unknown_task(),
+        StoreError::Unavailable { cause, ref source } => {
+            tracing::warn!(reason = cause.as_str(), error = %source, "task store unavailable");
+            ErrorData::internal_error(
+                format!(
+                    "the task store cannot take this request now: {cause}; the request was not \
+                     carried out; retry in {OUTAGE_RETRY_AFTER_SECONDS} s (reads of existing \
+                     tasks may still work)"
+                ),
+                Some(json!({
+                    "reason": cause.as_str(),
+                    "retryAfterSeconds": OUTAGE_RETRY_AFTER_SECONDS,
+                })),
+            )
+        }
+        other => {
+            tracing::error!(error = %other, "task store error");
+            ErrorData::internal_error("the task store failed this request; try again", None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Outage;
+
+    fn outage() -> StoreError {
+        StoreError::Unavailable {
+            cause: Outage::DiskFull,
+            source: sqlx::Error::PoolTimedOut,
+        }
+    }
+
+    #[test]
+    fn a_store_outage_is_an_internal_error_that_says_retry_never_unknown_task() {
+        for error in [
+            ErrorData::from(TaskError::from(outage())),
+            ErrorData::from(outage()),
+            ErrorData::from(GatewayError::Task(TaskError::Store(outage()))),
+        ] {
+            assert_eq!(error.code, ErrorCode::INTERNAL_ERROR, "{error:?}");
+            assert!(!error.message.contains("unknown"), "{}", error.message);
+            assert!(error.message.contains("retry"), "{}", error.message);
+            let data = error.data.expect("data");
+            assert_eq!(data["reason"], "disk_full");
+            assert_eq!(data["retryAfterSeconds"], OUTAGE_RETRY_AFTER_SECONDS);
+        }
+    }
+
+    #[test]
+    fn not_found_and_a_foreign_id_are_the_same_unknown_task() {
+        let a = ErrorData::from(TaskError::from(StoreError::NotFound));
+        let b = ErrorData::from(TaskError::UnknownTask);
+        assert_eq!(a.code, ErrorCode::INVALID_PARAMS);
+        assert_eq!((a.code, &a.message), (b.code, &b.message));
+        assert!(a.message.contains("unknown or expired task id"));
+    }
+
+    #[test]
+    fn too_many_tasks_is_limited_with_its_numbers_and_config_key() {
+        let e = ErrorData::from(TaskError::TooManyTasks {
+            limit: 3,
+            active: 3,
+        });
+        assert_eq!(e.code, LIMITED);
+        let data = e.data.expect("data");
+        assert_eq!(data["limit"], 3);
+        assert_eq!(data["active"], 3);
+        assert_eq!(data["configKey"], "limits.max_active_tasks");
+        assert_eq!(data["retryAfterMs"], 1000);
+    }
+}

@@ -1,0 +1,94 @@
+//! The gateway's side of an [`InlineTask`]: what a tool's [`SyncView`]
+//! follows when a client without the tasks extension calls it. Reads and
+//! waits go through the engine's [`TaskWatch`]; progress and cancellation
+//! are the request's.
+//!
+//! [`SyncView`]: crate::job::SyncView
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData, ProgressNotificationParam};
+use rmcp::service::{RequestContext, RoleServer};
+
+use super::error::GatewayError;
+use super::wire;
+use crate::job::{BoxFuture, InlineRequest, InlineTask};
+use crate::scheduler::TaskWatch;
+use crate::task::{TaskId, TaskRecord, TaskStatus};
+
+/// One inline request following one task.
+struct GatewayInline<'a> {
+    id: TaskId,
+    watch: TaskWatch,
+    cx: &'a RequestContext<RoleServer>,
+}
+
+/// The [`InlineTask`] for task `id`, answered to request `cx`.
+pub(super) fn inline_task<'a>(
+    id: &TaskId,
+    watch: TaskWatch,
+    cx: &'a RequestContext<RoleServer>,
+) -> InlineTask<'a> {
+    InlineTask::new(
+        id.clone(),
+        Box::new(GatewayInline {
+            id: id.clone(),
+            watch,
+            cx,
+        }),
+    )
+}
+
+impl GatewayInline<'_> {
+    fn request_cancelled(&self) -> ErrorData {
+        GatewayError::RequestCancelled(self.id.clone()).into()
+    }
+}
+
+impl InlineRequest for GatewayInline<'_> {
+    fn record(&self) -> BoxFuture<'_, Result<TaskRecord, ErrorData>> {
+        Box::pin(async move { Ok(self.watch.read(&self.id).await?) })
+    }
+
+    fn progress(&self, progress: f64, total: Option<f64>, message: String) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(token) = self.cx.meta.get_progress_token() else {
+                return;
+            };
+            let mut note = ProgressNotificationParam::new(token, progress);
+            note.total = total;
+            note.message = Some(message);
+            // A client that went away cannot take progress; the task goes on.
+            let _ = self.cx.peer.notify_progress(note).await;
+        })
+    }
+
+    fn changed_within(&mut self, limit: Duration) -> BoxFuture<'_, Result<(), ErrorData>> {
+        Box::pin(async move {
+            tokio::select! {
+                _ = self.watch.changed(limit) => Ok(()),
+                () = self.cx.ct.cancelled() => Err(self.request_cancelled()),
+            }
+        })
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'_, Result<(), ErrorData>> {
+        Box::pin(async move {
+            tokio::select! {
+                () = tokio::time::sleep(duration) => Ok(()),
+                () = self.cx.ct.cancelled() => Err(self.request_cancelled()),
+            }
+        })
+    }
+
+    fn ended(&self, record: &TaskRecord) -> Option<Result<CallToolResult, ErrorData>> {
+        match record.status {
+            TaskStatus::Completed => Some(wire::tool_result(record)),
+            TaskStatus::Failed => Some(Err(wire::task_error(record))),
+            TaskStatus::Cancelled => Some(Ok(CallToolResult::error(vec![ContentBlock::text(
+                format!("Error: task {} was cancelled before it finished", record.id),
+            )]))),
+            TaskStatus::Working | TaskStatus::InputRequired => None,
+        }
+    }
+}

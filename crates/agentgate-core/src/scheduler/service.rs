@@ -1,0 +1,255 @@
+//! The engine's task service: the one door through which a task is created,
+//! read, answered, cancelled and watched.
+//!
+//! ```text
+//! caller (MCP gateway, task tools, a sync view)
+//!   create(owner, spec, args, quota) ─▶ count live (cap) ─▶ store.create ─▶ wake
+//!   get(owner, id)                    ─▶ store.get
+//!   answer(owner, id, responses)      ─▶ store.record_input ─▶ publish (+ wake once complete)
+//!   cancel(owner, id)                 ─▶ store.request_cancel ─▶ interrupt, publish, wake
+//!   watch(owner, ids)                 ─▶ subscribe, then read: TaskWatch::changed
+//! ```
+//!
+//! Each operation does its store write *and* tells everyone who must know
+//! (the step running the task here, local waiters, the scheduler) in one
+//! place, so callers translate and never coordinate. Every operation is
+//! scoped to the caller's owner: another owner's task is an unknown one.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Engine;
+use crate::job::ToolSpec;
+use crate::store::{InputAck, StoreError};
+use crate::task::{NewTask, Owner, TaskId, TaskRecord};
+
+/// Why a task operation was refused. `#[non_exhaustive]`: more refusals may
+/// come; the MCP side maps each to its JSON-RPC error in one place.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// No such task for this owner: never created, expired, or another
+    /// owner's.
+    #[error("unknown or expired task id")]
+    UnknownTask,
+    /// The owner already has `limit` live tasks.
+    #[error("too many live tasks: {active} working or input_required, the limit is {limit}")]
+    TooManyTasks { limit: u64, active: u64 },
+    /// The store failed: an outage or worse. Never reported as an unknown
+    /// task, so a client can tell "try again" from "does not exist".
+    #[error("task store: {0}")]
+    Store(#[source] StoreError),
+}
+
+impl From<StoreError> for TaskError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => TaskError::UnknownTask,
+            other => TaskError::Store(other),
+        }
+    }
+}
+
+/// Caps a transport puts on the tasks its callers create (from its
+/// `[limits]`); the default caps nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskQuota {
+    /// Live (working or input_required) tasks one owner may have; 0 = no cap.
+    pub max_live: u64,
+    /// Longest TTL a task gets, whatever its tool asks; `None` = no cap.
+    pub max_ttl: Option<Duration>,
+}
+
+impl TaskQuota {
+    /// The TTL a task of a tool with `tool_ttl` gets under this quota.
+    pub fn ttl(&self, tool_ttl: Option<Duration>) -> Option<Duration> {
+        match (tool_ttl, self.max_ttl) {
+            (Some(ttl), Some(max)) => Some(ttl.min(max)),
+            (None, max) => max,
+            (ttl, None) => ttl,
+        }
+    }
+}
+
+/// Locks that make "count live tasks, then create one" exact per owner on
+/// this instance. Striped: owners share a few locks instead of each holding
+/// one forever.
+const ADMISSION_STRIPES: usize = 64;
+
+impl Engine {
+    /// Creates a task of `spec`'s tool for `owner` and wakes the scheduler.
+    /// The row is committed before this returns, so the id resolves at once
+    /// on every instance.
+    pub async fn create(
+        &self,
+        owner: Owner,
+        spec: &ToolSpec,
+        args: Map<String, Value>,
+        quota: &TaskQuota,
+    ) -> Result<TaskRecord, TaskError> {
+        let now = self.now();
+        // Counted and created under one lock per owner: exact on this
+        // instance (across instances, a race can overshoot by the number of
+        // instances racing).
+        let _admission = if quota.max_live > 0 {
+            let guard = self.admission(&owner).await;
+            let active = self.inner.store.count_active(&owner, now).await?;
+            if active >= quota.max_live {
+                return Err(TaskError::TooManyTasks {
+                    limit: quota.max_live,
+                    active,
+                });
+            }
+            Some(guard)
+        } else {
+            None
+        };
+        let ttl = quota.ttl(spec.policy.ttl);
+        let record = self
+            .inner
+            .store
+            .create(NewTask {
+                id: TaskId::generate(),
+                owner,
+                tool: spec.tool.name.to_string(),
+                args: Value::Object(args),
+                status_message: Some("queued".to_owned()),
+                ttl_ms: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                now,
+            })
+            .await?;
+        tracing::info!(task = %record.id, tool = %spec.tool.name, "task created");
+        self.wake();
+        Ok(record)
+    }
+
+    /// `owner`'s task as it is now.
+    pub async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, TaskError> {
+        self.inner
+            .store
+            .get(owner, id, self.now())
+            .await?
+            .ok_or(TaskError::UnknownTask)
+    }
+
+    /// Records answers to a task's outstanding input requests; once none is
+    /// left the task is due and the scheduler is woken. Answers to requests
+    /// already answered are ignored (`accepted` says which counted).
+    pub async fn answer(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        responses: rmcp::model::InputResponses,
+    ) -> Result<InputAck, TaskError> {
+        let ack = self
+            .inner
+            .store
+            .record_input(owner, id, responses, self.now())
+            .await?;
+        if !ack.accepted.is_empty() {
+            self.publish(id);
+            if ack.complete {
+                self.wake();
+            }
+        }
+        Ok(ack)
+    }
+
+    /// Asks `owner`'s task to cancel and tells everyone who must know: the
+    /// step running it here (interrupted), local waiters, the scheduler
+    /// (which runs the job's cancel step). Cancelling an ended task changes
+    /// nothing.
+    pub async fn cancel(&self, owner: &Owner, id: &TaskId) -> Result<(), TaskError> {
+        self.inner
+            .store
+            .request_cancel(owner, id, self.now())
+            .await?;
+        self.interrupt(id);
+        self.publish(id);
+        self.wake();
+        Ok(())
+    }
+
+    /// Watches `owner`'s tasks `ids`. Subscribes before the caller's first
+    /// read, so no change slips in between.
+    pub fn watch(&self, owner: &Owner, ids: Vec<TaskId>) -> TaskWatch {
+        TaskWatch {
+            engine: self.clone(),
+            owner: owner.clone(),
+            changes: self.subscribe(),
+            ids,
+        }
+    }
+
+    async fn admission(&self, owner: &Owner) -> tokio::sync::MutexGuard<'_, ()> {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        owner.as_str().hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % ADMISSION_STRIPES as u64).unwrap_or(0);
+        self.inner.admissions[stripe].lock().await
+    }
+}
+
+pub(super) fn admission_stripes() -> Vec<tokio::sync::Mutex<()>> {
+    (0..ADMISSION_STRIPES)
+        .map(|_| tokio::sync::Mutex::new(()))
+        .collect()
+}
+
+/// Some of an owner's tasks, watched for changes (see [`Engine::watch`]).
+#[derive(Debug)]
+pub struct TaskWatch {
+    engine: Engine,
+    owner: Owner,
+    ids: Vec<TaskId>,
+    changes: broadcast::Receiver<TaskId>,
+}
+
+/// Which watched tasks may have changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changed {
+    /// This one changed in this process.
+    Task(TaskId),
+    /// Any of them may have: changes were missed, or the wait ran out (the
+    /// task may run on another instance, whose changes this process does not
+    /// always hear about). Read them all again.
+    Any,
+}
+
+impl TaskWatch {
+    /// The watched tasks.
+    pub fn ids(&self) -> &[TaskId] {
+        &self.ids
+    }
+
+    /// The watched task `id` as it is now.
+    pub async fn read(&self, id: &TaskId) -> Result<TaskRecord, TaskError> {
+        self.engine.get(&self.owner, id).await
+    }
+
+    /// Waits until a watched task changes in this process, or `recheck`
+    /// passes. Changes to other tasks do not end the wait.
+    pub async fn changed(&mut self, recheck: Duration) -> Changed {
+        tokio::select! {
+            changed = self.next_change() => changed,
+            () = tokio::time::sleep(recheck) => Changed::Any,
+        }
+    }
+
+    /// Waits until a watched task changes in this process (on PostgreSQL,
+    /// also on another instance: their changes are relayed here).
+    pub async fn next_change(&mut self) -> Changed {
+        loop {
+            match self.changes.recv().await {
+                Ok(changed) if self.ids.contains(&changed) => return Changed::Task(changed),
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => return Changed::Any,
+                // The engine is gone: nothing will change any more.
+                Err(RecvError::Closed) => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
