@@ -10,7 +10,9 @@ use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, To
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{NewTask, Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy};
+use agentgate_core::task::{
+    NewTask, Owner, RetryPolicy, TaskId, TaskRecord, TaskStatus, ToolPolicy,
+};
 use rmcp::model::{CallToolResult, ContentBlock};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -50,9 +52,16 @@ impl Job for Flaky {
 }
 
 async fn engine(job: Flaky, max_retries: i64) -> (Engine, CancellationToken) {
+    engine_with(job, max_retries, ToolPolicy::default()).await
+}
+
+async fn engine_with(
+    job: Flaky,
+    max_retries: i64,
+    policy: ToolPolicy,
+) -> (Engine, CancellationToken) {
     let store = SqliteStore::open("sqlite::memory:").await.expect("store");
-    let tools =
-        ToolRegistry::new().with(ToolSpec::new("flaky", "test", ToolPolicy::default(), job));
+    let tools = ToolRegistry::new().with(ToolSpec::new("flaky", "test", policy, job));
     let config = EngineConfig {
         max_retries,
         idle_poll: Duration::from_millis(50),
@@ -134,6 +143,30 @@ async fn too_many_retryable_failures_fail_the_task_with_the_reason() {
     assert!(message.contains("upstream said 503"), "{message}");
     assert_eq!(job.0.load(Ordering::SeqCst), 2);
     shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_tools_retry_policy_sets_its_backoff_and_its_cap() {
+    let job = Flaky::default();
+    let retry = RetryPolicy::default()
+        .first_backoff(Duration::from_millis(20))
+        .max_failures(Some(3));
+    // The engine would allow 50 failures; the tool allows 3.
+    let (engine, shutdown) = engine_with(job.clone(), 50, ToolPolicy::default().retry(retry)).await;
+    let id = create(&engine, 100).await;
+    let task = until_terminal(&engine, &id).await;
+    shutdown.cancel();
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(
+        job.0.load(Ordering::SeqCst),
+        3,
+        "three runs, then it gave up"
+    );
+    let message = task.error.expect("error")["message"]
+        .as_str()
+        .expect("message")
+        .to_owned();
+    assert!(message.starts_with("gave up after 3 attempts"), "{message}");
 }
 
 #[tokio::test]

@@ -50,7 +50,7 @@ pub struct EngineConfig {
     /// How long ended tasks are kept.
     pub retention: Duration,
     /// Retryable failures in a row before a task fails, whatever `retry_for`
-    /// says (a hard cap).
+    /// or a tool's [`RetryPolicy`](crate::task::RetryPolicy) says (a hard cap).
     pub max_retries: i64,
     /// Seals the secrets kept in the store (see [`crate::store::seal`]).
     /// The default is random, right for a store only this process uses;
@@ -58,8 +58,10 @@ pub struct EngineConfig {
     pub store_key: SealKey,
     /// How long a task keeps retrying transient upstream failures (5xx,
     /// throttling, an upstream that is down) before it fails: an outage
-    /// shorter than this only delays tasks. Measured on the backoff schedule
-    /// (1 s doubling to 5 min), so real elapsed time is at least this.
+    /// shorter than this only delays tasks. Measured on the tool's backoff
+    /// schedule (by default 1 s doubling to 5 min), so real elapsed time is
+    /// at least this. A tool's [`RetryPolicy`](crate::task::RetryPolicy)
+    /// may set its own.
     pub retry_for: Duration,
 }
 

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::Engine;
 use crate::job::{Event, Input, JobContext, JobError, Step, error_object};
 use crate::store::StoreError;
-use crate::task::{Outcome, TaskRecord};
+use crate::task::{Outcome, RetryPolicy, TaskRecord};
 
 impl Engine {
     pub(super) async fn run_step(self, task: TaskRecord, interrupt: CancellationToken) {
@@ -157,6 +157,7 @@ impl Engine {
         Some(match result {
             Err(_elapsed) => self.retry_or_fail(
                 task,
+                &spec.policy.retry,
                 format!("the step did not finish within {}s", timeout.as_secs()),
                 None,
                 now,
@@ -164,7 +165,7 @@ impl Engine {
             Ok(Err(JobError::Retryable {
                 message,
                 retry_after,
-            })) => self.retry_or_fail(task, message, retry_after, now),
+            })) => self.retry_or_fail(task, &spec.policy.retry, message, retry_after, now),
             Ok(Err(JobError::Fatal(error))) => Outcome::Failed {
                 error: to_json(&error),
             },
@@ -172,41 +173,51 @@ impl Engine {
         })
     }
 
+    /// The outcome of a retryable failure under the tool's `retry` policy
+    /// (the engine's `retry_for` and `max_retries` where it sets none, and
+    /// `max_retries` as a hard cap either way). Counts failures in a row
+    /// (`task.failures`), never the lease's fencing token (`task.attempt`).
     fn retry_or_fail(
         &self,
         task: &TaskRecord,
+        retry: &RetryPolicy,
         message: String,
         retry_after: Option<Duration>,
         now: i64,
     ) -> Outcome {
-        let attempt = task.failures + 1;
+        let failures = u32::try_from(task.failures.saturating_add(1)).unwrap_or(u32::MAX);
         let config = &self.inner.config;
+        let max_failures = retry
+            .max_failures
+            .map_or(config.max_retries, i64::from)
+            .min(config.max_retries);
+        let retry_for = retry.retry_for.unwrap_or(config.retry_for);
         // Time-based budget: an outage shorter than `retry_for` must not
-        // fail tasks; `max_retries` is only a backstop.
-        let retried_for = scheduled_backoff(attempt - 1);
-        if attempt >= config.max_retries || retried_for >= config.retry_for {
+        // fail tasks; the failure count is only a backstop.
+        let retried_for = retry.scheduled(failures - 1);
+        if i64::from(failures) >= max_failures || retried_for >= retry_for {
             return Outcome::Failed {
                 error: error_object(
                     ErrorCode::INTERNAL_ERROR.0,
                     format!(
-                        "gave up after {attempt} attempts over at least {}s: {message}",
+                        "gave up after {failures} attempts over at least {}s: {message}",
                         retried_for.as_secs()
                     ),
                 ),
             };
         }
         // Upstream's Retry-After wins when it asks for longer.
-        let backoff = backoff(attempt).max(retry_after.unwrap_or_default());
+        let backoff = retry.backoff(failures).max(retry_after.unwrap_or_default());
         let due_at = now.saturating_add(millis(backoff));
-        tracing::warn!(task = %task.id, attempt, error = %message, "step failed; will retry");
+        tracing::warn!(task = %task.id, failures, error = %message, "step failed; will retry");
         Outcome::Retry {
             status_message: Some(format!(
                 "retrying after an upstream problem ({message}); attempt {} at {} (in {}s); \
                  giving up after {}s of retries",
-                attempt + 1,
+                failures.saturating_add(1),
                 crate::clock::iso8601(due_at),
                 backoff.as_secs(),
-                config.retry_for.as_secs()
+                retry_for.as_secs()
             )),
             due_at,
         }
@@ -242,17 +253,6 @@ impl Engine {
 const SAVE_RETRY_FIRST: Duration = Duration::from_millis(50);
 /// The longest pause between tries to save a step.
 const SAVE_RETRY_MAX: Duration = Duration::from_secs(2);
-
-/// The wait after the `attempt`-th failure in a row: 1 s doubling, capped
-/// at 5 min.
-fn backoff(attempt: i64) -> Duration {
-    Duration::from_secs(1u64 << (attempt - 1).clamp(0, 9) as u32).min(Duration::from_secs(300))
-}
-
-/// The waits after the first `attempts` failures, added up.
-fn scheduled_backoff(attempts: i64) -> Duration {
-    (1..=attempts).map(backoff).sum()
-}
 
 /// The `outcome` label of a step in `agentgate_step_duration_seconds`.
 fn outcome_label(outcome: &Outcome) -> &'static str {
@@ -316,13 +316,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_then_caps_at_five_minutes() {
-        let secs: Vec<u64> = (1..=11).map(|a| backoff(a).as_secs()).collect();
+    fn the_default_retry_policy_is_an_hour_in_about_twenty_attempts() {
+        let retry = RetryPolicy::default();
+        let secs: Vec<u64> = (1..=11).map(|a| retry.backoff(a).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
-        assert_eq!(scheduled_backoff(0), Duration::ZERO);
-        assert_eq!(scheduled_backoff(3).as_secs(), 7);
-        // An hour of retries is about twenty attempts, not eight.
-        let attempts = (1..).find(|&a| scheduled_backoff(a) >= Duration::from_secs(3600));
+        assert_eq!(retry.scheduled(0), Duration::ZERO);
+        let attempts = (1..).find(|&a| retry.scheduled(a) >= Duration::from_secs(3600));
         assert_eq!(attempts, Some(20));
     }
 }
