@@ -269,7 +269,11 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         token = args.github_token,
         card = a2a::AGENT_CARD_PATH,
         skills = Skill::ALL.map(Skill::id).join(", "),
-        a2a_auth = if args.a2a_token.is_some() { "required (--a2a-token)" } else { "none" },
+        a2a_auth = if args.a2a_token.is_some() {
+            "required (--a2a-token)"
+        } else {
+            "none"
+        },
     );
     {
         // A block, not `drop`: the lock must not live across an await (`run` is `Send`).

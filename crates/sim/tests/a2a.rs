@@ -200,7 +200,10 @@ async fn the_agent_card_follows_the_contract_and_lists_every_skill() {
         .expect("card JSON");
     let problems = a2a().problems("AgentCard", &card);
     assert!(problems.is_empty(), "{problems:?}\n{card:#}");
-    assert_eq!(card["supportedInterfaces"][0]["url"], format!("{}/", h.base));
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{}/", h.base)
+    );
     assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
     assert_eq!(card["capabilities"]["streaming"], true);
@@ -365,7 +368,8 @@ async fn ask_input_asks_and_the_next_message_in_the_task_answers() {
     let mut unknown = message(&new_id(), "Ada", None);
     unknown["taskId"] = json!("no-such-task");
     assert_eq!(
-        h.error_code("SendMessage", json!({ "message": unknown })).await,
+        h.error_code("SendMessage", json!({ "message": unknown }))
+            .await,
         -32001
     );
 
@@ -380,7 +384,8 @@ async fn ask_input_asks_and_the_next_message_in_the_task_answers() {
     let mut late = message(&new_id(), "again", None);
     late["taskId"] = json!(task_id);
     assert_eq!(
-        h.error_code("SendMessage", json!({ "message": late })).await,
+        h.error_code("SendMessage", json!({ "message": late }))
+            .await,
         -32004
     );
 }
@@ -425,7 +430,10 @@ async fn needs_auth_waits_for_the_sign_in_url_and_keeps_the_stream_open() {
     for event in &events {
         assert_conforms("SubscribeToTask", event);
     }
-    assert_eq!(state(&events[0]["result"]["task"]), "TASK_STATE_AUTH_REQUIRED");
+    assert_eq!(
+        state(&events[0]["result"]["task"]),
+        "TASK_STATE_AUTH_REQUIRED"
+    );
     let last = &events[events.len() - 1]["result"]["statusUpdate"];
     assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED", "{text}");
     assert!(
@@ -456,10 +464,19 @@ async fn long_running_streams_a_task_then_progress_then_the_artifact_then_comple
         .collect();
     assert_eq!(
         texts,
-        ["Starting 3 steps.", "step 1/3", "step 2/3", "step 3/3", "Done."]
+        [
+            "Starting 3 steps.",
+            "step 1/3",
+            "step 2/3",
+            "step 3/3",
+            "Done."
+        ]
     );
     let n = events.len();
-    assert_eq!(events[n - 2]["artifactUpdate"]["artifact"]["name"], "report");
+    assert_eq!(
+        events[n - 2]["artifactUpdate"]["artifact"]["name"],
+        "report"
+    );
     assert_eq!(
         events[n - 1]["statusUpdate"]["status"]["state"],
         "TASK_STATE_COMPLETED"
@@ -474,7 +491,8 @@ async fn long_running_streams_a_task_then_progress_then_the_artifact_then_comple
     }));
     // A finished task cannot be subscribed to (§9.4.6).
     assert_eq!(
-        h.error_code("SubscribeToTask", json!({ "id": task_id })).await,
+        h.error_code("SubscribeToTask", json!({ "id": task_id }))
+            .await,
         -32004
     );
 }
@@ -500,26 +518,21 @@ async fn cancel_cancels_a_long_task_and_refuses_for_refuses_cancel_and_ended_tas
         ..A2aConfig::default()
     })
     .await;
-    let nonblocking = |text: &str| {
-        json!({ "message": message(&new_id(), text, None), "configuration": { "returnImmediately": true } })
-    };
-    let task = h
-        .result("SendMessage", nonblocking("long-running"))
-        .await["task"]
-        .clone();
+    let nonblocking = |text: &str| json!({ "message": message(&new_id(), text, None), "configuration": { "returnImmediately": true } });
+    let task = h.result("SendMessage", nonblocking("long-running")).await["task"].clone();
     let task_id = task["id"].as_str().expect("id");
     let canceled = h.result("CancelTask", json!({ "id": task_id })).await;
     assert_eq!(state(&canceled), "TASK_STATE_CANCELED", "{canceled:#}");
-    assert_eq!(state(&h.get_task(task_id, None).await), "TASK_STATE_CANCELED");
+    assert_eq!(
+        state(&h.get_task(task_id, None).await),
+        "TASK_STATE_CANCELED"
+    );
     assert_eq!(
         h.error_code("CancelTask", json!({ "id": task_id })).await,
         -32002
     );
 
-    let stubborn = h
-        .result("SendMessage", nonblocking("refuses-cancel"))
-        .await["task"]
-        .clone();
+    let stubborn = h.result("SendMessage", nonblocking("refuses-cancel")).await["task"].clone();
     let stubborn_id = stubborn["id"].as_str().expect("id");
     let body = h.rpc("CancelTask", json!({ "id": stubborn_id })).await;
     assert_eq!(body["error"]["code"], -32002, "{body:#}");
@@ -564,7 +577,10 @@ async fn list_tasks_filters_pages_newest_first_and_omits_artifacts_by_default() 
     h.send(message(&new_id(), "fails", None)).await;
 
     let first = h
-        .result("ListTasks", json!({ "contextId": "ctx-list", "pageSize": 2 }))
+        .result(
+            "ListTasks",
+            json!({ "contextId": "ctx-list", "pageSize": 2 }),
+        )
         .await;
     assert_eq!(first["totalSize"], 3);
     assert_eq!(first["pageSize"], 2);
@@ -593,11 +609,13 @@ async fn list_tasks_filters_pages_newest_first_and_omits_artifacts_by_default() 
         .await;
     assert_eq!(failed["totalSize"], 1);
     assert_eq!(
-        h.error_code("ListTasks", json!({ "status": "failed" })).await,
+        h.error_code("ListTasks", json!({ "status": "failed" }))
+            .await,
         -32602
     );
     assert_eq!(
-        h.error_code("ListTasks", json!({ "pageToken": "bogus" })).await,
+        h.error_code("ListTasks", json!({ "pageToken": "bogus" }))
+            .await,
         -32602
     );
 }
@@ -639,8 +657,7 @@ async fn without_deduplication_a_repeated_message_id_runs_again_and_the_counter_
 }
 
 #[tokio::test]
-async fn injected_503s_do_nothing_and_a_lost_answer_is_recovered_by_resending_the_message_id()
-{
+async fn injected_503s_do_nothing_and_a_lost_answer_is_recovered_by_resending_the_message_id() {
     let h = start().await;
     let id = new_id();
     let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": { "message": message(&id, "quick", None) } });
@@ -738,7 +755,10 @@ async fn a_dropped_stream_ends_unclean_while_the_task_and_other_streams_go_on() 
     let canceled = h.result("CancelTask", json!({ "id": task_id })).await;
     assert_eq!(state(&canceled), "TASK_STATE_CANCELED");
     let (rest, clean) = read_rest(&mut dropped).await;
-    assert!(!clean, "the cut stream must end with an error, got {rest:?}");
+    assert!(
+        !clean,
+        "the cut stream must end with an error, got {rest:?}"
+    );
     assert!(!rest.contains("data:"), "no event after the cut: {rest:?}");
     let (rest, clean) = read_rest(&mut second).await;
     assert!(clean, "{rest}");
@@ -746,7 +766,7 @@ async fn a_dropped_stream_ends_unclean_while_the_task_and_other_streams_go_on() 
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .map(|d| serde_json::from_str(d.trim()).expect("event"))
-        .last()
+        .next_back()
         .expect("an event after the snapshot");
     assert_conforms("SubscribeToTask", &last);
     assert_eq!(
@@ -774,7 +794,8 @@ async fn bad_requests_get_json_rpc_errors_naming_the_field() {
     let mut no_id = message("", "hi", None);
     no_id["messageId"] = json!("");
     assert_eq!(
-        h.error_code("SendMessage", json!({ "message": no_id })).await,
+        h.error_code("SendMessage", json!({ "message": no_id }))
+            .await,
         -32602
     );
     let mut agent_role = message(&new_id(), "hi", None);

@@ -104,7 +104,10 @@ async fn the_official_python_sdk_completes_send_get_cancel_input_and_stream() {
     assert!(steps.iter().all(|s| s["ok"] == true), "{stdout}");
     assert_eq!(steps[4]["error"], "TaskNotCancelableError");
     // What the SDK decoded is what the emulator sent.
-    assert_eq!(steps[1]["kinds"], serde_json::json!(["text", "data", "raw"]));
+    assert_eq!(
+        steps[1]["kinds"],
+        serde_json::json!(["text", "data", "raw"])
+    );
     assert_eq!(steps[6]["text"], "Hello, Grace!");
     // Every send the SDK made was a new messageId that ran once.
     assert_eq!(sim.stats().max_effects_per_message_id(), 1);
@@ -195,9 +198,7 @@ async fn the_official_python_sdk_server_passes_the_same_validator() {
             bodies
         }
     };
-    let message = |id: &str, text: &str| {
-        json!({ "messageId": id, "role": "ROLE_USER", "parts": [{ "text": text }] })
-    };
+    let message = |id: &str, text: &str| json!({ "messageId": id, "role": "ROLE_USER", "parts": [{ "text": text }] });
     let v1 = Some("1.0");
 
     let refused = call("GetTask", json!({ "id": "x" }), None).await;
@@ -205,7 +206,12 @@ async fn the_official_python_sdk_server_passes_the_same_validator() {
     let unknown = call("GetTask", json!({ "id": "no-such-task" }), v1).await;
     assert_eq!(unknown[0]["error"]["code"], -32001, "{unknown:#?}");
 
-    let answered = call("SendMessage", json!({ "message": message("r1", "quick") }), v1).await;
+    let answered = call(
+        "SendMessage",
+        json!({ "message": message("r1", "quick") }),
+        v1,
+    )
+    .await;
     let task = &answered[0]["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task:#}");
     let task_id = task["id"].as_str().expect("id").to_owned();
@@ -213,7 +219,12 @@ async fn the_official_python_sdk_server_passes_the_same_validator() {
     let ended = call("CancelTask", json!({ "id": task_id }), v1).await;
     assert_eq!(ended[0]["error"]["code"], -32002, "{ended:#?}");
 
-    let asked = call("SendMessage", json!({ "message": message("r2", "ask-input") }), v1).await;
+    let asked = call(
+        "SendMessage",
+        json!({ "message": message("r2", "ask-input") }),
+        v1,
+    )
+    .await;
     let asked = &asked[0]["result"]["task"];
     assert_eq!(asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
     let mut reply = message("r3", "Ada");
@@ -236,12 +247,26 @@ async fn the_official_python_sdk_server_passes_the_same_validator() {
         events[events.len() - 1]["result"]["statusUpdate"]["status"]["state"],
         "TASK_STATE_COMPLETED"
     );
-    call("SendMessage", json!({ "message": message("r5", "fails") }), v1).await;
+    call(
+        "SendMessage",
+        json!({ "message": message("r5", "fails") }),
+        v1,
+    )
+    .await;
     // The SDK's server does not deduplicate by messageId (§3.3.1 makes it optional):
     // the same messageId again is a second task. The emulator's
     // `dedupe_message_ids: false` is this behaviour.
-    let again = call("SendMessage", json!({ "message": message("r1", "quick") }), v1).await;
-    assert_ne!(again[0]["result"]["task"]["id"], task_id.as_str(), "{again:#?}");
+    let again = call(
+        "SendMessage",
+        json!({ "message": message("r1", "quick") }),
+        v1,
+    )
+    .await;
+    assert_ne!(
+        again[0]["result"]["task"]["id"],
+        task_id.as_str(),
+        "{again:#?}"
+    );
     call("ListTasks", json!({}), v1).await;
     let _ = server.kill().await;
 }

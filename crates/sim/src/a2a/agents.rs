@@ -262,7 +262,10 @@ impl Run {
                     && self.status(TaskState::Completed, "Done.");
             }
             Skill::LongRunning | Skill::RefusesCancel => {
-                if !self.status(TaskState::Working, format!("Starting {} steps.", self.steps)) {
+                if !self.status(
+                    TaskState::Working,
+                    format!("Starting {} steps.", self.steps),
+                ) {
                     return;
                 }
                 for step in 1..=self.steps {

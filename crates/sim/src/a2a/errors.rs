@@ -113,8 +113,7 @@ impl RpcError {
         Self::info(
             -32003,
             "PUSH_NOTIFICATION_NOT_SUPPORTED",
-            "Push notifications are not supported (capabilities.pushNotifications is false)"
-                .into(),
+            "Push notifications are not supported (capabilities.pushNotifications is false)".into(),
             json!({}),
         )
     }

@@ -108,7 +108,10 @@ async fn jsonrpc(
     if !authorized(&sim, &headers) {
         return (
             StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer realm=\"agentgate-sim-a2a\"")],
+            [(
+                header::WWW_AUTHENTICATE,
+                "Bearer realm=\"agentgate-sim-a2a\"",
+            )],
             axum::Json(json!({
                 "error": "missing or wrong bearer token: send `Authorization: Bearer <token>` \
                           (the card's securitySchemes.bearer)"

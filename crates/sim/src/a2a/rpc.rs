@@ -89,7 +89,11 @@ fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     };
     serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "params".to_owned() } else { path };
+        let field = if path == "." {
+            "params".to_owned()
+        } else {
+            path
+        };
         RpcError::invalid_params(&field, e.into_inner().to_string())
     })
 }
@@ -100,7 +104,11 @@ fn to_value(value: impl serde::Serialize) -> Result<Value, RpcError> {
 
 /// Runs one method.
 pub(crate) async fn dispatch(sim: A2aSim, base_url: String, envelope: Envelope) -> Response {
-    let Envelope { id, method, params: raw } = envelope;
+    let Envelope {
+        id,
+        method,
+        params: raw,
+    } = envelope;
     match method.as_str() {
         "SendMessage" | "SendStreamingMessage" => {
             let streaming = method == "SendStreamingMessage";
@@ -117,9 +125,9 @@ pub(crate) async fn dispatch(sim: A2aSim, base_url: String, envelope: Envelope) 
                     Outcome::Message(message) => {
                         stream::single(&id, StreamResponse::Message(message))
                     }
-                    Outcome::Task { snapshot, events, .. } => {
-                        stream::task_stream(&sim, id, snapshot, events)
-                    }
+                    Outcome::Task {
+                        snapshot, events, ..
+                    } => stream::task_stream(&sim, id, snapshot, events),
                 };
             }
             let result = match outcome {
@@ -280,7 +288,7 @@ fn list_tasks(sim: &A2aSim, raw: Value) -> Result<Value, RpcError> {
         })
         .collect();
     // §3.1.4: most recently updated first.
-    matching.sort_by(|a, b| b.updated.cmp(&a.updated));
+    matching.sort_by_key(|r| std::cmp::Reverse(r.updated));
     let total = matching.len();
     let page = usize::try_from(page_size).unwrap_or(1);
     let tasks: Vec<_> = matching

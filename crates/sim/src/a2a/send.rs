@@ -161,7 +161,11 @@ pub(crate) async fn send_message(
         // The agent gets it; a closed inbox means the script is gone, which a
         // non-terminal interrupted task never has.
         let _ = record.inbox.send(message.clone());
-        record_effect(&mut store, &message.message_id, Prior::Task(task_id.clone()));
+        record_effect(
+            &mut store,
+            &message.message_id,
+            Prior::Task(task_id.clone()),
+        );
         let (snapshot, events) = store
             .subscribe(&task_id)
             .ok_or_else(|| RpcError::task_not_found(&task_id))?;
@@ -197,7 +201,11 @@ pub(crate) async fn send_message(
         history: vec![message.clone()],
     };
     let handles = store.create(task, skill.cancelable());
-    record_effect(&mut store, &message.message_id, Prior::Task(task_id.clone()));
+    record_effect(
+        &mut store,
+        &message.message_id,
+        Prior::Task(task_id.clone()),
+    );
     let (snapshot, events) = store
         .subscribe(&task_id)
         .ok_or_else(|| RpcError::task_not_found(&task_id))?;

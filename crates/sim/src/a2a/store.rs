@@ -110,8 +110,7 @@ impl Store {
         if record.task.status.state.is_terminal() {
             return false;
         }
-        let message =
-            text.map(|text| Message::agent(task_id, &record.task.context_id, text));
+        let message = text.map(|text| Message::agent(task_id, &record.task.context_id, text));
         // The status message being replaced moves into the history (as the official
         // Python SDK's task manager does): the current one lives in `status` only.
         if let Some(previous) = record.task.status.message.take() {

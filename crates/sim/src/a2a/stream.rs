@@ -46,16 +46,15 @@ pub(crate) fn task_stream(
         if done {
             return None;
         }
-        loop {
-            match receiver.recv().await {
-                Ok(next) => {
-                    let done = next.closes_stream();
-                    return Some((next, (receiver, done)));
-                }
-                // A slow reader missed events: end the stream; the client resubscribes
-                // and gets a fresh snapshot first.
-                Err(broadcast::error::RecvError::Lagged(_)) => return None,
-                Err(broadcast::error::RecvError::Closed) => return None,
+        match receiver.recv().await {
+            Ok(next) => {
+                let done = next.closes_stream();
+                Some((next, (receiver, done)))
+            }
+            // A slow reader missed events: end the stream; the client resubscribes and
+            // gets a fresh snapshot first.
+            Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => {
+                None
             }
         }
     });

@@ -175,11 +175,17 @@ impl A2aContract {
             return;
         };
         for field in descriptor.fields() {
-            let present = object.contains_key(field.json_name()) || object.contains_key(field.name());
+            let present =
+                object.contains_key(field.json_name()) || object.contains_key(field.name());
             if !present && self.required(&field) {
-                out.push(format!("{at}.{}: REQUIRED by a2a.proto but missing", field.json_name()));
+                out.push(format!(
+                    "{at}.{}: REQUIRED by a2a.proto but missing",
+                    field.json_name()
+                ));
             }
-            let Some(value) = object.get(field.json_name()).or_else(|| object.get(field.name()))
+            let Some(value) = object
+                .get(field.json_name())
+                .or_else(|| object.get(field.name()))
             else {
                 continue;
             };
@@ -189,11 +195,11 @@ impl A2aContract {
             let path = format!("{at}.{}", field.json_name());
             if field.is_map() {
                 let value_field = inner.map_entry_value_field();
-                if let (Kind::Message(entry), Some(map)) = (value_field.kind(), value.as_object()) {
-                    if entry.package_name() == PACKAGE {
-                        for (key, item) in map {
-                            self.walk(&entry, item, &format!("{path}[{key:?}]"), out);
-                        }
+                if let (Kind::Message(entry), Some(map)) = (value_field.kind(), value.as_object())
+                    && entry.package_name() == PACKAGE
+                {
+                    for (key, item) in map {
+                        self.walk(&entry, item, &format!("{path}[{key:?}]"), out);
                     }
                 }
             } else if inner.package_name() != PACKAGE {
@@ -222,7 +228,11 @@ impl A2aContract {
                 out.push(format!(
                     "{at}: oneof {} must have {} member set, has {set:?}",
                     oneof.name(),
-                    if exactly_one { "exactly one" } else { "at most one" }
+                    if exactly_one {
+                        "exactly one"
+                    } else {
+                        "at most one"
+                    }
                 ));
             }
         }
@@ -291,19 +301,32 @@ mod tests {
         let mut missing = task();
         missing.as_object_mut().expect("object").remove("status");
         let problems = a2a().problems("Task", &missing);
-        assert!(problems.iter().any(|p| p.contains("status")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("status")),
+            "{problems:?}"
+        );
     }
 
     #[test]
     fn a_part_needs_exactly_one_content() {
-        let message = |parts: Value| {
-            json!({ "messageId": "m", "role": "ROLE_USER", "parts": parts })
-        };
-        assert!(a2a().problems("Message", &message(json!([{ "text": "hi" }]))).is_empty());
-        assert!(!a2a().problems("Message", &message(json!([{ "filename": "a" }]))).is_empty());
+        let message =
+            |parts: Value| json!({ "messageId": "m", "role": "ROLE_USER", "parts": parts });
+        assert!(
+            a2a()
+                .problems("Message", &message(json!([{ "text": "hi" }])))
+                .is_empty()
+        );
         assert!(
             !a2a()
-                .problems("Message", &message(json!([{ "text": "a", "url": "http://x" }])))
+                .problems("Message", &message(json!([{ "filename": "a" }])))
+                .is_empty()
+        );
+        assert!(
+            !a2a()
+                .problems(
+                    "Message",
+                    &message(json!([{ "text": "a", "url": "http://x" }]))
+                )
                 .is_empty()
         );
     }
