@@ -1,7 +1,10 @@
 //! The routes and the front door: the public Agent Card, JSON-RPC at `/` behind the
 //! bearer token and the `A2A-Version` check (§3.6.2: an absent or empty version is
 //! 0.3, which is refused with VersionNotSupportedError -32009), and the sign-in page
-//! of `needs-auth` tasks.
+//! of `needs-auth` tasks (no token and no version header: it stands for the page a
+//! person opens in a browser, out of band, §7.6). JSON-RPC errors are answered with
+//! HTTP 200 (the official Python SDK's server does the same); only a missing or wrong
+//! token (401) and injected faults (503, 500) change the HTTP status.
 
 use axum::Router;
 use axum::body::Bytes;
