@@ -6,7 +6,11 @@
 #
 # - Python: a virtualenv in interop/python/.venv with interop/python/requirements.txt
 #   (every package pinned);
-# - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci).
+# - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci);
+# - A2A: the official A2A Python SDK (a2a-sdk 1.3.0) in its own virtualenv
+#   interop/a2a/.venv with interop/a2a/requirements.txt (every package pinned; kept apart
+#   from the MCP clients so neither pins the other's dependencies), for
+#   crates/sim/tests/a2a_interop.rs.
 #
 # Needs python3 (3.11), node (20) and npm, and the PyPI and npm registries.
 # Running it again re-checks the installs and changes nothing that is current.
@@ -19,6 +23,13 @@ if [ ! -x python/.venv/bin/python ]; then
 fi
 python/.venv/bin/pip install --quiet --disable-pip-version-check -r python/requirements.txt
 python/.venv/bin/python -c 'import fastmcp, fastmcp_tasks, mcp; print("  fastmcp", fastmcp.__version__)'
+
+echo "interop-setup: A2A SDK (interop/a2a/.venv)"
+if [ ! -x a2a/.venv/bin/python ]; then
+    python3 -m venv a2a/.venv
+fi
+a2a/.venv/bin/pip install --quiet --disable-pip-version-check -r a2a/requirements.txt
+a2a/.venv/bin/python -c 'import importlib.metadata as m; print("  a2a-sdk", m.version("a2a-sdk"))'
 
 echo "interop-setup: TypeScript clients (interop/typescript/node_modules)"
 (cd typescript && npm ci --no-audit --no-fund --loglevel=error)

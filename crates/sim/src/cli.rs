@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::a2a::{self, A2aConfig, A2aSim, Skill};
 use crate::github::{
     self, DEFAULT_GITHUB_TOKEN, DEFAULT_RATE_LIMIT, GithubConfig, GithubSim, Seed,
 };
@@ -76,6 +77,15 @@ pub struct SimArgs {
     /// Fraction of requests that fail with ThrottlingException (429).
     #[arg(long = "fail-rate-429", value_name = "0..1", default_value_t = 0.0, value_parser = parse_rate)]
     pub fail_rate_429: f64,
+    /// Address of the A2A v1.0 agent emulator (JSON-RPC at `/`).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8733")]
+    pub a2a_listen: SocketAddr,
+    /// The bearer token A2A requests must carry; none: no authentication.
+    #[arg(long, value_name = "TOKEN", env = "AGENTGATE_SIM_A2A_TOKEN")]
+    pub a2a_token: Option<String>,
+    /// Milliseconds between the progress steps of the A2A `long-running` agents.
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub a2a_step_delay_ms: u64,
 }
 
 impl std::fmt::Debug for SimArgs {
@@ -98,6 +108,9 @@ impl std::fmt::Debug for SimArgs {
             .field("github_fail_rate_5xx", &self.github_fail_rate_5xx)
             .field("github_fail_rate_429", &self.github_fail_rate_429)
             .field("github_fault_script", &self.github_fault_script)
+            .field("a2a_listen", &self.a2a_listen)
+            .field("a2a_token", &self.a2a_token.as_ref().map(|_| "<redacted>"))
+            .field("a2a_step_delay_ms", &self.a2a_step_delay_ms)
             .finish()
     }
 }
@@ -122,6 +135,9 @@ impl Default for SimArgs {
             github_fail_rate_5xx: 0.0,
             github_fail_rate_429: 0.0,
             github_fault_script: Vec::new(),
+            a2a_listen: SocketAddr::from(([127, 0, 0, 1], 8733)),
+            a2a_token: None,
+            a2a_step_delay_ms: 200,
         }
     }
 }
@@ -155,6 +171,15 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         .await
         .with_context(|| format!("cannot listen on {}", args.github_listen))?;
     let github_address = github_listener.local_addr().context("listener address")?;
+    let a2a_listener = tokio::net::TcpListener::bind(args.a2a_listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.a2a_listen))?;
+    let a2a_address = a2a_listener.local_addr().context("listener address")?;
+    let a2a_sim = A2aSim::new(A2aConfig {
+        token: args.a2a_token.clone(),
+        step_delay: Duration::from_millis(args.a2a_step_delay_ms),
+        ..A2aConfig::default()
+    });
     let seed = match &args.seed {
         Some(path) => Seed::from_path(path)?,
         None => Seed::default(),
@@ -191,6 +216,7 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
 
     let endpoint = format!("http://{address}");
     let github_endpoint = format!("http://{github_address}");
+    let a2a_endpoint = format!("http://{a2a_address}");
     let repos: Vec<String> = github_sim
         .config()
         .seed
@@ -214,6 +240,10 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
          GitHub emulator listening on {github_endpoint} (GraphQL at /graphql, REST)\n\
          \x20 repositories:     {repos}\n\
          \x20 time scale: {scale}, rate limit: {budget}/h, fail rates: 5xx {g5xx}, 429 {g429}\n\
+         A2A v1.0 agent emulator listening on {a2a_endpoint}/ (JSON-RPC, send A2A-Version: 1.0)\n\
+         \x20 agent card:       {a2a_endpoint}{card}\n\
+         \x20 skills:           {skills} (metadata `skill` or the first word selects)\n\
+         \x20 bearer token:     {a2a_auth}\n\
          Environment for clients:\n\
          AWS_ENDPOINT_URL_QBUSINESS={endpoint}\n\
          AWS_REGION={region}\n\
@@ -221,7 +251,8 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
          AWS_SECRET_ACCESS_KEY={secret}\n\
          QBUSINESS_APPLICATION_ID={app}\n\
          GITHUB_API_URL={github_endpoint}\n\
-         GITHUB_PERSONAL_ACCESS_TOKEN={token}\n",
+         GITHUB_PERSONAL_ACCESS_TOKEN={token}\n\
+         A2A_AGENT_URL={a2a_endpoint}\n",
         app = args.application_id,
         lat = args.latency_ms,
         jit = args.latency_jitter_ms,
@@ -236,6 +267,13 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         key = args.aws_access_key_id,
         secret = args.aws_secret_access_key,
         token = args.github_token,
+        card = a2a::AGENT_CARD_PATH,
+        skills = Skill::ALL.map(Skill::id).join(", "),
+        a2a_auth = if args.a2a_token.is_some() {
+            "required (--a2a-token)"
+        } else {
+            "none"
+        },
     );
     {
         // A block, not `drop`: the lock must not live across an await (`run` is `Send`).
@@ -256,7 +294,13 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
             .await
             .context("GitHub emulator")
     };
-    tokio::try_join!(qbusiness, github).map(|_| ())
+    let a2a = async {
+        a2a::serve(a2a_listener, a2a_sim.router(), shutdown.clone())
+            .await
+            .context("A2A emulator")
+    };
+    tracing::info!(endpoint = %a2a_endpoint, "A2A emulator started");
+    tokio::try_join!(qbusiness, github, a2a).map(|_| ())
 }
 
 #[cfg(test)]
@@ -283,6 +327,27 @@ mod tests {
         assert_eq!(cli.sim.time_scale, d.time_scale);
         assert_eq!(cli.sim.github_rate_limit, d.github_rate_limit);
         assert_eq!(cli.sim.github_fault_script, d.github_fault_script);
+        assert_eq!(cli.sim.a2a_listen, d.a2a_listen);
+        assert_eq!(cli.sim.a2a_step_delay_ms, d.a2a_step_delay_ms);
+    }
+
+    #[test]
+    fn a2a_flags_parse_and_the_token_is_redacted() {
+        let cli = Cli::try_parse_from([
+            "sim",
+            "--a2a-listen",
+            "127.0.0.1:9999",
+            "--a2a-token",
+            "sekrit-a2a",
+            "--a2a-step-delay-ms",
+            "5",
+        ])
+        .expect("parses");
+        assert_eq!(cli.sim.a2a_listen.port(), 9999);
+        assert_eq!(cli.sim.a2a_token.as_deref(), Some("sekrit-a2a"));
+        assert_eq!(cli.sim.a2a_step_delay_ms, 5);
+        let shown = format!("{:?}", cli.sim);
+        assert!(!shown.contains("sekrit-a2a"), "{shown}");
     }
 
     #[test]
@@ -307,10 +372,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn run_serves_both_emulators_until_shutdown() {
+    async fn run_serves_every_emulator_until_shutdown() {
         let args = SimArgs {
             qbusiness_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             github_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            a2a_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             ..SimArgs::default()
         };
         let shutdown = CancellationToken::new();
@@ -325,6 +391,7 @@ mod tests {
         let args = SimArgs {
             qbusiness_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             github_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            a2a_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             github_fault_script: vec!["nope".into()],
             ..SimArgs::default()
         };

@@ -7,11 +7,14 @@
 //! - [`github`]: a GitHub emulator (the GraphQL subset and REST routes a Copilot cloud
 //!   agent client uses, agent tasks) with a simulated Copilot agent driven by seeded
 //!   scenarios, rate limits and fault knobs;
+//! - [`a2a`]: an Agent2Agent (A2A) protocol v1.0 agent (JSON-RPC binding, SSE) with
+//!   scripted agents selected by skill, fault knobs and per-messageId effect counters;
 //! - `cli`: [`SimArgs`] and [`run`], what `agentgate sim` calls.
 
 // GitHub's pull request object is one `json!` of about fifty fields.
 #![recursion_limit = "256"]
 
+pub mod a2a;
 pub mod github;
 pub mod qbusiness;
 

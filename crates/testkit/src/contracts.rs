@@ -1,12 +1,17 @@
 //! The upstreams' published contracts (`contracts/` at the repository root) as
 //! validators, so tests can hold our requests and our emulators' answers to
-//! what GitHub publishes rather than to what our client expects.
+//! what GitHub publishes rather than to what our client expects. The A2A contract
+//! (`contracts/a2a/a2a.proto`) is the [`a2a`] submodule.
 //!
 //! GitHub's REST description is OpenAPI 3.0: `nullable: true` is turned into
 //! JSON Schema's `null` type, and every object schema that lists its
 //! `properties` gets `unevaluatedProperties: false`, so a field GitHub does not
 //! document fails validation (strict), where the published schema alone would
 //! let it pass.
+
+mod a2a;
+
+pub use a2a::{A2aContract, a2a, error_problems};
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

@@ -1,0 +1,124 @@
+"""A reference A2A v1.0 agent on the official Python SDK (a2a-sdk 1.3.0), so tests can
+hold the SDK's own answers to the same validator as agentgate's emulator.
+
+Usage: server.py PORT
+
+Serves the JSON-RPC binding at `/` and the card at /.well-known/agent-card.json on
+127.0.0.1:PORT, and prints `READY` once it listens. Skills (the first word of the
+message text selects, as in the emulator): `quick-answer` (artifact with text, data
+and raw parts), `ask-input` (INPUT_REQUIRED, then a greeting), `fails`, and
+`long-running` (two progress updates, then an artifact).
+"""
+
+import asyncio
+import sys
+
+import uvicorn
+from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Part,
+    Role,
+    TaskState,
+)
+from google.protobuf import struct_pb2
+from starlette.applications import Starlette
+
+SKILLS = ["quick-answer", "ask-input", "fails", "long-running"]
+
+
+class ScriptedExecutor(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        text = " ".join(p.text for p in context.message.parts if p.HasField("text"))
+        first = text.split()[0] if text.split() else ""
+        say = lambda words: new_text_message(  # noqa: E731
+            words, context_id=task.context_id, task_id=task.id, role=Role.ROLE_AGENT
+        )
+        if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.add_artifact([Part(text=f"Hello, {text.strip()}!")], name="greeting")
+            await updater.complete(say("Greeted."))
+        elif first == "ask-input":
+            await updater.requires_input(say("What is your name?"))
+        elif first == "fails":
+            await updater.start_work(say("Trying."))
+            await updater.failed(say("Simulated failure."))
+        elif first == "long-running":
+            await updater.start_work(say("Starting."))
+            for step in (1, 2):
+                await asyncio.sleep(0.01)
+                await updater.update_status(TaskState.TASK_STATE_WORKING, say(f"step {step}/2"))
+            await updater.add_artifact([Part(text="Finished.")], name="report")
+            await updater.complete(say("Done."))
+        else:
+            data = struct_pb2.Value()
+            data.struct_value.update({"answer": 42})
+            await updater.start_work(say("Looking it up."))
+            await updater.add_artifact(
+                [
+                    Part(text="The answer is 42."),
+                    Part(data=data, media_type="application/json"),
+                    Part(raw=b"Answer: 42\n", filename="answer.txt", media_type="text/plain"),
+                ],
+                name="answer",
+            )
+            await updater.complete(say("Done."))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task
+        if task is not None:
+            await TaskUpdater(event_queue, task.id, task.context_id).cancel()
+
+
+def main(port: int) -> None:
+    url = f"http://127.0.0.1:{port}/"
+    card = AgentCard(
+        name="a2a-sdk reference agent",
+        description="The official SDK serving agentgate's scripted skills.",
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        version="1.0.0",
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(id=s, name=s, description=f"The {s} script.", tags=["reference"])
+            for s in SKILLS
+        ],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=ScriptedExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    app = Starlette(
+        routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
+    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        print("READY", flush=True)
+        await task
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: server.py PORT")
+    main(int(sys.argv[1]))
