@@ -156,7 +156,12 @@ async fn a_tools_retry_policy_sets_its_backoff_and_its_cap() {
     let id = create(&engine, 100).await;
     let task = until_terminal(&engine, &id).await;
     shutdown.cancel();
-    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(
+        task.status,
+        TaskStatus::Failed,
+        "{task:?} after {} runs",
+        job.0.load(Ordering::SeqCst)
+    );
     assert_eq!(
         job.0.load(Ordering::SeqCst),
         3,

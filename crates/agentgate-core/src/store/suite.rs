@@ -484,6 +484,47 @@ pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
     assert!(matches!(other, Err(StoreError::NotFound)), "{other:?}");
 }
 
+/// Retryable failures count up in a row (the scheduler gives up on the
+/// count), and a step that gets somewhere starts the count again.
+pub async fn retries_count_failures_in_a_row(store: &dyn TaskStore) {
+    let id = new_task(store, None).await;
+    let mut now = T0;
+    let retry = |due_at| Outcome::Retry {
+        status_message: Some("retrying".into()),
+        due_at,
+    };
+    for expected in 1..=3 {
+        let claimed = store.claim("w", 10, LEASE, now).await.expect("claim");
+        let task = claimed.iter().find(|t| t.id == id).expect("due again");
+        let saved = store
+            .checkpoint(&id, "w", task.attempt, retry(now), now)
+            .await
+            .expect("save");
+        assert_eq!(saved.failures, expected, "failures in a row");
+        assert_eq!(saved.steps, 0, "a failed step is not a step");
+        now += 1;
+    }
+    let claimed = store.claim("w", 10, LEASE, now).await.expect("claim");
+    let task = claimed.iter().find(|t| t.id == id).expect("due again");
+    assert_eq!(task.failures, 3, "the count is stored");
+    let saved = store
+        .checkpoint(
+            &id,
+            "w",
+            task.attempt,
+            Outcome::Waiting {
+                state: json!({}),
+                status_message: None,
+                due_at: now,
+            },
+            now,
+        )
+        .await
+        .expect("save");
+    assert_eq!(saved.failures, 0, "a step that got somewhere resets it");
+    assert_eq!(saved.steps, 1);
+}
+
 pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
     new_task(store, None).await;
     new_task(store, None).await;
@@ -816,6 +857,7 @@ macro_rules! store_suite {
             sweep_expires_overdue_tasks_and_deletes_old_ended_ones,
             absurd_durations_saturate,
             checkpoint_of_a_deleted_task_is_not_found,
+            retries_count_failures_in_a_row,
             release_all_frees_a_workers_leases,
             release_gives_up_one_lease_and_is_fenced,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,

@@ -40,6 +40,8 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
     }
     task.updated_at = now;
     task.steps += 1;
+    // Failures count in a row: any step that gets somewhere resets them.
+    let failures_before = task.failures;
     task.failures = 0;
     match outcome {
         Outcome::Interrupted => {}
@@ -120,7 +122,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
             due_at,
         } => {
             task.steps -= 1;
-            task.failures += 1;
+            task.failures = failures_before.saturating_add(1);
             task.status = TaskStatus::Working;
             if status_message.is_some() {
                 task.status_message = status_message;
