@@ -7,7 +7,7 @@
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::{BoxFuture, Nudge, ToolSpec};
+use crate::{BoxFuture, Nudge, ToolSpec, UpstreamMetrics};
 
 /// One agent API served as MCP tools.
 pub trait Backend: Send + Sync + 'static {
@@ -25,6 +25,34 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (nudge, shutdown);
         Box::pin(async {})
     }
+}
+
+/// A backend built from its own config section: what the binary's backend
+/// list names, one line per backend.
+pub trait ConfiguredBackend: Backend + Sized {
+    /// Its config section (`[NAME]`).
+    const NAME: &'static str;
+    /// The `backend` label of its upstream metrics: the upstream it calls
+    /// (`github` for the Copilot backend); by default its name.
+    const METRICS_LABEL: &'static str = Self::NAME;
+    /// Its settings. A missing section reads as an empty table, so give every
+    /// key a default; give it `#[serde(deny_unknown_fields)]` so a typo is
+    /// refused by name.
+    type Config: DeserializeOwned;
+
+    /// Checks settings beyond their shape (ranges, combinations), so a bad
+    /// config file is refused before anything starts.
+    fn check_config(config: &Self::Config) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let _ = config;
+        Ok(())
+    }
+
+    /// The backend for `config`, counting its upstream calls into
+    /// `upstream`. Settings from the environment are read here too.
+    fn from_config(
+        config: Self::Config,
+        upstream: UpstreamMetrics,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 /// A backend's config section that does not parse.

@@ -33,7 +33,7 @@ pub mod policy;
 pub mod sync_view;
 pub mod task;
 
-pub use backend::{Backend, ConfigError, parse_section};
+pub use backend::{Backend, ConfigError, ConfiguredBackend, parse_section};
 pub use handles::{
     Nudge, NudgeError, NudgeTasks, UpstreamMetrics, UpstreamOutcome, UpstreamRecorder,
 };

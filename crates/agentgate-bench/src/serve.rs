@@ -13,14 +13,11 @@
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::clock::SystemClock;
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router, serve_http};
-use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
+use agentgate_core::mcp::{Gateway, HttpOptions, http_router, serve_http};
+use agentgate_core::runtime::Runtime;
 use agentgate_core::task::{PollPolicy, ToolPolicy};
 use anyhow::Context as _;
 use rmcp::ServerHandler;
@@ -117,17 +114,13 @@ pub async fn agentgate(listen: SocketAddr, store_url: &str) -> anyhow::Result<()
                 agentgate_core::store::redact_url(store_url)
             )
         })?;
-    let tools = ToolRegistry::new().with(ToolSpec::new(TOOL, DESCRIPTION, policy(), SleepJob));
-    let engine = Engine::new(store, tools, Arc::new(SystemClock), EngineConfig::default());
-    let shutdown = CancellationToken::new();
-    stop_on_ctrl_c(&shutdown);
-    let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
-    let gateway = Gateway::new(engine, TransportKind::Http).await?;
-    let router = http_router(gateway, HttpOptions::default(), shutdown.clone());
+    let runtime = Runtime::builder(store)
+        .tool(ToolSpec::new(TOOL, DESCRIPTION, policy(), SleepJob))
+        .start()?;
+    stop_on_ctrl_c(runtime.shutdown_token());
     let listener = bind(listen).await?;
-    let served = serve_http(listener, router, shutdown.clone()).await;
-    shutdown.cancel();
-    scheduler.await.context("scheduler")?;
+    let served = runtime.serve_http(listener, HttpOptions::default()).await;
+    runtime.stop().await?;
     served.context("serving HTTP")
 }
 

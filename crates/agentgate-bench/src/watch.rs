@@ -91,7 +91,7 @@ pub async fn measure(n: usize, cycles: u64) -> anyhow::Result<WatchMeasured> {
         Arc::new(SystemClock),
         EngineConfig::default(),
     );
-    let run = tokio::spawn(watcher.clone().run(engine, shutdown.clone()));
+    let run = tokio::spawn(watcher.clone().run(engine.nudger(), shutdown.clone()));
 
     // Each task's step takes its first observation (as the Copilot jobs do),
     // after which a target is polled every cycle; an observation left

@@ -4,17 +4,23 @@
 //! - [`task`]: what a task is (id, owner, status, per-tool policy), as plain data.
 //! - [`store`]: the [`store::TaskStore`] trait, its semantics, the SQLite store
 //!   and the suite every store must pass.
-//! - [`job`]: the [`job::Job`] trait, work as checkpointed steps.
+//! - [`job`]: the [`job::Job`] trait, work as checkpointed steps (the backend
+//!   SDK's, [`agentgate_backend`], re-exported).
 //! - [`registry`]: the tools a gateway serves.
 //! - [`scheduler`]: the [`scheduler::Engine`], which claims due tasks under a
-//!   lease, runs one step each, and saves the result.
+//!   lease, runs one step each, and saves the result; and its task service
+//!   (create, get, answer, cancel, watch), the one door for task changes.
+//! - [`runtime`]: [`runtime::Runtime`], the engine with every backend's
+//!   background work under one shutdown tree, and the gateways serving it.
 //! - [`mcp`]: the MCP side, an rmcp `ServerHandler` (the [`mcp::Gateway`]) and
-//!   the stdio / Streamable HTTP entry points.
+//!   the stdio / Streamable HTTP entry points; every JSON-RPC error code is
+//!   chosen in `mcp/error.rs`.
+//! - [`auth`]: who an HTTP caller is (tokens, OAuth), as a [`auth::Principal`].
 //! - [`metrics`]: Prometheus metrics (steps, leases, upstream calls, polls).
 //! - [`clock`]: injectable time.
 //!
-//! A request flows transport → [`mcp::Gateway`] → [`scheduler::Engine`] →
-//! [`store::TaskStore`] / the tool's job.
+//! A request flows transport → [`mcp::Gateway`] → [`scheduler::Engine`]'s
+//! task service → [`store::TaskStore`]; the scheduler runs the tool's job.
 
 pub mod auth;
 pub mod clock;
@@ -22,6 +28,7 @@ pub mod job;
 pub mod mcp;
 pub mod metrics;
 pub mod registry;
+pub mod runtime;
 pub mod scheduler;
 pub mod store;
 pub mod task;

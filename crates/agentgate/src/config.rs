@@ -1,6 +1,7 @@
 //! Settings: command-line flags over environment variables over the TOML
 //! config file over defaults.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -15,15 +16,16 @@ pub struct FileConfig {
     pub server: ServerSection,
     #[serde(default)]
     pub engine: EngineSection,
-    /// The GitHub Copilot tools' knobs (`backend_copilot::CopilotConfig`).
-    #[serde(default)]
-    pub copilot: backend_copilot::CopilotConfig,
     /// Per-principal limits and caps.
     #[serde(default)]
     pub limits: LimitsSection,
     /// Who may call `/mcp` (`agentgate_core::auth`, whose docs list the keys).
     #[serde(default)]
     pub auth: agentgate_core::auth::AuthConfig,
+    /// Each backend's own table (`[copilot]`, `[qbusiness]`), by name, for
+    /// the backend to read (see `crate::backends`).
+    #[serde(skip)]
+    pub backends: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,17 +145,31 @@ impl FileConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config file {}", path.display()))?;
-        let config: Self = toml::from_str(&text)
+        let config = Self::parse(&text)
             .with_context(|| format!("parsing config file {}", path.display()))?;
-        config
-            .copilot
-            .validate()
-            .map_err(anyhow::Error::msg)
+        crate::backends::check_all(&config.backends)
+            .and_then(|()| config.limits.to_limits().map(drop))
             .with_context(|| format!("checking config file {}", path.display()))?;
-        config
-            .limits
-            .to_limits()
-            .with_context(|| format!("checking config file {}", path.display()))?;
+        Ok(config)
+    }
+
+    /// Parses a config file's text: the backends' tables are set aside for
+    /// them, every other table must be one of ours.
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut table: toml::Table = toml::from_str(text)?;
+        let mut backends = BTreeMap::new();
+        for name in crate::backends::BACKENDS.iter().map(|b| b.name) {
+            if let Some(section) = table.remove(name) {
+                let value =
+                    serde_json::to_value(section).with_context(|| format!("reading [{name}]"))?;
+                backends.insert(name.to_owned(), value);
+            }
+        }
+        let mut config: Self = toml::Value::Table(table).try_into().map_err(|e| {
+            let names: Vec<_> = crate::backends::BACKENDS.iter().map(|b| b.name).collect();
+            anyhow::anyhow!("{e}; the backends' sections are: {}", names.join(", "))
+        })?;
+        config.backends = backends;
         Ok(config)
     }
 }
@@ -180,14 +196,14 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_rejected_with_their_name() {
-        let err = toml::from_str::<FileConfig>("[server]\nlisten_addr = \"x\"\n")
-            .expect_err("typo must be refused");
+        let err =
+            FileConfig::parse("[server]\nlisten_addr = \"x\"\n").expect_err("typo must be refused");
         assert!(err.to_string().contains("listen_addr"), "{err}");
     }
 
     #[test]
     fn full_file_parses() {
-        let cfg: FileConfig = toml::from_str(
+        let cfg = FileConfig::parse(
             "[server]\nlisten = \"127.0.0.1:9000\"\nstore = \"sqlite:///tmp/x.db\"\n\
              [engine]\nconcurrency = 4\nlease_seconds = 10\n",
         )
@@ -201,7 +217,7 @@ mod tests {
 
     #[test]
     fn limits_section_overrides_defaults_and_refuses_typos() {
-        let cfg: FileConfig = toml::from_str(
+        let cfg = FileConfig::parse(
             "[limits]\nmax_active_tasks = 5\nrequests_per_second = 2.5\nmax_ttl_seconds = 0\n",
         )
         .expect("valid config");
@@ -214,34 +230,49 @@ mod tests {
             limits.poll_burst, defaults.poll_burst,
             "unset keys keep defaults"
         );
-        let err = toml::from_str::<FileConfig>("[limits]\nmax_tasks = 5\n")
-            .expect_err("typo must be refused");
+        let err = FileConfig::parse("[limits]\nmax_tasks = 5\n").expect_err("typo must be refused");
         assert!(err.to_string().contains("max_tasks"), "{err}");
-        let cfg: FileConfig = toml::from_str("[limits]\nrequest_burst = 0\n").expect("parses");
+        let cfg = FileConfig::parse("[limits]\nrequest_burst = 0\n").expect("parses");
         let err = cfg.limits.to_limits().expect_err("burst 0 refused");
         assert!(err.to_string().contains("limits.request_burst"), "{err}");
     }
 
     #[test]
-    fn copilot_section_parses_and_refuses_typos() {
-        let cfg: FileConfig =
-            toml::from_str("[copilot]\nunassign_on_cancel = true\nmax_watch_minutes = 30\n")
+    fn backend_sections_go_to_their_backends_which_refuse_typos() {
+        let cfg =
+            FileConfig::parse("[copilot]\nunassign_on_cancel = true\nmax_watch_minutes = 30\n")
                 .expect("valid config");
-        assert!(cfg.copilot.unassign_on_cancel);
-        assert_eq!(cfg.copilot.max_watch_minutes, 30);
-        assert_eq!(
-            cfg.copilot.poll_min_ms, 1000,
-            "unset keys keep their defaults"
+        let copilot: backend_copilot::CopilotConfig =
+            agentgate_backend::parse_section("copilot", cfg.backends.get("copilot").cloned())
+                .expect("copilot section");
+        assert!(copilot.unassign_on_cancel);
+        assert_eq!(copilot.max_watch_minutes, 30);
+        assert_eq!(copilot.poll_min_ms, 1000, "unset keys keep their defaults");
+        crate::backends::check_all(&cfg.backends).expect("checks");
+        let cfg = FileConfig::parse("[copilot]\nunassign = true\n").expect("set aside");
+        let err = crate::backends::check_all(&cfg.backends).expect_err("typo must be refused");
+        assert!(
+            format!("{err:#}").contains("[copilot] unassign: unknown field `unassign`"),
+            "{err:#}"
         );
-        let err = toml::from_str::<FileConfig>("[copilot]\nunassign = true\n")
-            .expect_err("typo must be refused");
-        assert!(err.to_string().contains("unassign"), "{err}");
+        let cfg = FileConfig::parse("[copilot]\nmax_watch_minutes = 0\n").expect("set aside");
+        let err = crate::backends::check_all(&cfg.backends).expect_err("range refused");
+        assert!(format!("{err:#}").contains("max_watch_minutes"), "{err:#}");
+        let cfg = FileConfig::parse("[qbusiness]\nregion = \"x\"\n").expect("set aside");
+        let err = crate::backends::check_all(&cfg.backends).expect_err("no keys yet");
+        assert!(format!("{err:#}").contains("[qbusiness] region"), "{err:#}");
+        let err = FileConfig::parse("[copilott]\n").expect_err("unknown section");
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("copilott") && text.contains("qbusiness, copilot"),
+            "{text}"
+        );
     }
 
     #[test]
     fn auth_section_parses_and_refuses_typos() {
         use agentgate_core::auth::AuthMode;
-        let cfg: FileConfig = toml::from_str(
+        let cfg = FileConfig::parse(
             "[auth]\nmode = \"tokens\"\nresource = \"https://mcp.example.com/mcp\"\n\
              [[auth.tokens]]\nprincipal = \"alice\"\nsha256 = \"00\"\n\
              [[auth.tokens]]\nprincipal = \"ci\"\ntoken_env = \"CI_TOKEN\"\n",
@@ -250,7 +281,7 @@ mod tests {
         assert_eq!(cfg.auth.mode, AuthMode::Tokens);
         assert_eq!(cfg.auth.tokens.len(), 2);
         assert_eq!(cfg.auth.tokens[1].token_env.as_deref(), Some("CI_TOKEN"));
-        let cfg: FileConfig = toml::from_str(
+        let cfg = FileConfig::parse(
             "[auth]\nmode = \"oauth\"\n[auth.oauth]\nissuer = \"https://a.example\"\n",
         )
         .expect("valid config");
@@ -262,7 +293,7 @@ mod tests {
             "[[auth.tokens]]\nprincipal = \"a\"\nhash = \"00\"\n",
             "[auth.oauth]\nissuer = \"https://a.example\"\naud = \"x\"\n",
         ] {
-            toml::from_str::<FileConfig>(typo).expect_err(typo);
+            FileConfig::parse(typo).expect_err(typo);
         }
     }
 }

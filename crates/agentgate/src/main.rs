@@ -4,6 +4,7 @@
 //! `main` parses the command line, sets up logging (always to stderr: stdout
 //! belongs to the MCP stdio transport) and hands over to the subcommand.
 
+mod backends;
 mod client;
 mod config;
 mod demo;

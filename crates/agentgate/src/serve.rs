@@ -7,13 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
-use agentgate_core::clock::SystemClock;
 use agentgate_core::mcp::{
     ConnectionLimits, Gateway, HttpOptions, TransportKind, http_router, serve_http_with,
     serve_stdio,
 };
-use agentgate_core::metrics::{self, Metrics};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::metrics;
+use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
 use agentgate_core::store::seal::SealKey;
@@ -159,36 +158,24 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         config.retry_for = Duration::from_secs(secs);
     }
     config.store_key = args.store_key.load(&file, &store_url)?;
-    // Made first: the backends count their upstream calls into it.
-    let metrics = Metrics::new();
-    let copilot = backend_copilot::Copilot::from_env(file.copilot.clone())
-        .context("reading the GitHub settings")?
-        .with_upstream_metrics(metrics.upstream("github"));
-    if copilot.watcher().github().endpoint().token.is_none() {
-        tracing::warn!(
-            "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools will say so when called"
-        );
-    }
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
-    let runtime = Runtime::start(store, tools(&copilot, &metrics), &copilot, config, metrics);
-    let engine = runtime.engine.clone();
-    let shutdown = runtime.shutdown.clone();
+    let builder = Runtime::builder(store).config(config).limits(limits);
+    let runtime = crate::backends::add_all(builder, &file.backends)?.start()?;
+    let shutdown = runtime.shutdown_token().clone();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 
     let served = if args.stdio {
-        let gateway = Gateway::new(engine, TransportKind::Stdio(Owner::local_user()))
-            .await?
-            .with_limits(limits);
+        let gateway = runtime
+            .gateway(TransportKind::Stdio(Owner::local_user()))
+            .await?;
         tracing::info!("serving MCP on stdio");
         serve_stdio(gateway, shutdown.clone())
             .await
             .context("serving stdio")
     } else {
         let addr = listen.context("no listen address")?;
-        let gateway = Gateway::new(engine, TransportKind::Http)
-            .await?
-            .with_limits(limits);
+        let gateway = runtime.gateway(TransportKind::Http).await?;
         let connections = connection_limits(&file.server)?;
         let mut http = HttpOptions::default();
         http.allowed_hosts.extend(args.allowed_hosts);
@@ -231,67 +218,6 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     };
     runtime.stop().await?;
     served
-}
-
-/// The engine and its background work (the scheduler, the Copilot
-/// watcher), until [`Runtime::stop`]. `serve` and `demo` both run one.
-pub(crate) struct Runtime {
-    pub engine: Engine,
-    pub shutdown: CancellationToken,
-    scheduler: tokio::task::JoinHandle<()>,
-    watcher: tokio::task::JoinHandle<()>,
-}
-
-impl Runtime {
-    pub fn start(
-        store: Arc<dyn store::TaskStore>,
-        tools: ToolRegistry,
-        copilot: &backend_copilot::Copilot,
-        config: EngineConfig,
-        metrics: Metrics,
-    ) -> Self {
-        let engine = Engine::with_metrics(store, tools, Arc::new(SystemClock), config, metrics);
-        let shutdown = CancellationToken::new();
-        let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
-        let watcher = {
-            let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
-            tokio::spawn(async move { copilot.run_watcher(engine, shutdown).await })
-        };
-        Self {
-            engine,
-            shutdown,
-            scheduler,
-            watcher,
-        }
-    }
-
-    /// Stops everything and waits: running steps finish (or are
-    /// interrupted), and leases are released.
-    pub async fn stop(self) -> Result<()> {
-        self.shutdown.cancel();
-        self.scheduler.await.context("scheduler task")?;
-        self.watcher.await.context("Copilot watcher task")?;
-        Ok(())
-    }
-}
-
-/// The tools this build serves. Backends register here; each reads its own
-/// settings from the environment, as upstream does.
-fn tools(copilot: &backend_copilot::Copilot, metrics: &Metrics) -> ToolRegistry {
-    let qbusiness = backend_qbusiness::QBusinessQuery::from_env()
-        .with_upstream_metrics(metrics.upstream("qbusiness"));
-    registry(qbusiness, copilot)
-}
-
-/// The registry of a Q Business job and the Copilot tools.
-pub(crate) fn registry(
-    qbusiness: backend_qbusiness::QBusinessQuery,
-    copilot: &backend_copilot::Copilot,
-) -> ToolRegistry {
-    copilot.tools().into_iter().fold(
-        ToolRegistry::new().with(backend_qbusiness::tool(qbusiness)),
-        ToolRegistry::with,
-    )
 }
 
 /// `[server]`'s connection bounds over the defaults.

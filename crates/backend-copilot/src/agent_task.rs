@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
 use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

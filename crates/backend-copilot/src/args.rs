@@ -284,7 +284,7 @@ pub fn create_pr_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentgate_core::job::parse_args;
+    use agentgate_backend::parse_args;
 
     fn object(v: Value) -> rmcp::model::JsonObject {
         v.as_object().cloned().unwrap_or_default()

@@ -24,8 +24,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
-use agentgate_core::job::{InlineTask, SyncView};
+use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{InlineTask, SyncView};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -766,7 +766,7 @@ impl SyncView for UpstreamView {
 fn upstream_result(
     state: &AssignState,
     pr: Option<&PullRequest>,
-    task: &agentgate_core::task::TaskId,
+    task: &agentgate_backend::TaskId,
 ) -> CallToolResult {
     let mut body = json!({
         "issue_number": state.issue_number,

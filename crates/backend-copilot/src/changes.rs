@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult};
 use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -172,7 +172,7 @@ impl RequestChanges {
         &self,
         state: &ChangesState,
         cx: &JobContext,
-    ) -> Result<PostedComment, agentgate_core::job::JobError> {
+    ) -> Result<PostedComment, agentgate_backend::JobError> {
         let github = &self.shared.github;
         let path = format!(
             "repos/{}/{}/issues/{}/comments",
@@ -209,7 +209,7 @@ impl RequestChanges {
 
     async fn follow(&self, mut state: ChangesState, cx: &JobContext) -> StepResult<ChangesState> {
         let Some(comment) = state.comment.clone() else {
-            return Err(agentgate_core::job::JobError::Retryable {
+            return Err(agentgate_backend::JobError::Retryable {
                 message: "the comment is not posted yet".into(),
                 retry_after: None,
             });
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn marker_names_the_task() {
         let cx = JobContext {
-            task_id: agentgate_core::task::TaskId::generate(),
+            task_id: agentgate_backend::TaskId::generate(),
             step: 1,
             now: 0,
         };

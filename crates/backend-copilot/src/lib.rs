@@ -33,9 +33,8 @@ pub mod watcher;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::job::ToolSpec;
-use agentgate_core::scheduler::Engine;
-use agentgate_core::task::{PollPolicy, ToolPolicy};
+use agentgate_backend::{Backend, BoxFuture, ConfiguredBackend, Nudge, ToolSpec, UpstreamMetrics};
+use agentgate_backend::{PollPolicy, ToolPolicy};
 use rmcp::model::{JsonObject, ToolAnnotations};
 use tokio_util::sync::CancellationToken;
 
@@ -107,7 +106,7 @@ impl Copilot {
     /// The same backend, counting every GitHub request into `upstream`.
     /// Call it before handing out tools or starting the watcher: they keep
     /// the client they were given.
-    pub fn with_upstream_metrics(self, upstream: agentgate_core::metrics::UpstreamMetrics) -> Self {
+    pub fn with_upstream_metrics(self, upstream: UpstreamMetrics) -> Self {
         let github = self.shared.github.clone().with_upstream_metrics(upstream);
         Self::with_github(github, self.shared.config.clone())
     }
@@ -186,10 +185,49 @@ impl Copilot {
             ),
         ]
     }
+}
 
-    /// Runs the watcher until `shutdown`.
-    pub async fn run_watcher(&self, engine: Engine, shutdown: CancellationToken) {
-        self.shared.watcher.clone().run(engine, shutdown).await;
+/// Built from the `[copilot]` table and `GITHUB_API_URL` /
+/// `GITHUB_PERSONAL_ACCESS_TOKEN`.
+impl ConfiguredBackend for Copilot {
+    const NAME: &'static str = "copilot";
+    const METRICS_LABEL: &'static str = "github";
+    type Config = CopilotConfig;
+
+    fn check_config(
+        config: &CopilotConfig,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Ok(config.validate()?)
+    }
+
+    fn from_config(
+        config: CopilotConfig,
+        upstream: UpstreamMetrics,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Self::check_config(&config)?;
+        let copilot = Copilot::from_env(config)?.with_upstream_metrics(upstream);
+        if copilot.watcher().github().endpoint().token.is_none() {
+            tracing::warn!(
+                "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools will say so when called"
+            );
+        }
+        Ok(copilot)
+    }
+}
+
+/// The backend: its tools, and the watcher as its background work.
+impl Backend for Copilot {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        Copilot::tools(self)
+    }
+
+    fn run(&self, nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+        let watcher = self.shared.watcher.clone();
+        Box::pin(watcher.run(nudge, shutdown))
     }
 }
 

@@ -10,7 +10,7 @@
 //!                                                    │ every tick (poll_min):
 //!                                                    │  due targets → GraphQL, 25 aliases per request
 //!                                                    │  agent tasks → one REST list per repository
-//!                                                    │  changed? keep the observation, engine.nudge(task)
+//!                                                    │  changed? keep the observation, nudge.nudge(task)
 //! step ◀── take(task) ───────────────────────────────┘
 //! ```
 //!
@@ -30,8 +30,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use agentgate_core::scheduler::Engine;
-use agentgate_core::task::{PollPolicy, TaskId, TaskStatus};
+use agentgate_backend::Nudge;
+use agentgate_backend::{PollPolicy, TaskId, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -245,8 +245,8 @@ impl CopilotWatcher {
         }
     }
 
-    /// Polls until `shutdown`, nudging tasks through `engine`.
-    pub async fn run(self: std::sync::Arc<Self>, engine: Engine, shutdown: CancellationToken) {
+    /// Polls until `shutdown`, nudging tasks through `nudge`.
+    pub async fn run(self: std::sync::Arc<Self>, nudge: Nudge, shutdown: CancellationToken) {
         let mut clock = tokio::time::interval(self.tick());
         clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut tick: u64 = 0;
@@ -261,7 +261,7 @@ impl CopilotWatcher {
                 let requests = self.poll_once(tick).await;
                 self.max_per_tick.fetch_max(requests, Ordering::Relaxed);
             }
-            self.deliver(&engine).await;
+            self.deliver(&nudge).await;
         }
     }
 
@@ -339,7 +339,7 @@ impl CopilotWatcher {
     }
 
     /// Nudges every task with an observation it has not taken yet.
-    async fn deliver(&self, engine: &Engine) {
+    async fn deliver(&self, nudge: &Nudge) {
         let due: Vec<TaskId> = {
             let mut entries = self.entries();
             entries
@@ -354,7 +354,7 @@ impl CopilotWatcher {
         };
         for id in due {
             self.nudges.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = engine.nudge(&id).await {
+            if let Err(e) = nudge.nudge(&id).await {
                 tracing::warn!(task = %id, error = %e, "could not nudge a Copilot task");
             }
         }

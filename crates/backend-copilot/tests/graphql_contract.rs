@@ -708,7 +708,11 @@ async fn every_graphql_request_the_assign_tool_sends_is_valid_against_the_publis
     tokio::spawn(engine.clone().run(shutdown.clone()));
     {
         let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
-        tokio::spawn(async move { copilot.run_watcher(engine, shutdown).await });
+        tokio::spawn(agentgate_backend::Backend::run(
+            &copilot,
+            engine.nudger(),
+            shutdown,
+        ));
     }
 
     // One task with every optional argument (the preview `model` included),

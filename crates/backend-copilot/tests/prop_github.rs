@@ -610,7 +610,11 @@ async fn run_first_step(
     tokio::spawn(engine.clone().run(shutdown.clone()));
     {
         let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
-        tokio::spawn(async move { copilot.run_watcher(engine, shutdown).await });
+        tokio::spawn(agentgate_backend::Backend::run(
+            &copilot,
+            engine.nudger(),
+            shutdown,
+        ));
     }
     let owner = Owner::new("prop");
     let id = TaskId::generate();
@@ -628,7 +632,7 @@ async fn run_first_step(
         .await
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     engine.wake();
-    let outcome = |t: &agentgate_core::task::TaskRecord| {
+    let outcome = |t: &agentgate_backend::TaskRecord| {
         (
             t.status,
             t.status_message.clone(),

@@ -28,7 +28,7 @@
 
 use std::time::Duration;
 
-use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
 use aws_sdk_qbusiness::Client;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
 use aws_sdk_qbusiness::types::{
@@ -49,12 +49,12 @@ use crate::settings::Settings;
 
 /// The `QBusinessQueryTool` job. Settings come from the environment on first
 /// use unless given explicitly.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct QBusinessQuery {
     settings: Option<Settings>,
     client: OnceCell<(Settings, Client)>,
     /// Where ChatSync requests are counted, if anywhere.
-    upstream: Option<agentgate_core::metrics::UpstreamMetrics>,
+    upstream: Option<agentgate_backend::UpstreamMetrics>,
 }
 
 impl QBusinessQuery {
@@ -74,10 +74,7 @@ impl QBusinessQuery {
     }
 
     /// Counts every ChatSync request (each SDK attempt) into `upstream`.
-    pub fn with_upstream_metrics(
-        mut self,
-        upstream: agentgate_core::metrics::UpstreamMetrics,
-    ) -> Self {
+    pub fn with_upstream_metrics(mut self, upstream: agentgate_backend::UpstreamMetrics) -> Self {
         self.upstream = Some(upstream);
         self
     }

@@ -20,8 +20,8 @@ mod upstream;
 
 use std::time::Duration;
 
-use agentgate_core::job::ToolSpec;
-use agentgate_core::task::{PollPolicy, ToolPolicy};
+use agentgate_backend::ToolSpec;
+use agentgate_backend::{PollPolicy, ToolPolicy};
 use rmcp::model::ToolAnnotations;
 
 pub use job::QBusinessQuery;
@@ -75,4 +75,35 @@ pub fn tool(job: QBusinessQuery) -> ToolSpec {
 /// For embedding: the tool reading its settings from the environment.
 pub fn tool_from_env() -> ToolSpec {
     tool(QBusinessQuery::from_env())
+}
+
+/// The `[qbusiness]` table of the config file. It has no keys yet: the tool
+/// reads `AWS_REGION`, `QBUSINESS_APPLICATION_ID` and `AWS_PROFILE` from the
+/// environment, as upstream does; a key here is refused by name.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QBusinessConfig {}
+
+/// Built from the environment (see [`QBusinessConfig`]).
+impl agentgate_backend::ConfiguredBackend for QBusinessQuery {
+    const NAME: &'static str = "qbusiness";
+    type Config = QBusinessConfig;
+
+    fn from_config(
+        _: QBusinessConfig,
+        upstream: agentgate_backend::UpstreamMetrics,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(QBusinessQuery::from_env().with_upstream_metrics(upstream))
+    }
+}
+
+/// The backend: one tool, no background work (ChatSync answers each call).
+impl agentgate_backend::Backend for QBusinessQuery {
+    fn name(&self) -> &str {
+        <Self as agentgate_backend::ConfiguredBackend>::NAME
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![tool(self.clone())]
+    }
 }

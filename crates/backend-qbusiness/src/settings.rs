@@ -59,7 +59,7 @@ impl Settings {
     /// [`Settings::client`], counting every HTTP attempt into `upstream`.
     pub async fn client_counted(
         &self,
-        upstream: Option<agentgate_core::metrics::UpstreamMetrics>,
+        upstream: Option<agentgate_backend::UpstreamMetrics>,
     ) -> Client {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(self.region.clone()));
@@ -88,7 +88,7 @@ impl Settings {
         endpoint: &str,
         access_key_id: &str,
         secret: &str,
-        upstream: Option<agentgate_core::metrics::UpstreamMetrics>,
+        upstream: Option<agentgate_backend::UpstreamMetrics>,
     ) -> Client {
         let credentials = aws_sdk_qbusiness::config::Credentials::new(
             access_key_id,

@@ -4,7 +4,7 @@
 //! of throttling and 5xx included: the counter then matches what Q Business
 //! received, and a throttled attempt that a retry hid is still visible.
 
-use agentgate_core::metrics::{UpstreamMetrics, UpstreamOutcome};
+use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
 use aws_sdk_qbusiness::config::interceptors::FinalizerInterceptorContextRef;
 use aws_sdk_qbusiness::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;

@@ -23,8 +23,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentgate_core::job::{Event, Job, JobContext, JobError, Step, parse_args};
-use agentgate_core::task::TaskId;
+use agentgate_backend::TaskId;
+use agentgate_backend::{Event, Job, JobContext, JobError, Step, parse_args};
 use aws_sdk_qbusiness::config::retry::RetryConfig;
 use backend_qbusiness::args::{EMPTY_QUERY, QueryArgs};
 use backend_qbusiness::{QBusinessQuery, Settings};

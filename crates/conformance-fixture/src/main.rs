@@ -17,19 +17,15 @@ mod server;
 mod tasks;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::clock::SystemClock;
-use agentgate_core::mcp::{
-    Gateway, HttpOptions, TransportKind, http_router, serve_http, serve_stdio,
-};
-use agentgate_core::scheduler::{Engine, EngineConfig};
+use agentgate_core::mcp::{HttpOptions, TransportKind, http_router, serve_http, serve_stdio};
+use agentgate_core::runtime::{Runtime, RuntimeBuilder};
+use agentgate_core::scheduler::EngineConfig;
 use agentgate_core::store::seal::SealKey;
 use agentgate_core::task::Owner;
 use anyhow::Context as _;
 use clap::Parser;
-use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 use crate::server::Fixture;
@@ -92,10 +88,18 @@ async fn main() -> anyhow::Result<()> {
         store_key: store_key(&cli.store)?,
         ..EngineConfig::default()
     };
-    let tools = tasks::registry(Duration::from_secs(cli.sync_budget_seconds));
-    let engine = Engine::new(store, tools, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
-    let scheduler = tokio::spawn(engine.clone().run(shutdown.clone()));
+    // The limits `agentgate serve` enforces by default, so the suite runs
+    // against them (fast polls are served from memory, for one).
+    let runtime = tasks::tools(Duration::from_secs(cli.sync_budget_seconds))
+        .into_iter()
+        .fold(
+            Runtime::builder(store)
+                .config(config)
+                .limits(agentgate_core::mcp::Limits::default()),
+            RuntimeBuilder::tool,
+        )
+        .start()?;
+    let shutdown = runtime.shutdown_token().clone();
     let stop = shutdown.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -108,18 +112,13 @@ async fn main() -> anyhow::Result<()> {
     } else {
         TransportKind::Http
     };
-    let gateway = Gateway::new(engine, kind)
-        .await?
-        .with_server_info(
-            rmcp::model::Implementation::new(
-                "agentgate-conformance-fixture",
-                env!("CARGO_PKG_VERSION"),
-            ),
-            Some("agentgate fixture for the MCP conformance suite".to_owned()),
-        )
-        // The limits `agentgate serve` enforces by default, so the suite runs
-        // against them (fast polls are served from memory, for one).
-        .with_limits(agentgate_core::mcp::Limits::default());
+    let gateway = runtime.gateway(kind).await?.with_server_info(
+        rmcp::model::Implementation::new(
+            "agentgate-conformance-fixture",
+            env!("CARGO_PKG_VERSION"),
+        ),
+        Some("agentgate fixture for the MCP conformance suite".to_owned()),
+    );
     let fixture = Fixture::new(gateway);
 
     let served = if cli.stdio {
@@ -142,8 +141,7 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("serving HTTP")
     };
-    shutdown.cancel();
-    scheduler.await.context("scheduler")?;
+    runtime.stop().await?;
     served
 }
 

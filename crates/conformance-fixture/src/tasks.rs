@@ -15,7 +15,6 @@
 use std::time::Duration;
 
 use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
-use agentgate_core::registry::ToolRegistry;
 use agentgate_core::task::{PollPolicy, ToolPolicy};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ErrorData, InputRequest,
@@ -27,7 +26,7 @@ use serde_json::{Value, json};
 
 /// Every task-capable fixture tool; clients without the tasks extension wait
 /// inline up to `sync_budget`.
-pub fn registry(sync_budget: Duration) -> ToolRegistry {
+pub fn tools(sync_budget: Duration) -> Vec<ToolSpec> {
     let policy = |sync_fallback| {
         ToolPolicy::default()
             .ttl(Some(Duration::from_secs(3600)))
@@ -36,43 +35,44 @@ pub fn registry(sync_budget: Duration) -> ToolRegistry {
             .step_timeout(Duration::from_secs(30))
             .sync_fallback(sync_fallback)
     };
-    ToolRegistry::new()
-        .with(ToolSpec::new(
+    vec![
+        ToolSpec::new(
             "slow_compute",
             "Task-capable: waits `seconds` (default 1) then returns a result; honours cancel.",
             policy(true),
             SlowCompute,
-        ))
-        .with(ToolSpec::new(
+        ),
+        ToolSpec::new(
             "failing_job",
             "Task-only: ends with a tool execution error (isError).",
             policy(false),
             FailingJob,
-        ))
-        .with(ToolSpec::new(
+        ),
+        ToolSpec::new(
             "protocol_error_job",
             "Task-capable: ends with a protocol-level error (task status failed).",
             policy(true),
             ProtocolErrorJob,
-        ))
-        .with(ToolSpec::new(
+        ),
+        ToolSpec::new(
             "confirm_delete",
             "Task-capable: asks for confirmation through one elicitation input request.",
             policy(true),
             ConfirmDelete,
-        ))
-        .with(ToolSpec::new(
+        ),
+        ToolSpec::new(
             "multi_input",
             "Task-capable: asks two elicitation input requests at once.",
             policy(true),
             MultiInput,
-        ))
-        .with(ToolSpec::new(
+        ),
+        ToolSpec::new(
             "test_tool_with_task",
             "MRTR round 1 gathers user_name, round 2 starts a task that greets it.",
             policy(false),
             GreetLater,
-        ))
+        ),
+    ]
 }
 
 fn text(s: String) -> CallToolResult {

@@ -240,9 +240,12 @@ impl Engine {
     /// wind up, and releases every lease still held.
     pub async fn run(self, shutdown: CancellationToken) {
         let mut steps = JoinSet::new();
-        let sweeper = tokio::spawn(self.clone().sweep_loop(shutdown.clone()));
+        // The sweeper and the change relay watch `shutdown` and are awaited
+        // below: nothing of the engine outlives `run`.
+        let mut helpers = JoinSet::new();
+        helpers.spawn(self.clone().sweep_loop(shutdown.clone()));
         if let Some(changes) = self.inner.store.changes() {
-            tokio::spawn(self.clone().relay_changes(changes, shutdown.clone()));
+            helpers.spawn(self.clone().relay_changes(changes, shutdown.clone()));
         }
         let config = self.inner.config.clone();
         let mut claims = Trouble::new("claiming due tasks");
@@ -308,9 +311,15 @@ impl Engine {
             while steps.join_next().await.is_some() {}
         });
         if drain.await.is_err() {
+            // Only a step stuck saving to a store that does not answer gets
+            // here; its lease runs out by itself.
+            tracing::warn!(
+                steps = steps.len(),
+                "steps still saving after a lease; dropping them"
+            );
             steps.abort_all();
         }
-        sweeper.abort();
+        while helpers.join_next().await.is_some() {}
         match self
             .inner
             .store

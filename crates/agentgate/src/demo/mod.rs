@@ -22,8 +22,7 @@ mod walkthrough;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, serve_http};
-use agentgate_core::metrics::Metrics;
+use agentgate_core::mcp::{HttpOptions, TransportKind, serve_http};
 use agentgate_core::scheduler::EngineConfig;
 use agentgate_sim::github::{self, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
 use agentgate_sim::qbusiness::{self, QBusinessConfig, QBusinessSim};
@@ -33,7 +32,9 @@ use clap::Args;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::serve::{Runtime, registry, router};
+use agentgate_core::runtime::Runtime;
+
+use crate::serve::router;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -94,14 +95,19 @@ pub async fn run(args: DemoArgs) -> Result<()> {
                 agentgate_core::store::redact_url(&store_url)
             )
         })?;
-    let metrics = Metrics::new();
+    let builder = Runtime::builder(store).config(EngineConfig {
+        store_key: args
+            .store_key
+            .load(&crate::config::FileConfig::default(), &store_url)?,
+        ..EngineConfig::default()
+    });
     let endpoint = Endpoint::new(
         &emulators.github_url,
         Some(Token::new(DEFAULT_GITHUB_TOKEN)),
     )
     .context("the GitHub emulator's address")?;
     let copilot = backend_copilot::Copilot::new(endpoint, CopilotConfig::default())
-        .with_upstream_metrics(metrics.upstream("github"));
+        .with_upstream_metrics(builder.upstream_metrics("github"));
     let settings = backend_qbusiness::Settings {
         region: emulators.qbusiness.region.clone(),
         application_id: emulators.qbusiness.application_id.clone(),
@@ -111,29 +117,22 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         &emulators.qbusiness_url,
         &emulators.qbusiness.access_key_id,
         &emulators.qbusiness.secret_access_key,
-        Some(metrics.upstream("qbusiness")),
+        Some(builder.upstream_metrics("qbusiness")),
     );
     let qbusiness = backend_qbusiness::QBusinessQuery::with_client(settings, client);
-    let runtime = Runtime::start(
-        store,
-        registry(qbusiness, &copilot),
-        &copilot,
-        EngineConfig {
-            store_key: args
-                .store_key
-                .load(&crate::config::FileConfig::default(), &store_url)?,
-            ..EngineConfig::default()
-        },
-        metrics,
-    );
+    let runtime = builder.backend(qbusiness).backend(copilot).start()?;
 
     let listener = bind(args.listen).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
-    let gateway = Gateway::new(runtime.engine.clone(), TransportKind::Http).await?;
+    let gateway = runtime.gateway(TransportKind::Http).await?;
     let served = tokio::spawn(serve_http(
         listener,
-        router(gateway, HttpOptions::default(), runtime.shutdown.clone()),
-        runtime.shutdown.clone(),
+        router(
+            gateway,
+            HttpOptions::default(),
+            runtime.shutdown_token().clone(),
+        ),
+        runtime.shutdown_token().clone(),
     ));
     println!(
         "{} gateway {url}, Amazon Q Business emulator {}, GitHub emulator {}",

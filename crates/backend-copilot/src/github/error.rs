@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agentgate_core::job::JobError;
+use agentgate_backend::JobError;
 
 use super::model::GraphqlError;
 

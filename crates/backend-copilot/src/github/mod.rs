@@ -18,7 +18,7 @@ pub mod model;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentgate_core::metrics::{UpstreamMetrics, UpstreamOutcome};
+use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;

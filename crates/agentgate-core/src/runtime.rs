@@ -1,0 +1,262 @@
+//! The runtime: one engine and all of its background work under one
+//! shutdown tree, and the gateways that serve it.
+//!
+//! ```text
+//! Runtime::builder(store)          .config(..) .limits(..) .backend(..)… .start()
+//!   start: tools of every backend ─▶ ToolRegistry (a name served twice is refused)
+//!          spawn Engine::run       (scheduler, sweeper, change relay; steps)
+//!          spawn Backend::run      (each backend's watcher / refresh), with a Nudge
+//! runtime.gateway(transport)       ─▶ Gateway with the limits   ─▶ stdio or HTTP
+//! runtime.stop()                   ─▶ cancel the tree, wait for every task:
+//!                                     steps interrupted, leases released
+//! ```
+//!
+//! Nothing is detached: [`Runtime::stop`] returns once the scheduler and
+//! every backend task have returned, and says which one panicked if any did.
+
+use std::sync::Arc;
+
+use agentgate_backend::{Backend, Nudge, NudgeError, NudgeTasks, UpstreamMetrics};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, SystemClock};
+use crate::job::{BoxFuture, ToolSpec};
+use crate::mcp::{Gateway, Limits, TransportKind};
+use crate::metrics::Metrics;
+use crate::registry::ToolRegistry;
+use crate::scheduler::{Engine, EngineConfig};
+use crate::store::TaskStore;
+use crate::store::seal::SealError;
+use crate::task::TaskId;
+
+/// Why a runtime did not start or did not stop cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// Two backends (or a backend and a tool added by hand) serve a tool of
+    /// the same name.
+    #[error("tool `{tool}` is served by both {first} and {second}; rename one of them")]
+    DuplicateTool {
+        tool: String,
+        first: String,
+        second: String,
+    },
+    /// A background task panicked.
+    #[error("the {task} task panicked: {source}")]
+    Panicked {
+        task: String,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+}
+
+/// Builds a [`Runtime`]; see [`Runtime::builder`].
+pub struct RuntimeBuilder {
+    store: Arc<dyn TaskStore>,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+    metrics: Metrics,
+    limits: Option<Limits>,
+    tools: Vec<(String, ToolSpec)>,
+    backends: Vec<Arc<dyn Backend>>,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("config", &self.config)
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .iter()
+                    .map(|(_, t)| &t.tool.name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl RuntimeBuilder {
+    /// The engine's settings (default: [`EngineConfig::default`]).
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The engine's clock (default: the wall clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Per-principal limits for the gateways [`Runtime::gateway`] makes
+    /// (default: none, which suits embedded and benchmark use).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// The handle a backend built before [`Self::backend`] counts its
+    /// upstream calls with, labelled `backend`.
+    pub fn upstream_metrics(&self, backend: &str) -> UpstreamMetrics {
+        self.metrics.upstream(backend.to_owned())
+    }
+
+    /// Serves `backend`'s tools and runs its background work.
+    pub fn backend(mut self, backend: impl Backend) -> Self {
+        let name = backend.name().to_owned();
+        for spec in backend.tools() {
+            self.tools.push((format!("backend `{name}`"), spec));
+        }
+        self.backends.push(Arc::new(backend));
+        self
+    }
+
+    /// Serves one more tool, outside any backend.
+    pub fn tool(mut self, spec: ToolSpec) -> Self {
+        self.tools.push(("a tool added by hand".to_owned(), spec));
+        self
+    }
+
+    /// Starts the engine and every backend's background work.
+    pub fn start(self) -> Result<Runtime, RuntimeError> {
+        let mut registry = ToolRegistry::new();
+        let mut served_by: std::collections::BTreeMap<String, String> = Default::default();
+        for (origin, spec) in self.tools {
+            let name = spec.tool.name.to_string();
+            if let Some(first) = served_by.insert(name.clone(), origin.clone()) {
+                return Err(RuntimeError::DuplicateTool {
+                    tool: name,
+                    first,
+                    second: origin,
+                });
+            }
+            registry = registry.with(spec);
+        }
+        let engine =
+            Engine::with_metrics(self.store, registry, self.clock, self.config, self.metrics);
+        let shutdown = CancellationToken::new();
+        let mut tasks = vec![(
+            "scheduler".to_owned(),
+            tokio::spawn(engine.clone().run(shutdown.clone())),
+        )];
+        for backend in self.backends {
+            let nudge = Nudge::new(EngineNudge(engine.clone()));
+            let work = backend.run(nudge, shutdown.child_token());
+            tasks.push((format!("backend `{}`", backend.name()), tokio::spawn(work)));
+        }
+        Ok(Runtime {
+            engine,
+            shutdown,
+            limits: self.limits,
+            tasks,
+        })
+    }
+}
+
+/// The engine and its background work, until [`Runtime::stop`].
+#[derive(Debug)]
+pub struct Runtime {
+    engine: Engine,
+    shutdown: CancellationToken,
+    limits: Option<Limits>,
+    tasks: Vec<(String, JoinHandle<()>)>,
+}
+
+impl Runtime {
+    /// A runtime on `store`: add backends, then [`RuntimeBuilder::start`].
+    pub fn builder(store: Arc<dyn TaskStore>) -> RuntimeBuilder {
+        RuntimeBuilder {
+            store,
+            config: EngineConfig::default(),
+            clock: Arc::new(SystemClock),
+            metrics: Metrics::new(),
+            limits: None,
+            tools: Vec::new(),
+            backends: Vec::new(),
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The root of the shutdown tree: cancel it (say, on a signal) and
+    /// serving ends; [`Runtime::stop`] then waits for the rest.
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// A gateway over this runtime's engine for `transport`, with the
+    /// builder's limits.
+    pub async fn gateway(&self, transport: TransportKind) -> Result<Gateway, SealError> {
+        let gateway = Gateway::new(self.engine.clone(), transport).await?;
+        Ok(match &self.limits {
+            Some(limits) => gateway.with_limits(limits.clone()),
+            None => gateway,
+        })
+    }
+
+    /// Serves one client on stdin/stdout as `owner` until the client leaves
+    /// or the runtime shuts down.
+    pub async fn serve_stdio(&self, owner: crate::task::Owner) -> std::io::Result<()> {
+        let gateway = self
+            .gateway(TransportKind::Stdio(owner))
+            .await
+            .map_err(std::io::Error::other)?;
+        crate::mcp::serve_stdio(gateway, self.shutdown.clone()).await
+    }
+
+    /// Serves Streamable HTTP at `/mcp` on `listener` until shutdown.
+    pub async fn serve_http(
+        &self,
+        listener: tokio::net::TcpListener,
+        options: crate::mcp::HttpOptions,
+    ) -> std::io::Result<()> {
+        let gateway = self
+            .gateway(TransportKind::Http)
+            .await
+            .map_err(std::io::Error::other)?;
+        let router = crate::mcp::http_router(gateway, options, self.shutdown.clone());
+        crate::mcp::serve_http(listener, router, self.shutdown.clone()).await
+    }
+
+    /// Shuts everything down and waits: running steps are interrupted (they
+    /// run again from their last checkpoint, here or elsewhere), leases are
+    /// released, every backend's background work has returned.
+    pub async fn stop(self) -> Result<(), RuntimeError> {
+        self.shutdown.cancel();
+        let mut first_panic = None;
+        for (task, handle) in self.tasks {
+            if let Err(source) = handle.await {
+                tracing::error!(%task, error = %source, "background task panicked");
+                first_panic.get_or_insert(RuntimeError::Panicked { task, source });
+            }
+        }
+        first_panic.map_or(Ok(()), Err)
+    }
+}
+
+/// The engine as a backend's [`Nudge`] target.
+struct EngineNudge(Engine);
+
+impl NudgeTasks for EngineNudge {
+    fn nudge<'a>(&'a self, id: &'a TaskId) -> BoxFuture<'a, Result<bool, NudgeError>> {
+        Box::pin(async move {
+            self.0
+                .nudge(id)
+                .await
+                .map_err(|e| NudgeError::Store(Box::new(e)))
+        })
+    }
+}
+
+impl Engine {
+    /// A [`Nudge`] handle on this engine, for a backend driven by hand
+    /// (the runtime gives every backend its own).
+    pub fn nudger(&self) -> Nudge {
+        Nudge::new(EngineNudge(self.clone()))
+    }
+}
