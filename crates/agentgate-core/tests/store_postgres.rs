@@ -133,7 +133,7 @@ async fn store_url_opens_postgres_with_pool_settings() {
             "options",
             &format!("-c search_path={}", schema.schema.name()),
         )
-        .append_pair("application_name", &schema.schema.name());
+        .append_pair("application_name", schema.schema.name());
     let store = agentgate_core::store::open(url.as_str())
         .await
         .expect("open by URL");

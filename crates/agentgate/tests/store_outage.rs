@@ -133,6 +133,6 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
         },
     )
     .await;
-    let unknown = tasks_get(&client, &base, "no-such-task").await;
+    let unknown = tasks_get(client, &base, "no-such-task").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
