@@ -20,7 +20,7 @@ pub fn unavailable(test: &str, why: &str) {
     }
     let _ = writeln!(
         std::io::stderr(),
-        "skipped: {test}: {why} (set AGENTGATE_REQUIRE_FAULTS=1 to make this an error)"
+        "SKIPPED: {test}: {why} (set AGENTGATE_REQUIRE_FAULTS=1 to make this an error)"
     );
 }
 
