@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agentgate_core::auth::Principal;
@@ -18,12 +17,10 @@ use agentgate_core::mcp::limits::LIMITED;
 use agentgate_core::mcp::{Gateway, HttpOptions, Limits, TransportKind, http_router};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
-use agentgate_core::store::{
-    Claimed, InputAck, SqliteStore, StoreResult, SweepReport, TaskChange, TaskCount, TaskStore,
-};
-use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, ToolPolicy};
+use agentgate_core::store::SqliteStore;
+use agentgate_core::task::{Owner, ToolPolicy};
+use agentgate_testkit::spy::StoreSpy;
 use agentgate_testkit::{Client, TestClient, call, start_task};
-use async_trait::async_trait;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ContentBlock,
     ElicitRequest, ElicitRequestParams, ErrorData, GetTaskParams, InputRequest, ProtocolVersion,
@@ -32,113 +29,12 @@ use rmcp::model::{
 use rmcp::service::ServiceError;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 const T0: Millis = 1_800_000_000_000;
 /// `PollPolicy::default()`'s interval for a young `working` task.
 const WORKING_POLL_MS: u64 = 500;
-
-/// A store that counts `get` calls, to see which polls reach it.
-#[derive(Debug)]
-struct Counting {
-    inner: SqliteStore,
-    gets: AtomicU64,
-}
-
-#[async_trait]
-impl TaskStore for Counting {
-    async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
-        self.inner.create(task).await
-    }
-    async fn get(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        now: Millis,
-    ) -> StoreResult<Option<TaskRecord>> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get(owner, id, now).await
-    }
-    async fn record_input(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        responses: BTreeMap<String, Value>,
-        now: Millis,
-    ) -> StoreResult<InputAck> {
-        self.inner.record_input(owner, id, responses, now).await
-    }
-    async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()> {
-        self.inner.request_cancel(owner, id, now).await
-    }
-    async fn claim(
-        &self,
-        worker: &str,
-        limit: usize,
-        lease: Duration,
-        now: Millis,
-    ) -> StoreResult<Vec<Claimed>> {
-        self.inner.claim(worker, limit, lease, now).await
-    }
-    async fn heartbeat(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        attempt: i64,
-        lease_until: Millis,
-    ) -> StoreResult<()> {
-        self.inner.heartbeat(id, worker, attempt, lease_until).await
-    }
-    async fn checkpoint(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        attempt: i64,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<TaskRecord> {
-        self.inner
-            .checkpoint(id, worker, attempt, outcome, now)
-            .await
-    }
-    async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
-        self.inner.nudge(id, now).await
-    }
-    async fn release(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        attempt: i64,
-        now: Millis,
-    ) -> StoreResult<()> {
-        self.inner.release(id, worker, attempt, now).await
-    }
-    async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
-        self.inner.release_all(worker, now).await
-    }
-    async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        self.inner.next_due().await
-    }
-    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
-        self.inner.count_by_tool_and_status().await
-    }
-    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
-        self.inner.count_active(owner, now).await
-    }
-    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
-        self.inner.sweep(now, retention).await
-    }
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
-        self.inner.changes()
-    }
-    async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
-        self.inner.secret(name, fresh).await
-    }
-    async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
-        self.inner.replace_secret(name, old, new).await
-    }
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct Args {}
@@ -202,7 +98,7 @@ impl Job for Ask {
 struct Setup {
     clock: ManualClock,
     anonymous_url: String,
-    store: Arc<Counting>,
+    store: Arc<StoreSpy<SqliteStore>>,
     /// Anonymous, as every HTTP caller is without authentication.
     anonymous: Client,
     /// Authenticated as `bob` by a layer, as the auth middleware would.
@@ -212,7 +108,7 @@ struct Setup {
 
 impl Setup {
     fn gets(&self) -> u64 {
-        self.store.gets.load(Ordering::SeqCst)
+        self.store.calls("get")
     }
 }
 
@@ -223,10 +119,9 @@ async fn setup(limits: Limits) -> Setup {
 /// `run`: also run the scheduler, so tasks make progress.
 async fn setup_with(limits: Limits, run: bool) -> Setup {
     let clock = ManualClock::starting_at(T0);
-    let store = Arc::new(Counting {
-        inner: SqliteStore::open("sqlite::memory:").await.expect("store"),
-        gets: AtomicU64::new(0),
-    });
+    let store = Arc::new(StoreSpy::new(
+        SqliteStore::open("sqlite::memory:").await.expect("store"),
+    ));
     let tools = ToolRegistry::new()
         .with(ToolSpec::new(
             "idle",

@@ -27,10 +27,11 @@ use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{PollPolicy, ToolPolicy};
+use agentgate_testkit::prop::{self as shared, config};
 use axum::body::Body;
 use futures::StreamExt as _;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
 };
@@ -203,22 +204,6 @@ fn harness() -> Harness {
         rt,
         router,
         shutdown,
-    }
-}
-
-/// CI-sized case counts; `PROPTEST_CASES` overrides them.
-fn config(cases: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    Config {
-        cases,
-        // The runner is not the `proptest!` macro: it does not know the
-        // source file, so failures are reported (and kept as regression
-        // tests by hand) rather than persisted.
-        failure_persistence: None,
-        ..Config::default()
     }
 }
 
@@ -485,36 +470,13 @@ fn until(h: &Harness, id: &str, done: impl Fn(&str) -> bool) -> Result<Value, Te
 // ---------------------------------------------------------------------------
 // Generators
 
-/// Strings that stress parsers: unicode, control characters, escapes, huge.
-fn nasty_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        6 => ".{0,24}",
-        2 => "[a-z_/]{1,16}",
-        1 => Just(String::new()),
-        1 => Just("\u{0}\u{1f}\"\\\u{202e}\u{feff}😀".to_owned()),
-        1 => (1usize..200_000).prop_map(|n| "x".repeat(n)),
-    ]
+fn nasty_string() -> BoxedStrategy<String> {
+    shared::nasty_string(&[])
 }
 
-/// Arbitrary JSON: every type, numbers at the edges, nesting.
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("JSON numbers are finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        nasty_string().prop_map(Value::from),
-    ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(field_name(), inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+/// Arbitrary JSON, objects keyed mostly by names the server knows.
+fn any_json() -> BoxedStrategy<Value> {
+    shared::any_json(nasty_string(), field_name().boxed(), 4)
 }
 
 /// Field names: mostly ones the server knows, so wrong values reach it.

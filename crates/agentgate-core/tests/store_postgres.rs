@@ -11,95 +11,48 @@
 //! unless `AGENTGATE_REQUIRE_POSTGRES=1` (as in CI): then it fails.
 
 use std::collections::HashSet;
-use std::io::Write as _;
-use std::str::FromStr as _;
 use std::time::Duration;
 
-use agentgate_core::store::{PostgresStore, TaskStore, redact_url};
+use agentgate_core::store::{PostgresStore, TaskStore};
 use agentgate_core::task::{NewTask, Owner, TaskId};
+use agentgate_testkit::pg::{self, TestSchema};
 use serde_json::json;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection as _, PgConnection};
+use sqlx::postgres::PgPoolOptions;
 
-const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const T0: i64 = 1_800_000_000_000;
 const LEASE: Duration = Duration::from_secs(300);
 
-/// A store in a fresh schema of the test server.
-struct TestSchema {
+/// A store in a fresh schema of the test server (the shared harness's
+/// [`TestSchema`], dropped however the test ends).
+struct SchemaStore {
     // Declared first, so the store's pool goes before its schema does.
     store: PostgresStore,
-    schema: Schema,
+    schema: TestSchema,
 }
 
-/// A schema on the test server, dropped when this is.
-struct Schema {
-    name: String,
-    server: PgConnectOptions,
-}
-
-impl TestSchema {
+impl SchemaStore {
     /// A fresh schema and a store in it, or `None` (said on stderr) when no
     /// server answers and none is required.
     async fn create() -> Option<Self> {
-        let url = server_url();
-        let server = PgConnectOptions::from_str(&url).unwrap_or_else(|e| {
-            panic!(
-                "AGENTGATE_TEST_POSTGRES_URL={} is not a PostgreSQL URL: {e}",
-                redact_url(&url)
-            )
-        });
-        let mut admin = match connect(&server).await {
-            Ok(conn) => conn,
-            Err(why) => {
-                let shown = redact_url(&url);
-                let required = std::env::var("AGENTGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
-                assert!(
-                    !required,
-                    "PostgreSQL not reachable at {shown} ({why}), and AGENTGATE_REQUIRE_POSTGRES=1 \
-                     requires it; run .ci/postgres.sh or fix AGENTGATE_TEST_POSTGRES_URL"
-                );
-                // Straight to stderr, past the test harness's output capture,
-                // so a skip is seen without --nocapture.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: PostgreSQL not reachable at {shown} ({why}); set \
-                     AGENTGATE_TEST_POSTGRES_URL or run .ci/postgres.sh"
-                );
-                return None;
-            }
-        };
-        let name = format!("agentgate_test_{:016x}", rand::random::<u64>());
-        sqlx::query(&format!("CREATE SCHEMA {name}"))
-            .execute(&mut admin)
-            .await
-            .expect("create test schema");
-        let _ = admin.close().await;
-        // From here on the schema is dropped however the test ends.
-        let schema = Schema { name, server };
-        let store = schema.open().await;
+        let schema = TestSchema::create("agentgate_test").await?;
+        let store = open_in(&schema).await;
         Some(Self { store, schema })
     }
 
     /// Another store on the same schema, with a pool of its own, as a second
     /// gateway instance would have.
     async fn open(&self) -> PostgresStore {
-        self.schema.open().await
+        open_in(&self.schema).await
     }
 }
 
-impl Schema {
-    async fn open(&self) -> PostgresStore {
-        PostgresStore::connect_with(
-            in_schema(&self.server, &self.name),
-            PgPoolOptions::new().max_connections(4),
-        )
+async fn open_in(schema: &TestSchema) -> PostgresStore {
+    PostgresStore::connect_with(schema.options(), PgPoolOptions::new().max_connections(4))
         .await
         .expect("open store in test schema")
-    }
 }
 
-impl std::ops::Deref for TestSchema {
+impl std::ops::Deref for SchemaStore {
     type Target = PostgresStore;
 
     fn deref(&self) -> &PostgresStore {
@@ -107,82 +60,7 @@ impl std::ops::Deref for TestSchema {
     }
 }
 
-impl Drop for Schema {
-    fn drop(&mut self) {
-        // Drop runs outside async code, maybe while a failed test unwinds: do
-        // the async cleanup on a thread with a runtime of its own.
-        let name = self.name.clone();
-        let server = self.server.clone();
-        let cleanup = std::thread::spawn(move || -> Result<(), String> {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            runtime.block_on(drop_schema(&server, &name))
-        });
-        let outcome = cleanup
-            .join()
-            .unwrap_or_else(|_| Err("cleanup thread panicked".into()));
-        if let Err(why) = outcome {
-            let _ = writeln!(
-                std::io::stderr(),
-                "warning: test schema {} was left behind: {why}",
-                self.name
-            );
-        }
-    }
-}
-
-/// The test server's URL.
-fn server_url() -> String {
-    std::env::var("AGENTGATE_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| DEFAULT_URL.to_owned())
-}
-
-async fn drop_schema(server: &PgConnectOptions, name: &str) -> Result<(), String> {
-    let mut admin = connect(server).await?;
-    // The test's pools are not closed yet (they belong to the test's runtime):
-    // end their sessions so no idle transaction holds a lock on the schema.
-    sqlx::query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE application_name = $1 AND pid <> pg_backend_pid()",
-    )
-    .bind(name)
-    .execute(&mut admin)
-    .await
-    .map_err(|e| e.to_string())?;
-    sqlx::query("SET lock_timeout = '10s'")
-        .execute(&mut admin)
-        .await
-        .map_err(|e| e.to_string())?;
-    sqlx::query(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
-        .execute(&mut admin)
-        .await
-        .map_err(|e| e.to_string())?;
-    admin.close().await.map_err(|e| e.to_string())
-}
-
-/// One connection to the server, or why there is none.
-async fn connect(server: &PgConnectOptions) -> Result<PgConnection, String> {
-    match tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(server)).await {
-        Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("no answer within 5 s".into()),
-    }
-}
-
-/// Connections whose tables live in schema `name`, tagged with it so the
-/// cleanup can find them.
-fn in_schema(server: &PgConnectOptions, name: &str) -> PgConnectOptions {
-    server
-        .clone()
-        .options([("search_path", name)])
-        .application_name(name)
-}
-
-agentgate_core::store_suite!(skippable: TestSchema::create());
+agentgate_core::store_suite!(skippable: SchemaStore::create());
 
 fn new_task() -> NewTask {
     NewTask {
@@ -198,7 +76,7 @@ fn new_task() -> NewTask {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_claiming_at_once_never_share_a_task() {
-    let Some(schema) = TestSchema::create().await else {
+    let Some(schema) = SchemaStore::create().await else {
         return;
     };
     let instances = [schema.open().await, schema.open().await];
@@ -244,15 +122,18 @@ async fn two_instances_claiming_at_once_never_share_a_task() {
 
 #[tokio::test]
 async fn store_url_opens_postgres_with_pool_settings() {
-    let Some(schema) = TestSchema::create().await else {
+    let Some(schema) = SchemaStore::create().await else {
         return;
     };
-    let mut url = url::Url::parse(&server_url()).expect("test URL");
+    let mut url = url::Url::parse(&pg::server_url()).expect("test URL");
     url.query_pairs_mut()
         .append_pair("max_connections", "2")
         .append_pair("acquire_timeout", "5")
-        .append_pair("options", &format!("-c search_path={}", schema.schema.name))
-        .append_pair("application_name", &schema.schema.name);
+        .append_pair(
+            "options",
+            &format!("-c search_path={}", schema.schema.name()),
+        )
+        .append_pair("application_name", schema.schema.name());
     let store = agentgate_core::store::open(url.as_str())
         .await
         .expect("open by URL");
@@ -275,7 +156,7 @@ async fn store_url_opens_postgres_with_pool_settings() {
 #[tokio::test]
 async fn changes_made_by_one_instance_are_heard_by_another() {
     use agentgate_core::store::ChangeKind;
-    let Some(schema) = TestSchema::create().await else {
+    let Some(schema) = SchemaStore::create().await else {
         return;
     };
     let (writer, listener) = (schema.open().await, schema.open().await);

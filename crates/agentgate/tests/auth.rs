@@ -4,34 +4,29 @@
 //! refusal to listen openly without auth, and task ownership: another
 //! principal's task looks exactly like an unknown id on all five paths.
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim,
-};
+use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
+use agentgate_testkit::sse::SseReader;
 use agentgate_testkit::*;
 use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, UpdateTaskParams};
 use rmcp::service::{ClientServiceExt as _, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const QBUSINESS: &str = "QBusinessQueryTool";
 const UNKNOWN: &str = "0123456789abcdef-no-such-task";
 
-/// A running `agentgate serve` and everything it wrote to stderr so far.
+/// A running `agentgate serve` in a directory of its own.
 struct Server {
-    child: Child,
+    gate: Gate,
     base: String,
-    stderr: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
 }
 
@@ -40,98 +35,40 @@ impl Server {
         format!("{}/mcp", self.base)
     }
 
+    /// Kills it; returns everything it wrote to stderr.
     async fn stop(mut self) -> String {
-        let _ = self.child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
-        self.stderr.lock().expect("lock").clone()
+        self.gate.kill();
+        self.gate.wait_with_stderr().await.1
     }
 }
 
-/// Starts `agentgate serve` with `config` (TOML) and extra `env`, and waits
-/// for its listening line.
-async fn serve(config: &str, env: &[(&str, &str)], q_url: &str) -> Server {
+/// Starts `agentgate serve` with `config` (TOML), debug logging and extra
+/// `env`, pointed at the Q Business emulator.
+async fn serve(config: &str, env: &[(&str, &str)], q: &Emulator<QBusinessSim>) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config_path = dir.path().join("agentgate.toml");
-    std::fs::write(&config_path, config).expect("write config");
-    let empty = dir.path().join("aws-empty");
-    std::fs::write(&empty, "").expect("write empty AWS config");
-    let mut command = Command::new(BIN);
-    command
-        .arg("--config")
-        .arg(&config_path)
-        .args(["serve", "--listen", "127.0.0.1:0", "--store"])
-        .arg(format!(
-            "sqlite://{}",
-            dir.path().join("tasks.db").display()
-        ))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(config)
+        .upstream(q)
         .env("RUST_LOG", "debug")
-        .env("AWS_CONFIG_FILE", &empty)
-        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_ENDPOINT_URL_QBUSINESS", q_url)
-        .env("AWS_REGION", DEFAULT_REGION)
-        .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
-        .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let mut child = command.spawn().expect("spawn agentgate");
-    let stderr = Arc::new(Mutex::new(String::new()));
-    {
-        let stderr = stderr.clone();
-        let pipe = child.stderr.take().expect("stderr");
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(pipe).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut all = stderr.lock().expect("lock");
-                all.push_str(&line);
-                all.push('\n');
-            }
-        });
-    }
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start")
-    .expect("stdout")
-    .unwrap_or_else(|| {
-        panic!(
-            "no listening line; stderr:\n{}",
-            stderr.lock().expect("lock")
-        )
-    });
-    let mcp = line.strip_prefix("listening ").expect("listening line");
-    let base = mcp.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+        .envs(env.iter().copied())
+        .start()
+        .await;
+    let base = gate
+        .url
+        .strip_suffix("/mcp")
+        .expect("an /mcp URL")
+        .to_owned();
     Server {
-        child,
+        gate,
         base,
-        stderr,
         _dir: dir,
     }
 }
 
-async fn qbusiness(stop: &CancellationToken) -> String {
-    let sim = QBusinessSim::new(QBusinessConfig::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+async fn qbusiness() -> Emulator<QBusinessSim> {
+    emulators::qbusiness(QBusinessConfig::default())
+        .start()
         .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::qbusiness::serve(
-        listener,
-        sim.router(),
-        stop.clone(),
-    ));
-    url
 }
 
 /// An rmcp client (tasks extension, 2026-07-28) sending `Authorization: Bearer token`.
@@ -206,16 +143,14 @@ async fn new_token(principal: &str) -> (String, String) {
 
 #[tokio::test]
 async fn bearer_tokens_gate_mcp_and_metrics_and_tasks_belong_to_their_principal() {
-    let stop = CancellationToken::new();
-    let _stop = stop.clone().drop_guard();
-    let q_url = qbusiness(&stop).await;
+    let q = qbusiness().await;
     let (alice, alice_entry) = new_token("alice").await;
     let bob = "bob-token-from-the-environment";
     let config = format!(
         "[auth]\nmode = \"tokens\"\n\n{alice_entry}\n\n[[auth.tokens]]\nprincipal = \"bob\"\n\
          token_env = \"BOB_TOKEN\"\n"
     );
-    let server = serve(&config, &[("BOB_TOKEN", bob)], &q_url).await;
+    let server = serve(&config, &[("BOB_TOKEN", bob)], &q).await;
     let mcp = server.mcp();
 
     // No token, a wrong token, another scheme: 401 with a Bearer challenge.
@@ -415,44 +350,6 @@ async fn bearer_tokens_gate_mcp_and_metrics_and_tasks_belong_to_their_principal(
     }
 }
 
-/// Reads JSON-RPC messages off an SSE response.
-struct SseReader {
-    response: reqwest::Response,
-    buffered: String,
-}
-
-impl SseReader {
-    fn new(response: reqwest::Response) -> Self {
-        Self {
-            response,
-            buffered: String::new(),
-        }
-    }
-
-    async fn next(&mut self) -> Value {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            while let Some(end) = self.buffered.find("\n\n") {
-                let event: String = self.buffered.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim)
-                    .collect();
-                if !data.is_empty() {
-                    return serde_json::from_str(&data).expect("SSE data is JSON");
-                }
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
-                .await
-                .expect("no message within 30 s")
-                .expect("read stream")
-                .expect("stream ended");
-            self.buffered.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    }
-}
-
 // ---------------------------------------------------------------- OAuth
 
 const RSA_KEY: &[u8] = include_bytes!("fixtures/auth/rsa-test-key.pem");
@@ -531,14 +428,14 @@ async fn oauth_access_tokens_are_checked_against_the_issuers_jwks() {
     use jsonwebtoken::Algorithm::{ES256, RS256};
     let stop = CancellationToken::new();
     let _stop = stop.clone().drop_guard();
-    let q_url = qbusiness(&stop).await;
+    let q = qbusiness().await;
     let (iss, fetches) = issuer(&stop).await;
     // No jwks_uri: it is discovered from the issuer's metadata.
     let config = format!(
         "[auth]\nmode = \"oauth\"\nresource = \"{RESOURCE}\"\n\
          [auth.oauth]\nissuer = \"{iss}\"\nscopes_supported = [\"mcp:tasks\"]\n"
     );
-    let server = serve(&config, &[], &q_url).await;
+    let server = serve(&config, &[], &q).await;
     let mcp = server.mcp();
     let http = reqwest::Client::new();
 
@@ -718,7 +615,7 @@ async fn an_unknown_kid_refetches_the_jwks_so_rotated_keys_work() {
     use jsonwebtoken::Algorithm::{ES256, RS256};
     let stop = CancellationToken::new();
     let _stop = stop.clone().drop_guard();
-    let q_url = qbusiness(&stop).await;
+    let q = qbusiness().await;
     // The issuer starts with the RSA key only; the EC key arrives later.
     let mut all: Value = serde_json::from_str(JWKS).expect("fixture JWKS");
     let mut first = all.clone();
@@ -733,7 +630,7 @@ async fn an_unknown_kid_refetches_the_jwks_so_rotated_keys_work() {
          [auth.oauth]\nissuer = \"{iss}\"\njwks_uri = \"{iss}/jwks\"\n\
          jwks_min_refresh_seconds = 0\n"
     );
-    let server = serve(&config, &[], &q_url).await;
+    let server = serve(&config, &[], &q).await;
     let claims = json!({"iss": iss, "sub": "alice", "aud": RESOURCE, "exp": now() + 600});
     let rsa = sign(RS256, "rsa-1", RSA_KEY, &claims);
     let ec = sign(ES256, "ec-1", EC_KEY, &claims);
@@ -755,24 +652,16 @@ async fn an_unknown_kid_refetches_the_jwks_so_rotated_keys_work() {
 async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = |extra: &[&str], env: Option<(&str, &str)>| {
-        let mut command = Command::new(BIN);
-        command
-            .args(["serve", "--listen", "0.0.0.0:0", "--store"])
-            .arg(format!("sqlite://{}", dir.path().join("t.db").display()))
-            .args(extra)
-            .env_remove("AGENTGATE_ALLOW_UNAUTHENTICATED")
-            .env_remove("AGENTGATE_CONFIG")
-            .env("HOME", dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        let mut gateway = GateBuilder::agentgate(BIN, dir.path())
+            .no_listen()
+            .args(["--listen", "0.0.0.0:0"])
+            .args(extra.iter().copied());
         if let Some((name, value)) = env {
-            command.env(name, value);
+            gateway = gateway.env(name, value);
         }
-        command.spawn().expect("spawn agentgate")
+        gateway
     };
-    let refused = run(&[], None).wait_with_output();
-    let refused = tokio::time::timeout(Duration::from_secs(30), refused)
+    let refused = tokio::time::timeout(Duration::from_secs(30), run(&[], None).command().output())
         .await
         .expect("exits")
         .expect("output");
@@ -789,19 +678,9 @@ async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
         (&["--allow-unauthenticated"][..], None),
         (&[][..], Some(("AGENTGATE_ALLOW_UNAUTHENTICATED", "true"))),
     ] {
-        let mut child = run(flag, env);
-        let stdout = child.stdout.take().expect("stdout");
-        let line = tokio::time::timeout(
-            Duration::from_secs(30),
-            BufReader::new(stdout).lines().next_line(),
-        )
-        .await
-        .expect("agentgate did not start")
-        .expect("stdout")
-        .expect("a listening line");
-        assert!(line.starts_with("listening http://0.0.0.0:"), "{line}");
-        let _ = child.start_kill();
-        let _ = child.wait().await;
+        let server = run(flag, env).start().await;
+        assert!(server.url.starts_with("http://0.0.0.0:"), "{}", server.url);
+        server.kill_and_wait().await;
     }
 }
 
@@ -809,16 +688,9 @@ async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
 /// a server with authentication on refuses the client, which says so.
 #[tokio::test]
 async fn the_command_line_client_authenticates_with_agentgate_token() {
-    let stop = CancellationToken::new();
-    let _stop = stop.clone().drop_guard();
-    let q_url = qbusiness(&stop).await;
+    let q = qbusiness().await;
     let (token, entry) = new_token("carol").await;
-    let server = serve(
-        &format!("[auth]\nmode = \"tokens\"\n\n{entry}\n"),
-        &[],
-        &q_url,
-    )
-    .await;
+    let server = serve(&format!("[auth]\nmode = \"tokens\"\n\n{entry}\n"), &[], &q).await;
     let state = tempfile::tempdir().expect("tempdir");
     let call = |token: Option<&str>| {
         let mut command = Command::new(BIN);

@@ -7,49 +7,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim, TICKET_PLUGIN_ID,
-};
+use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim, TICKET_PLUGIN_ID};
+use agentgate_testkit::{Emulator, Gate, GateBuilder, emulators};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::process::{Child, Command};
-use tokio_util::sync::CancellationToken;
+use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const TICKET: &str = "Open a ticket: my laptop battery is swollen";
 
 /// The emulator, a temporary directory, and (for HTTP) a running gateway.
 struct World {
+    q: Emulator<QBusinessSim>,
     sim: QBusinessSim,
-    sim_url: String,
     dir: tempfile::TempDir,
-    _stop: tokio_util::sync::DropGuard,
 }
 
 impl World {
     async fn new() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let sim_url = format!("http://{}", listener.local_addr().expect("addr"));
-        let sim = QBusinessSim::new(QBusinessConfig::default());
-        let stop = CancellationToken::new();
-        tokio::spawn(agentgate_sim::qbusiness::serve(
-            listener,
-            sim.router(),
-            stop.clone(),
-        ));
+        let q = emulators::qbusiness(QBusinessConfig::default())
+            .start()
+            .await;
         Self {
-            sim,
-            sim_url,
+            sim: q.sim.clone(),
+            q,
             dir: tempfile::tempdir().expect("tempdir"),
-            _stop: stop.drop_guard(),
         }
     }
 
     fn store(&self) -> String {
-        format!("sqlite://{}", self.dir.path().join("tasks.db").display())
+        agentgate_testkit::process::sqlite_url(&self.dir.path().join("tasks.db"))
     }
 
     fn state(&self) -> PathBuf {
@@ -66,40 +53,20 @@ impl World {
             .env("HOME", self.dir.path())
             .env("AWS_CONFIG_FILE", &empty)
             .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-            .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("RUST_LOG", "warn")
-            .env("AWS_ENDPOINT_URL_QBUSINESS", &self.sim_url)
-            .env("AWS_REGION", DEFAULT_REGION)
-            .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
-            .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
-            .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
+            .envs(self.q.env())
             .env("AGENTGATE_CLIENT_STATE", self.state());
     }
 
     /// `agentgate serve --listen 127.0.0.1:0`, and its MCP URL.
-    async fn serve_http(&self) -> (Child, String) {
-        let mut cmd = Command::new(BIN);
-        self.env(&mut cmd);
-        let mut child = cmd
-            .args(["serve", "--listen", "127.0.0.1:0", "--store", &self.store()])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn agentgate serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let line = tokio::time::timeout(
-            Duration::from_secs(30),
-            BufReader::new(stdout).lines().next_line(),
-        )
-        .await
-        .expect("agentgate serve did not start")
-        .expect("stdout")
-        .expect("a listening line");
-        let url = line
-            .strip_prefix("listening ")
-            .expect("listening line")
-            .to_owned();
-        (child, url)
+    async fn serve_http(&self) -> (Gate, String) {
+        let server = GateBuilder::agentgate(BIN, self.dir.path())
+            .upstream(&self.q)
+            .env("AGENTGATE_CLIENT_STATE", self.state())
+            .start()
+            .await;
+        let url = server.url.clone();
+        (server, url)
     }
 
     /// The `--stdio` value that runs a gateway on this world's store.

@@ -7,26 +7,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use agentgate_sim::github::seed::IssueSeed;
-use agentgate_sim::github::{
-    COPILOT_LOGIN, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario, Seed,
-};
-use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim,
-};
+use agentgate_sim::github::{COPILOT_LOGIN, GithubConfig, GithubSim, Scenario, Seed};
+use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
 use agentgate_testkit::*;
 use rand::{Rng as _, SeedableRng as _};
 use rmcp::model::{CancelTaskParams, GetTaskParams, TaskPayload};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 /// Issues seeded for Copilot assignments: 101, 102, …
@@ -34,16 +25,8 @@ const FIRST_ISSUE: u64 = 101;
 
 /// Both emulators on free loopback ports.
 struct Upstreams {
-    qbusiness: QBusinessSim,
-    /// Q Business answers this long (at most) after acting on a request.
-    q_late: Duration,
-    q_addr: std::net::SocketAddr,
-    q_stop: CancellationToken,
-    /// While `false`, both emulators hold every request at the door.
-    gate: tokio::sync::watch::Sender<bool>,
-    github: GithubSim,
-    gh_url: String,
-    _stop: tokio_util::sync::DropGuard,
+    qbusiness: Emulator<QBusinessSim>,
+    github: Emulator<GithubSim>,
 }
 
 impl Upstreams {
@@ -51,34 +34,33 @@ impl Upstreams {
         Self::start_late(issues, &[], Duration::ZERO, Duration::ZERO).await
     }
 
+    /// Holds every request to either emulator at the door.
+    fn close(&self) {
+        self.qbusiness.close_door();
+        self.github.close_door();
+    }
+
     /// Lets the requests held at the door through.
     fn open(&self) {
-        self.gate.send_replace(true);
+        self.qbusiness.open_door();
+        self.github.open_door();
     }
 
     /// `extra` issues are seeded after the normal ones with their scenario;
     /// `q_late` / `gh_late`: each answer comes a random time up to this long
-    /// after the emulator acted (see [`answer_late`]).
+    /// after the emulator acted, even if the caller is gone by then: a
+    /// caller killed meanwhile leaves a side effect behind that its
+    /// repeated step must not repeat.
     async fn start_late(
         issues: u64,
         extra: &[(u64, Scenario)],
         q_late: Duration,
         gh_late: Duration,
     ) -> Self {
-        let stop = CancellationToken::new();
-        // Open unless a test closes it.
-        let (gate, _) = tokio::sync::watch::channel(true);
-        let qbusiness = QBusinessSim::new(QBusinessConfig::default());
-        let q_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let q_addr = q_listener.local_addr().expect("addr");
-        let q_stop = stop.child_token();
-        tokio::spawn(agentgate_sim::qbusiness::serve(
-            q_listener,
-            answer_late(qbusiness.router(), q_late, &gate),
-            q_stop.clone(),
-        ));
+        let qbusiness = emulators::qbusiness(QBusinessConfig::default())
+            .answer_late_up_to(q_late)
+            .start()
+            .await;
         let mut seed = Seed::default();
         let widgets = seed
             .repositories
@@ -102,178 +84,62 @@ impl Upstreams {
                 ..IssueSeed::default()
             });
         }
-        let github = GithubSim::new(GithubConfig {
+        let github = emulators::github(GithubConfig {
             time_scale: 0.02,
             seed,
             ..GithubConfig::default()
-        });
-        let gh_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let gh_url = format!("http://{}", gh_listener.local_addr().expect("addr"));
-        tokio::spawn(agentgate_sim::github::serve(
-            gh_listener,
-            answer_late(github.router(), gh_late, &gate),
-            stop.clone(),
-        ));
-        Self {
-            qbusiness,
-            q_late,
-            q_addr,
-            gate,
-            q_stop,
-            github,
-            gh_url,
-            _stop: stop.drop_guard(),
-        }
+        })
+        .answer_late_up_to(gh_late)
+        .start()
+        .await;
+        Self { qbusiness, github }
     }
 
     /// Takes Q Business off the network: its listener closes, so
     /// connections are refused.
     async fn q_down(&mut self) {
-        self.q_stop.cancel();
-        // Refused connections are what "down" means: wait until they are.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while tokio::net::TcpStream::connect(self.q_addr).await.is_ok() {
-            assert!(Instant::now() < deadline, "Q Business still accepts");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.qbusiness.go_down().await;
     }
 
     /// Brings Q Business back on the same address, with the same state.
     async fn q_up(&mut self) {
-        let listener = tokio::net::TcpListener::bind(self.q_addr)
-            .await
-            .expect("rebind the Q Business address");
-        self.q_stop = CancellationToken::new();
-        tokio::spawn(agentgate_sim::qbusiness::serve(
-            listener,
-            answer_late(self.qbusiness.router(), self.q_late, &self.gate),
-            self.q_stop.clone(),
-        ));
+        self.qbusiness.come_up().await;
     }
 
     /// 20% 5xx (half of them after the effect: the answer is lost), 10% 429
     /// with `Retry-After: 1`, 0–40 ms of random latency, on both emulators.
     fn flaky(&self) {
-        let q = self.qbusiness.faults();
+        let q = self.qbusiness.sim.faults();
         q.set_rates(0.1, 0.1);
         q.set_lost_rate(0.1);
         q.set_latency(Duration::ZERO, Duration::from_millis(40));
-        let gh = self.github.faults();
+        let gh = self.github.sim.faults();
         gh.set_rates(0.1, 0.1);
         gh.set_lost_rate(0.1);
         gh.set_latency(Duration::ZERO, Duration::from_millis(40));
     }
 }
 
-/// An upstream that holds requests while `gate` is closed, then acts on a
-/// request at once and answers up to `late` afterwards, even if the caller
-/// is gone by then: a caller killed meanwhile leaves a side effect behind
-/// that its repeated step must not repeat. (The emulators' own latency
-/// comes before the request is handled.)
-fn answer_late(
-    router: axum::Router,
-    late: Duration,
-    gate: &tokio::sync::watch::Sender<bool>,
-) -> axum::Router {
-    let gate = gate.subscribe();
-    router.layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| {
-            let mut gate = gate.clone();
-            async move {
-                // A dropped sender means the test is over: let it through.
-                let _ = gate.wait_for(|open| *open).await;
-                if late.is_zero() {
-                    return next.run(request).await;
-                }
-                let handled = tokio::spawn(next.run(request));
-                let delay = rand::random_range(Duration::ZERO..=late);
-                tokio::time::sleep(delay).await;
-                handled.await.expect("emulator handler panicked")
-            }
-        },
-    ))
-}
-
-/// One `agentgate serve --listen` process on a SQLite file.
-struct Server {
-    child: Child,
-    url: String,
-}
-
 /// The shortest lease the binary accepts, so a killed server's tasks are
 /// taken over soon; `concurrency` bounds the steps in flight.
-fn write_config(dir: &Path, concurrency: usize) -> PathBuf {
-    let config = dir.join("agentgate.toml");
-    std::fs::write(
-        &config,
-        format!("[engine]\nlease_seconds = 3\nconcurrency = {concurrency}\n"),
-    )
-    .expect("write config");
-    config
+fn config(concurrency: usize) -> String {
+    format!("[engine]\nlease_seconds = 3\nconcurrency = {concurrency}\n")
 }
 
-async fn start_server(up: &Upstreams, dir: &Path) -> Server {
+async fn start_server(up: &Upstreams, dir: &Path) -> Gate {
     start_server_with(up, dir, 64).await
 }
 
-async fn start_server_with(up: &Upstreams, dir: &Path, concurrency: usize) -> Server {
-    let empty = dir.join("aws-empty");
-    std::fs::write(&empty, "").expect("write empty AWS config");
-    let store = format!("sqlite://{}", dir.join("tasks.db").display());
-    let mut child = Command::new(BIN)
-        .arg("--config")
-        .arg(write_config(dir, concurrency))
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", &store])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
+/// One `agentgate serve --listen` process on a SQLite file in `dir`.
+async fn start_server_with(up: &Upstreams, dir: &Path, concurrency: usize) -> Gate {
+    GateBuilder::agentgate(BIN, dir)
+        .config(&config(concurrency))
+        .upstream(&up.qbusiness)
+        .upstream(&up.github)
         // Retries are expected here; warnings would only be noise.
         .env("RUST_LOG", "error")
-        .env("AWS_CONFIG_FILE", &empty)
-        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env(
-            "AWS_ENDPOINT_URL_QBUSINESS",
-            format!("http://{}", up.q_addr),
-        )
-        .env("AWS_REGION", DEFAULT_REGION)
-        .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
-        .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
-        .env("GITHUB_API_URL", &up.gh_url)
-        .env("GITHUB_PERSONAL_ACCESS_TOKEN", DEFAULT_GITHUB_TOKEN)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn agentgate");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start in 30s")
-    .expect("stdout")
-    .expect("agentgate exited while starting");
-    let url = line
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("expected `listening …`, got `{line}`"))
-        .to_owned();
-    Server { child, url }
-}
-
-impl Server {
-    async fn sigkill(mut self) {
-        let pid = self.child.id().expect("running") as i32;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .expect("SIGKILL");
-        self.child.wait().await.expect("reap");
-    }
+        .start()
+        .await
 }
 
 /// What a task is expected to end with.
@@ -303,18 +169,12 @@ async fn get(client: &Client, id: &str) -> (TaskPayload, Option<String>) {
 
 /// Polls until the task ends; panics if it does not within `limit`.
 async fn finish(client: &Client, id: &str, limit: Duration) -> TaskPayload {
-    let deadline = Instant::now() + limit;
-    loop {
-        let (payload, message) = get(client, id).await;
-        if payload.status().is_terminal() {
-            return payload;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "task {id} still running after {limit:?}: {message:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    watch_task(client, id, limit, |got| {
+        got.task.payload.status().is_terminal()
+    })
+    .await
+    .task
+    .payload
 }
 
 /// Checks a finished task against what it was meant to do; returns its
@@ -408,7 +268,7 @@ fn assert_one_effect_each(
     issues: &[u64],
     pulls: &[u64],
 ) -> String {
-    let q = up.qbusiness.stats();
+    let q = up.qbusiness.sim.stats();
     assert_eq!(
         q.chat_sync_effects,
         answers.len() as u64,
@@ -427,7 +287,7 @@ fn assert_one_effect_each(
         answers.len(),
         "each question is its own conversation"
     );
-    let gh = up.github.stats();
+    let gh = up.github.sim.stats();
     for &n in issues {
         assert_eq!(
             gh.assignments_for("acme/widgets", n),
@@ -460,8 +320,8 @@ async fn flaky_upstreams_complete_every_task_with_one_effect_each() {
     up.flaky();
     // The dangerous case for certain, not only by chance: the first turns'
     // and writes' answers are lost after the effect.
-    up.qbusiness.faults().lose_next_answers(2);
-    up.github.faults().lose_next_writes(2);
+    up.qbusiness.sim.faults().lose_next_answers(2);
+    up.github.sim.faults().lose_next_writes(2);
 
     let mut tasks: Vec<(String, Expect)> = Vec::new();
     for i in 0..QUESTIONS {
@@ -499,8 +359,8 @@ async fn flaky_upstreams_complete_every_task_with_one_effect_each() {
     }
 
     let summary = assert_one_effect_each(&up, &answers, &issues, &pulls);
-    let q = up.qbusiness.stats();
-    let gh = up.github.stats();
+    let q = up.qbusiness.sim.stats();
+    let gh = up.github.sim.stats();
     assert!(
         q.faults_injected > 0
             && q.answers_lost > 0
@@ -649,7 +509,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     .await;
     // Nothing reaches upstream until all 200 tasks exist: then the work
     // and the kills start together, however slowly the tasks were created.
-    up.gate.send_replace(false);
+    up.close();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut server = start_server_with(&up, dir.path(), 12).await;
     let client = TestClient::tasks().http(&server.url).await;
@@ -687,7 +547,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     for kill in 0..KILLS {
         let after = Duration::from_millis(rng.random_range(200..1500));
         tokio::time::sleep(after).await;
-        server.sigkill().await;
+        server.kill_and_wait().await;
         let _ = writeln!(
             std::io::stderr(),
             "kill {} at {:?}",
@@ -714,12 +574,13 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
             // Cancelled before the gate opened: Copilot was never asked.
             Expect::Cancelled(n) => {
                 assert_eq!(
-                    up.github.stats().assignments_for("acme/widgets", *n),
+                    up.github.sim.stats().assignments_for("acme/widgets", *n),
                     0,
                     "issue #{n}: its task was cancelled before it reached GitHub"
                 );
                 assert!(
                     !up.github
+                        .sim
                         .issue_assignees("acme/widgets", *n)
                         .iter()
                         .any(|a| a == COPILOT_LOGIN),
@@ -730,7 +591,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
         }
     }
     let summary = assert_one_effect_each(&up, &answers, &issues, &[]);
-    let gh = up.github.stats();
+    let gh = up.github.sim.stats();
     for n in (FAILING..FAILING + 5).chain(NEVER..NEVER + 5) {
         assert!(
             gh.assignments_for("acme/widgets", n) <= 1,
@@ -738,7 +599,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
             gh.assignments_for("acme/widgets", n)
         );
     }
-    let q = up.qbusiness.stats();
+    let q = up.qbusiness.sim.stats();
     assert!(
         unfinished_at_last_kill > 0,
         "every task had ended before the last kill: the kills met no work"

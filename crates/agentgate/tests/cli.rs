@@ -173,27 +173,11 @@ fn json_log_format_writes_one_json_object_per_line_on_stderr() {
 
 #[tokio::test]
 async fn http_server_answers_liveness_and_readiness() {
-    use tokio::io::AsyncBufReadExt as _;
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = tokio::process::Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--store"])
-        .arg(format!("sqlite://{}", dir.path().join("t.db").display()))
-        .env("HOME", dir.path())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::io::BufReader::new(stdout)
-        .lines()
-        .next_line()
-        .await
-        .expect("stdout")
-        .expect("a listening line");
-    let base = line
-        .trim_start_matches("listening ")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let server = agentgate_testkit::GateBuilder::agentgate(BIN, dir.path())
+        .start()
+        .await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
     for (path, body) in [("/healthz", "ok"), ("/readyz", "ready")] {
         let response = reqwest::get(format!("{base}{path}")).await.expect(path);
         assert_eq!(response.status(), 200, "{path}");

@@ -3,126 +3,80 @@
 //! and rmcp's client over stdio and HTTP.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentgate_sim::github::{
-    COPILOT_LOGIN, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario,
-};
+use agentgate_sim::github::{COPILOT_LOGIN, GithubConfig, GithubSim, Scenario};
 use agentgate_testkit::*;
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, ClientCapabilities, GetTaskParams, ProtocolVersion,
-    TaskPayload,
+    CallToolResult, CancelTaskParams, ClientCapabilities, ProtocolVersion, TaskPayload,
 };
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::Command;
-use tokio_util::sync::CancellationToken;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
 
 /// The emulator on a free port, ten times faster than real time, with a log
-/// of the watcher's batched queries (those that read `rateLimit`) and a
-/// switch that holds one answer back.
+/// of the watcher's batched queries (those that read `rateLimit`); its
+/// answer hold is `gh.emulator.hold`.
 struct Gh {
+    emulator: Emulator<GithubSim>,
     sim: GithubSim,
-    url: String,
     watch_queries: Arc<Mutex<Vec<Instant>>>,
-    hold: agentgate_testkit::hold::AnswerHold,
-    _stop: tokio_util::sync::DropGuard,
 }
 
 async fn start_github() -> Gh {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let sim = GithubSim::new(GithubConfig {
-        time_scale: 0.1,
-        ..GithubConfig::default()
-    });
     let watch_queries = Arc::new(Mutex::new(Vec::new()));
     let log = watch_queries.clone();
-    let hold = agentgate_testkit::hold::AnswerHold::default();
-    let router = hold.wrap(sim.router()).layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| {
-            let log = log.clone();
-            async move {
-                let (parts, body) = request.into_parts();
-                let bytes = axum::body::to_bytes(body, 4 << 20)
-                    .await
-                    .unwrap_or_default();
-                if parts.uri.path().ends_with("graphql")
-                    && String::from_utf8_lossy(&bytes).contains("rateLimit{")
-                {
-                    log.lock().expect("lock").push(Instant::now());
+    let emulator = emulators::github(GithubConfig {
+        time_scale: 0.1,
+        ..GithubConfig::default()
+    })
+    .layer(move |router| {
+        router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let log = log.clone();
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let bytes = axum::body::to_bytes(body, 4 << 20)
+                        .await
+                        .unwrap_or_default();
+                    if parts.uri.path().ends_with("graphql")
+                        && String::from_utf8_lossy(&bytes).contains("rateLimit{")
+                    {
+                        log.lock().expect("lock").push(Instant::now());
+                    }
+                    next.run(axum::extract::Request::from_parts(parts, bytes.into()))
+                        .await
                 }
-                next.run(axum::extract::Request::from_parts(parts, bytes.into()))
-                    .await
-            }
-        },
-    ));
-    let stop = CancellationToken::new();
-    tokio::spawn(agentgate_sim::github::serve(listener, router, stop.clone()));
+            },
+        ))
+    })
+    .start()
+    .await;
     Gh {
-        sim,
-        url,
+        sim: emulator.sim.clone(),
+        emulator,
         watch_queries,
-        hold,
-        _stop: stop.drop_guard(),
     }
 }
 
-fn command(gh: &Gh, dir: &Path, args: &[&str], set: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("serve")
-        .args(args)
-        .arg("--store")
-        .arg(format!("sqlite://{}", dir.join("tasks.db").display()))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("RUST_LOG", "warn")
-        .env("GITHUB_API_URL", &gh.url)
-        .env("GITHUB_PERSONAL_ACCESS_TOKEN", DEFAULT_GITHUB_TOKEN);
-    for (key, value) in set {
-        cmd.env(key, value);
-    }
-    cmd
+/// `agentgate serve` in `dir`, pointed at the emulator; `set` overrides.
+fn gateway(gh: &Gh, dir: &Path, set: &[(&str, &str)]) -> GateBuilder {
+    GateBuilder::agentgate(BIN, dir)
+        .upstream(&gh.emulator)
+        .envs(set.iter().copied())
 }
 
-async fn over_http(
-    gh: &Gh,
-    dir: &Path,
-    args: &[&str],
-    set: &[(&str, &str)],
-) -> (Client, tokio::process::Child) {
-    let mut full = vec!["--listen", "127.0.0.1:0"];
-    full.extend_from_slice(args);
-    let mut child = command(gh, dir, &full, set)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn agentgate");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start")
-    .expect("stdout")
-    .expect("a listening line");
-    let url = line.strip_prefix("listening ").expect("listening line");
-    (TestClient::tasks().http(url).await, child)
+/// `agentgate serve --stdio`, for [`TestClient::stdio`].
+fn over_stdio(gh: &Gh, dir: &Path, set: &[(&str, &str)]) -> Command {
+    gateway(gh, dir, set).no_listen().arg("--stdio").command()
 }
 
-/// Kills agentgate at once (no shutdown path) and reaps it.
-async fn sigkill(mut server: tokio::process::Child) {
-    server.start_kill().expect("SIGKILL");
-    server.wait().await.expect("reaped");
+async fn over_http(gh: &Gh, dir: &Path) -> (Client, Gate) {
+    let server = gateway(gh, dir, &[]).start().await;
+    (TestClient::tasks().http(&server.url).await, server)
 }
 
 fn legacy() -> TestClient {
@@ -136,31 +90,24 @@ fn assign(owner_repo: &str, number: u64) -> Value {
 
 /// Follows a task to its end, collecting every status message seen.
 async fn follow(client: &Client, id: &str) -> (Map<String, Value>, Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(90);
     let mut messages: Vec<String> = Vec::new();
-    loop {
-        let got = client
-            .peer()
-            .get_task(GetTaskParams::new(id.to_owned()))
-            .await
-            .expect("tasks/get");
+    let got = watch_task(client, id, Duration::from_secs(90), |got| {
         if let Some(m) = &got.task.task.status_message
             && messages.last() != Some(m)
         {
             messages.push(m.clone());
         }
-        match got.task.payload {
-            TaskPayload::Completed { result } => return (result, messages),
-            TaskPayload::Working | TaskPayload::InputRequired { .. } => {}
+        match &got.task.payload {
+            TaskPayload::Completed { .. } => true,
+            TaskPayload::Working | TaskPayload::InputRequired { .. } => false,
             other => panic!("task {id} ended {other:?}; statuses {messages:?}"),
         }
-        assert!(
-            Instant::now() < deadline,
-            "task {id} still running: {messages:?}"
-        );
-        let wait = got.task.task.poll_interval_ms.unwrap_or(500).min(500);
-        tokio::time::sleep(Duration::from_millis(wait)).await;
-    }
+    })
+    .await;
+    let TaskPayload::Completed { result } = got.task.payload else {
+        unreachable!("watched until completed")
+    };
+    (result, messages)
 }
 
 fn structured(result: &Map<String, Value>) -> &Value {
@@ -208,7 +155,7 @@ fn assert_upstream_shape(structured: &Value) {
 async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
 
     let mut args = assign("acme/widgets", 1);
     args["base_ref"] = json!("release-2");
@@ -285,7 +232,7 @@ async fn assign_follows_copilot_to_its_finished_pull_request_and_keeps_assignees
 async fn the_declared_output_schema_keeps_upstreams_typed_fields() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let tool = tools
         .iter()
@@ -339,7 +286,7 @@ async fn an_assignment_whose_answer_was_lost_is_not_made_twice() {
     let gh = start_github().await;
     gh.sim.faults().lose_next_writes(1);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -374,9 +321,9 @@ async fn an_assignment_whose_answer_was_lost_is_not_made_twice() {
 #[tokio::test]
 async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
     let gh = start_github().await;
-    let assigned = gh.hold.arm("POST", "/graphql", "updateIssue");
+    let assigned = gh.emulator.hold.arm("POST", "/graphql", "updateIssue");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -386,9 +333,9 @@ async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
     let id = task.task.task_id.clone();
     assigned.await.expect("the mutation reached GitHub");
     // Copilot is assigned and its run started; agentgate never hears of it.
-    sigkill(server).await;
+    server.kill_and_wait().await;
 
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let (result, _) = follow(&client, &id).await;
     assert_eq!(
         structured(&result)["outcome"],
@@ -414,7 +361,7 @@ async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
 async fn assigning_copilot_again_follows_its_existing_pull_request_without_a_second_run() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let first = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -460,7 +407,7 @@ async fn assigning_copilot_again_follows_its_existing_pull_request_without_a_sec
 async fn copilot_is_found_on_page_two_and_its_absence_is_upstreams_error() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -486,7 +433,7 @@ async fn copilot_is_found_on_page_two_and_its_absence_is_upstreams_error() {
 async fn failing_agents_end_as_tool_errors_with_the_reason() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let no_start = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -523,9 +470,7 @@ async fn failing_agents_end_as_tool_errors_with_the_reason() {
 async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let client = legacy()
-        .stdio(command(&gh, dir.path(), &["--stdio"], &[]))
-        .await;
+    let client = legacy().stdio(over_stdio(&gh, dir.path(), &[])).await;
     let seen = client.service().seen.clone();
 
     let mut params = call("assign_copilot_to_issue", assign("acme/widgets", 1));
@@ -559,24 +504,21 @@ async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
         "Copilot assigned to issue, waiting for PR creation...",
         "Waiting for Copilot to create PR... (attempt 1/9)",
     ];
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let progress = seen.lock().expect("lock").progress.clone();
-        let has = |m: &str| progress.iter().any(|p| p.message.as_deref() == Some(m));
-        if expected.iter().all(|m| has(m)) {
-            let first = progress
-                .iter()
-                .find(|p| p.message.as_deref() == Some(expected[0]));
-            assert_eq!(first.map(|p| p.progress), Some(0.0));
-            assert_eq!(first.and_then(|p| p.total), Some(9.0));
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "upstream's progress messages: {progress:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let progress = eventually(
+        "upstream's progress messages",
+        Duration::from_secs(10),
+        || {
+            let progress = seen.lock().expect("lock").progress.clone();
+            let has = |m: &str| progress.iter().any(|p| p.message.as_deref() == Some(m));
+            expected.iter().all(|m| has(m)).then_some(progress)
+        },
+    )
+    .await;
+    let first = progress
+        .iter()
+        .find(|p| p.message.as_deref() == Some(expected[0]));
+    assert_eq!(first.map(|p| p.progress), Some(0.0));
+    assert_eq!(first.and_then(|p| p.total), Some(9.0));
 
     // An agent that never opens its PR: nine attempts, then "pending".
     let number = gh
@@ -637,34 +579,19 @@ fn text(result: &CallToolResult) -> String {
 }
 
 async fn wait_for_status(client: &Client, id: &str, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let got = client
-            .peer()
-            .get_task(GetTaskParams::new(id.to_owned()))
-            .await
-            .expect("tasks/get");
-        if got
-            .task
-            .task
-            .status_message
-            .as_deref()
-            .is_some_and(|m| m.contains(needle))
-        {
-            return;
-        }
+    watch_task(client, id, Duration::from_secs(60), |got| {
         assert!(
             !is_terminal(&got.task.payload),
             "ended early: {:?}",
             got.task.payload
         );
-        assert!(
-            Instant::now() < deadline,
-            "no status with {needle:?}: {:?}",
-            got.task.task.status_message
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        got.task
+            .task
+            .status_message
+            .as_deref()
+            .is_some_and(|m| m.contains(needle))
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -681,7 +608,7 @@ async fn cancel_stops_the_watch_and_unassigns_only_when_configured() {
         .add_issue("acme/widgets", "Unassign me", Scenario::Never);
 
     let plain = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, plain.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, plain.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -710,23 +637,11 @@ async fn cancel_stops_the_watch_and_unassigns_only_when_configured() {
             .any(|a| a == COPILOT_LOGIN)
     );
 
-    let mut child = command(&gh, dir.path(), &["--listen", "127.0.0.1:0"], &[])
-        .arg("--config")
-        .arg(&config)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = BufReader::new(stdout)
-        .lines()
-        .next_line()
-        .await
-        .expect("stdout")
-        .expect("line");
-    let client2 = TestClient::tasks()
-        .http(line.trim_start_matches("listening "))
+    let configured = gateway(&gh, dir.path(), &[])
+        .config_file(&config)
+        .start()
         .await;
+    let client2 = TestClient::tasks().http(&configured.url).await;
     let task = start_task(
         &client2,
         "assign_copilot_to_issue",
@@ -763,7 +678,7 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
     gh.sim
         .set_timings(Duration::from_secs(3), Duration::from_secs(120));
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -772,9 +687,9 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
     .await;
     let id = task.task.task_id.clone();
     wait_for_status(&client, &id, "opened pull request").await;
-    sigkill(server).await;
+    server.kill_and_wait().await;
 
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let (result, _) = follow(&client, &id).await;
     assert_eq!(
         structured(&result)["outcome"],
@@ -793,7 +708,7 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
 async fn rate_limits_are_waited_out() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     // The primary limit for two seconds (HTTP 200, RATE_LIMITED, remaining 0,
     // x-ratelimit-reset), then one secondary limit (403 + retry-after).
     gh.sim
@@ -825,7 +740,7 @@ async fn rate_limits_are_waited_out() {
 async fn a_hundred_watched_tasks_share_batched_queries() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let mut ids = Vec::new();
     for n in 0..100 {
         let number = gh
@@ -842,27 +757,41 @@ async fn a_hundred_watched_tasks_share_batched_queries() {
     for id in &ids {
         wait_for_status(&client, id, "waiting for it to open a pull request").await;
     }
-    // Watch for a few ticks once every task is registered.
+    // Watch a few ticks once every task is registered: wait until the log
+    // shows the watcher's sixth poll cycle begin, so five are complete.
     let from = Instant::now();
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let stamps: Vec<Instant> = gh
-        .watch_queries
-        .lock()
-        .expect("lock")
-        .iter()
-        .copied()
-        .filter(|t| *t >= from)
-        .collect();
-    assert!(!stamps.is_empty(), "the watcher polls");
-    // Requests of one tick come back to back; ticks are a second apart.
-    let mut bursts = vec![1usize];
-    for pair in stamps.windows(2) {
-        if pair[1].duration_since(pair[0]) > Duration::from_millis(300) {
-            bursts.push(1);
-        } else if let Some(last) = bursts.last_mut() {
-            *last += 1;
+    let bursts_since = |from: Instant| {
+        let stamps: Vec<Instant> = gh
+            .watch_queries
+            .lock()
+            .expect("lock")
+            .iter()
+            .copied()
+            .filter(|t| *t >= from)
+            .collect();
+        // Requests of one tick come back to back; ticks are a second apart.
+        let mut bursts: Vec<usize> = Vec::new();
+        for (i, stamp) in stamps.iter().enumerate() {
+            let gap = i
+                .checked_sub(1)
+                .map(|j| stamp.duration_since(stamps[j]) > Duration::from_millis(300));
+            match (gap, bursts.last_mut()) {
+                (Some(false), Some(last)) => *last += 1,
+                _ => bursts.push(1),
+            }
         }
-    }
+        bursts
+    };
+    eventually(
+        "six poll cycles of the watcher",
+        Duration::from_secs(30),
+        || bursts_since(from).len() >= 6,
+    )
+    .await;
+    let mut bursts = bursts_since(from);
+    // The sixth may still be under way; the five before it are whole.
+    bursts.truncate(5);
+    assert!(!bursts.is_empty(), "the watcher polls");
     let limit = 100usize.div_ceil(25) + 1;
     assert!(
         bursts.iter().all(|&b| b <= limit),
@@ -880,7 +809,7 @@ async fn a_hundred_watched_tasks_share_batched_queries() {
 async fn request_changes_comments_once_and_follows_the_cycle() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -937,7 +866,7 @@ async fn request_changes_comments_once_and_follows_the_cycle() {
 async fn create_pull_request_follows_the_agent_task_to_its_end() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let ok = start_task(
         &client,
         "create_pull_request_with_copilot",
@@ -989,9 +918,12 @@ fn create_pr(prompt: &str) -> Value {
 #[tokio::test]
 async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
     let gh = start_github().await;
-    let posted = gh.hold.arm("POST", "/agents/repos/acme/widgets/tasks", "");
+    let posted = gh
+        .emulator
+        .hold
+        .arm("POST", "/agents/repos/acme/widgets/tasks", "");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "create_pull_request_with_copilot",
@@ -1001,10 +933,10 @@ async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
     let id = task.task.task_id.clone();
     posted.await.expect("the POST reached GitHub");
     // GitHub has started the agent task; agentgate never hears of it.
-    sigkill(server).await;
+    server.kill_and_wait().await;
     assert_eq!(gh.sim.stats().agent_tasks_created, 1);
 
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let (result, _) = follow(&client, &id).await;
     assert_eq!(
         structured(&result)["outcome"],
@@ -1031,7 +963,7 @@ async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
 async fn a_lost_post_answer_is_adopted_among_other_recent_agent_tasks() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     // Someone else's agent task, created moments before ours.
     let other = start_task(
         &client,
@@ -1039,14 +971,10 @@ async fn a_lost_post_answer_is_adopted_among_other_recent_agent_tasks() {
         create_pr("Someone else's task"),
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while gh.sim.stats().agent_tasks_created < 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the first agent task was not created"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the first agent task", Duration::from_secs(30), || {
+        gh.sim.stats().agent_tasks_created >= 1
+    })
+    .await;
     gh.sim.faults().lose_next_writes(1);
     let ours = start_task(
         &client,
@@ -1081,7 +1009,7 @@ async fn a_lost_post_answer_is_adopted_among_other_recent_agent_tasks() {
 async fn an_idle_agent_task_is_reported_as_idle_and_followed_on() {
     let gh = start_github().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, _server) = over_http(&gh, dir.path(), &[], &[]).await;
+    let (client, _server) = over_http(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "create_pull_request_with_copilot",
@@ -1127,10 +1055,9 @@ async fn bad_tokens_and_bad_arguments_get_clear_errors_without_the_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let secret = "ghp_ThisTokenIsWrong0000000000000000000";
     let client = legacy()
-        .stdio(command(
+        .stdio(over_stdio(
             &gh,
             dir.path(),
-            &["--stdio"],
             &[("GITHUB_PERSONAL_ACCESS_TOKEN", secret)],
         ))
         .await;
@@ -1158,9 +1085,7 @@ async fn bad_tokens_and_bad_arguments_get_clear_errors_without_the_token() {
     assert!(text(&result).contains("issue_number"), "{result:?}");
     client.cancel().await.expect("close");
 
-    let client = legacy()
-        .stdio(command(&gh, dir.path(), &["--stdio"], &[]))
-        .await;
+    let client = legacy().stdio(over_stdio(&gh, dir.path(), &[])).await;
     let result = client
         .call_tool(call("assign_copilot_to_issue", assign("acme/nope", 1)))
         .await

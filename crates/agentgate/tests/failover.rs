@@ -11,24 +11,17 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::Path;
-use std::process::Stdio;
-use std::str::FromStr as _;
 use std::time::Duration;
 
 use agentgate_sim::github::seed::IssueSeed;
-use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Seed};
-use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim,
-};
+use agentgate_sim::github::{GithubConfig, GithubSim, Seed};
+use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
+use agentgate_testkit::pg::TestDatabase;
 use agentgate_testkit::*;
-use rmcp::model::{GetTaskParams, TaskPayload};
+use rmcp::model::TaskPayload;
 use serde_json::json;
 use sqlx::Connection as _;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
-use tokio_util::sync::CancellationToken;
+use sqlx::postgres::{PgConnection, PgPool};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const INSTANCES: usize = 3;
@@ -51,135 +44,27 @@ const QUESTIONS: usize = 24;
 /// Issues Copilot is assigned to (numbers 101…).
 const ISSUES: u64 = 6;
 
-/// A fresh database on the test server, dropped at the end.
-struct Database {
-    admin: PgConnection,
-    name: String,
-    url: String,
-}
-
-impl Database {
-    async fn create() -> Option<Self> {
-        let server = std::env::var("AGENTGATE_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let options = PgConnectOptions::from_str(&server).expect("a PostgreSQL URL");
-        let mut admin = match PgConnection::connect_with(&options).await {
-            Ok(conn) => conn,
-            Err(e) => {
-                let shown = agentgate_core::store::redact_url(&server);
-                let required = std::env::var("AGENTGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
-                assert!(
-                    !required,
-                    "PostgreSQL not reachable at {shown} ({e}), and AGENTGATE_REQUIRE_POSTGRES=1 \
-                     requires it; run .ci/postgres.sh"
-                );
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: PostgreSQL not reachable at {shown} ({e}); set \
-                     AGENTGATE_TEST_POSTGRES_URL or run .ci/postgres.sh"
-                );
-                return None;
-            }
-        };
-        let name = format!("agentgate_failover_{:016x}", rand::random::<u64>());
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut admin)
-            .await
-            .expect("create database");
-        let mut url = url::Url::parse(&server).expect("URL");
-        url.set_path(&format!("/{name}"));
-        Some(Self {
-            admin,
-            name,
-            url: url.to_string(),
-        })
-    }
-
-    async fn drop(mut self) {
-        let _ = sqlx::query(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.name
-        ))
-        .execute(&mut self.admin)
-        .await;
-    }
-}
-
-/// One `agentgate serve` process and what it printed about itself.
+/// One `agentgate serve` process and its name in `tasks.lease_owner`.
 struct Instance {
-    child: Child,
-    /// Its `/mcp` URL.
-    url: String,
-    /// Its name in `tasks.lease_owner`.
+    gate: Gate,
     worker: String,
 }
 
 struct Upstreams {
-    qbusiness: QBusinessSim,
-    q_url: String,
-    github: GithubSim,
-    gh_url: String,
+    qbusiness: Emulator<QBusinessSim>,
+    github: Emulator<GithubSim>,
 }
 
-async fn start_instance(db: &str, config: &Path, up: &Upstreams, home: &Path) -> Instance {
-    let empty = home.join("aws-empty");
-    std::fs::write(&empty, "").expect("write empty AWS config");
-    let mut child = Command::new(BIN)
-        .arg("--config")
-        .arg(config)
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", db])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("RUST_LOG", "warn")
-        .env("AWS_CONFIG_FILE", &empty)
-        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_ENDPOINT_URL_QBUSINESS", &up.q_url)
-        .env("AWS_REGION", DEFAULT_REGION)
-        .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
-        .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
-        .env("GITHUB_API_URL", &up.gh_url)
-        .env("GITHUB_PERSONAL_ACCESS_TOKEN", DEFAULT_GITHUB_TOKEN)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn agentgate");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let url = startup_line(&mut lines, "listening ").await;
-    let worker = startup_line(&mut lines, "worker ").await;
-    Instance { child, url, worker }
-}
-
-/// The next line of a starting instance's stdout, without its `prefix`.
-async fn startup_line(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    prefix: &str,
-) -> String {
-    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("agentgate did not start in 30s")
-        .expect("stdout")
-        .expect("agentgate exited while starting");
-    line.strip_prefix(prefix)
-        .unwrap_or_else(|| panic!("expected `{prefix}…`, got `{line}`"))
-        .to_owned()
-}
-
-/// An upstream that acts on a request at once and answers `delay` later,
-/// even if the caller is gone by then (the emulators' own latency comes
-/// before the request is handled, so a caller killed during it would leave
-/// no side effect to repeat).
-fn answer_late(router: axum::Router, delay: Duration) -> axum::Router {
-    router.layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| async move {
-            let handled = tokio::spawn(next.run(request));
-            tokio::time::sleep(delay).await;
-            handled.await.expect("emulator handler panicked")
-        },
-    ))
+async fn start_instance(db: &str, config: &str, up: &Upstreams, home: &Path) -> Instance {
+    let mut gate = GateBuilder::agentgate(BIN, home)
+        .config(config)
+        .store(db)
+        .upstream(&up.qbusiness)
+        .upstream(&up.github)
+        .start()
+        .await;
+    let worker = gate.line_after("worker ").await;
+    Instance { gate, worker }
 }
 
 fn now_ms() -> i64 {
@@ -194,21 +79,15 @@ fn ms(duration: Duration) -> i64 {
 
 #[tokio::test]
 async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect() {
-    let Some(db) = Database::create().await else {
+    let Some(db) = TestDatabase::create("agentgate_failover").await else {
         return;
     };
-    let stop = CancellationToken::new();
-    let _stop = stop.clone().drop_guard();
-    let qbusiness = QBusinessSim::new(QBusinessConfig::default());
-    let q_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let q_url = format!("http://{}", q_listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::qbusiness::serve(
-        q_listener,
-        answer_late(qbusiness.router(), CHATSYNC_LATENCY),
-        stop.clone(),
-    ));
+    // Every answer leaves after the emulator acted (see CHATSYNC_LATENCY):
+    // an instance killed meanwhile leaves a side effect to not repeat.
+    let qbusiness = emulators::qbusiness(QBusinessConfig::default())
+        .answer_late(CHATSYNC_LATENCY)
+        .start()
+        .await;
     let mut seed = Seed::default();
     let widgets = seed
         .repositories
@@ -223,41 +102,25 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
             ..IssueSeed::default()
         });
     }
-    let github = GithubSim::new(GithubConfig {
+    let github = emulators::github(GithubConfig {
         time_scale: 0.1,
         seed,
         ..GithubConfig::default()
-    });
-    let gh_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let gh_url = format!("http://{}", gh_listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::github::serve(
-        gh_listener,
-        answer_late(github.router(), GITHUB_LATENCY),
-        stop.clone(),
-    ));
-    let up = Upstreams {
-        qbusiness,
-        q_url,
-        github,
-        gh_url,
-    };
+    })
+    .answer_late(GITHUB_LATENCY)
+    .start()
+    .await;
+    let up = Upstreams { qbusiness, github };
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("agentgate.toml");
-    std::fs::write(
-        &config,
-        format!("[engine]\nlease_seconds = {}\n", LEASE.as_secs()),
-    )
-    .expect("write config");
+    let config = format!("[engine]\nlease_seconds = {}\n", LEASE.as_secs());
     let mut instances = Vec::new();
     for _ in 0..INSTANCES {
-        instances.push(start_instance(&db.url, &config, &up, dir.path()).await);
+        instances.push(start_instance(db.url(), &config, &up, dir.path()).await);
     }
     let mut clients = Vec::new();
     for instance in &instances {
-        clients.push(TestClient::tasks().http(&instance.url).await);
+        clients.push(TestClient::tasks().http(&instance.gate.url).await);
     }
 
     // Work for everyone, created round-robin.
@@ -283,41 +146,35 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     }
 
     // The busiest instance: most live leases, read from the store.
-    let options = PgConnectOptions::from_str(&db.url).expect("URL");
-    let mut conn = PgConnection::connect_with(&options).await.expect("connect");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let victim = loop {
-        let held: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT lease_owner, COUNT(*) FROM tasks WHERE lease_owner IS NOT NULL \
-             AND lease_until > $1 GROUP BY lease_owner ORDER BY 2 DESC",
-        )
-        .bind(now_ms())
-        .fetch_all(&mut conn)
-        .await
-        .expect("read leases");
-        if let Some((worker, count)) = held.first()
-            && *count >= 3
-        {
-            break worker.clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no instance held 3 leases at once within 30s: {held:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let mut conn = PgConnection::connect(db.url()).await.expect("connect");
+    let pool = PgPool::connect(db.url()).await.expect("connect");
+    let leases = &pool;
+    let victim = eventually_async(
+        "an instance holding 3 leases at once",
+        Duration::from_secs(30),
+        move || async move {
+            let held: Vec<(String, i64)> = sqlx::query_as(
+                "SELECT lease_owner, COUNT(*) FROM tasks WHERE lease_owner IS NOT NULL \
+                 AND lease_until > $1 GROUP BY lease_owner ORDER BY 2 DESC",
+            )
+            .bind(now_ms())
+            .fetch_all(leases)
+            .await
+            .expect("read leases");
+            held.first()
+                .filter(|(_, count)| *count >= 3)
+                .map(|(worker, _)| worker.clone())
+        },
+    )
+    .await;
+    pool.close().await;
     let index = instances
         .iter()
         .position(|i| i.worker == victim)
         .unwrap_or_else(|| panic!("lease owner {victim} is none of our instances"));
-    let pid = instances[index].child.id().expect("running") as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("SIGKILL");
+    instances[index].gate.kill();
     let killed_at = now_ms();
-    instances[index].child.wait().await.expect("reap");
+    instances[index].gate.wait().await;
     // A dead process cannot checkpoint or release: whatever it still holds
     // now is exactly what it held when it died.
     let orphans: Vec<(String, i64)> =
@@ -371,23 +228,12 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     let survivors: Vec<usize> = (0..INSTANCES).filter(|&i| i != index).collect();
     for (n, id) in questions.iter().chain(assignments.keys()).enumerate() {
         let client = &clients[survivors[n % survivors.len()]];
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        let payload = loop {
-            let got = client
-                .peer()
-                .get_task(GetTaskParams::new(id.clone()))
-                .await
-                .expect("tasks/get");
-            if got.task.payload.status().is_terminal() {
-                break got.task.payload;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "task {id} did not end within 120s: {:?}",
-                got.task
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        let payload = watch_task(client, id, Duration::from_secs(120), |got| {
+            got.task.payload.status().is_terminal()
+        })
+        .await
+        .task
+        .payload;
         let TaskPayload::Completed { result } = &payload else {
             panic!("task {id} ended {payload:?}");
         };
@@ -429,7 +275,7 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     // No side effect twice. ChatSync: each step sends clientToken
     // `<task>-<step>`; a repeated step repeats the token and Q Business
     // replays the first answer, so turns == questions exactly.
-    let q = up.qbusiness.stats();
+    let q = up.qbusiness.sim.stats();
     for id in &questions {
         assert!(
             q.requests_by_client_token(&format!("{id}-0")) >= 1,
@@ -441,7 +287,7 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
         "a ChatSync turn was produced twice (or lost): {q:?}"
     );
     // Copilot: one agent run per issue, however often the step ran.
-    let gh = up.github.stats();
+    let gh = up.github.sim.stats();
     for n in 101..101 + ISSUES {
         assert_eq!(
             gh.assignments_for("acme/widgets", n),
@@ -485,7 +331,7 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     // The survivors counted each takeover once.
     let mut takeovers = 0.0;
     for &i in &survivors {
-        let base = instances[i].url.trim_end_matches("/mcp");
+        let base = instances[i].gate.url.trim_end_matches("/mcp");
         let scrape = reqwest::get(format!("{base}/metrics"))
             .await
             .expect("GET /metrics")
@@ -508,5 +354,5 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     }
     drop(instances);
     drop(conn);
-    db.drop().await;
+    drop(db);
 }

@@ -20,15 +20,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
-use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim,
-};
+use agentgate_sim::github::{GithubConfig, GithubSim};
+use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
+use agentgate_testkit::{Emulator, Gate, GateBuilder, emulators};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 /// A whole driver run (four scenarios, ~15 s) must end well within this.
@@ -89,100 +85,44 @@ fn drivers() -> Result<Vec<Driver>, String> {
 /// Both emulators on free loopback ports, the Copilot agent 20× faster than
 /// real time.
 struct Upstreams {
-    qbusiness: QBusinessSim,
-    github: GithubSim,
-    env: Vec<(&'static str, String)>,
-    _stop: DropGuard,
+    qbusiness: Emulator<QBusinessSim>,
+    github: Emulator<GithubSim>,
 }
 
 async fn start_upstreams() -> Upstreams {
-    let stop = CancellationToken::new();
-    let qbusiness = QBusinessSim::new(QBusinessConfig::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let qbusiness_url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::qbusiness::serve(
-        listener,
-        qbusiness.router(),
-        stop.clone(),
-    ));
-    let github = GithubSim::new(GithubConfig {
+    let qbusiness = emulators::qbusiness(QBusinessConfig::default())
+        .start()
+        .await;
+    let github = emulators::github(GithubConfig {
         time_scale: 0.05,
         ..GithubConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let github_url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::github::serve(
-        listener,
-        github.router(),
-        stop.clone(),
-    ));
-    let env = vec![
-        ("AWS_ENDPOINT_URL_QBUSINESS", qbusiness_url),
-        ("AWS_REGION", DEFAULT_REGION.to_owned()),
-        ("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID.to_owned()),
-        (
-            "AWS_SECRET_ACCESS_KEY",
-            DEFAULT_SECRET_ACCESS_KEY.to_owned(),
-        ),
-        (
-            "QBUSINESS_APPLICATION_ID",
-            DEFAULT_APPLICATION_ID.to_owned(),
-        ),
-        ("GITHUB_API_URL", github_url),
-        (
-            "GITHUB_PERSONAL_ACCESS_TOKEN",
-            DEFAULT_GITHUB_TOKEN.to_owned(),
-        ),
-    ];
-    Upstreams {
-        qbusiness,
-        github,
-        env,
-        _stop: stop.drop_guard(),
-    }
+    })
+    .start()
+    .await;
+    Upstreams { qbusiness, github }
 }
 
-/// The environment of the server, and of a driver that spawns it over stdio:
-/// the emulators' settings, and nothing of the developer's AWS setup.
+/// The environment of a driver that spawns the server over stdio: the
+/// emulators' settings, and nothing of the developer's AWS setup.
 fn server_env(cmd: &mut Command, up: &Upstreams, dir: &Path) {
     let empty = dir.join("aws-empty");
     std::fs::write(&empty, "").expect("write an empty AWS config");
     cmd.env("AWS_CONFIG_FILE", &empty)
         .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("RUST_LOG", "warn");
-    for (key, value) in &up.env {
-        cmd.env(key, value);
-    }
+        .env("RUST_LOG", "warn")
+        .envs(up.qbusiness.env())
+        .envs(up.github.env());
 }
 
 /// `agentgate serve --listen 127.0.0.1:0`, and its URL.
-async fn serve_http(up: &Upstreams, dir: &Path) -> (Child, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--store"])
-        .arg(format!("sqlite://{}", dir.join("tasks.db").display()))
-        .stdout(Stdio::piped())
-        .kill_on_drop(true);
-    server_env(&mut cmd, up, dir);
-    let mut child = cmd.spawn().expect("spawn agentgate serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start")
-    .expect("stdout")
-    .expect("a listening line");
-    let url = line
-        .strip_prefix("listening ")
-        .expect("listening line")
-        .to_owned();
-    (child, url)
+async fn serve_http(up: &Upstreams, dir: &Path) -> (Gate, String) {
+    let server = GateBuilder::agentgate(BIN, dir)
+        .upstream(&up.qbusiness)
+        .upstream(&up.github)
+        .start()
+        .await;
+    let url = server.url.clone();
+    (server, url)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -318,7 +258,7 @@ fn check_approval(what: &str, line: &Value, up: &Upstreams) {
     assert_eq!(line["inputRequests"], 1, "{what}: {line}");
     let result = &line["result"];
     assert_ne!(result["isError"], true, "{what}: {line}");
-    let tickets = up.qbusiness.tickets();
+    let tickets = up.qbusiness.sim.tickets();
     assert_eq!(tickets.len(), 1, "{what}: exactly one ticket: {tickets:?}");
     assert!(
         text(result).contains(&format!("Created ticket {}", tickets[0].id)),
@@ -337,11 +277,12 @@ fn check_copilot(what: &str, line: &Value, up: &Upstreams) {
         .unwrap_or_else(|| panic!("{what}: no pull request: {line}"));
     let pr = up
         .github
+        .sim
         .pull_request("acme/widgets", number)
         .unwrap_or_else(|| panic!("{what}: the emulator has no PR #{number}"));
     assert!(!pr.is_draft, "{what}: the PR is finished: {pr:?}");
     assert_eq!(
-        up.github.stats().assignments_for("acme/widgets", 1),
+        up.github.sim.stats().assignments_for("acme/widgets", 1),
         1,
         "{what}: Copilot assigned once"
     );
@@ -367,7 +308,7 @@ fn check_cancel(driver: &Driver, what: &str, line: &Value, up: &Upstreams) {
         assert_eq!(line["cancelAnswer"]["isError"], false, "{what}: {line}");
     }
     assert_eq!(
-        up.github.stats().assignments_for("acme/widgets", 5),
+        up.github.sim.stats().assignments_for("acme/widgets", 5),
         1,
         "{what}: Copilot assigned once"
     );

@@ -4,33 +4,15 @@
 //! (Each limit's behaviour is tested in agentgate-core's `tests/limits.rs`.)
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use agentgate_testkit::TestClient;
+use agentgate_testkit::{GateBuilder, TestClient};
 use rmcp::service::ServiceError;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 
-fn serve(dir: &Path, config: &str) -> Command {
-    let file = dir.join("agentgate.toml");
-    std::fs::write(&file, config).expect("write config");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("--config")
-        .arg(&file)
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--store"])
-        .arg(format!("sqlite://{}", dir.join("tasks.db").display()))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
+fn serve(dir: &Path, config: &str) -> GateBuilder {
+    GateBuilder::agentgate(BIN, dir).config(config)
 }
 
 #[tokio::test]
@@ -38,18 +20,8 @@ async fn configured_request_rate_is_enforced_with_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     // One token a day: the burst is all there is during the test.
     let config = "[limits]\nrequests_per_second = 0.00001\nrequest_burst = 3\n";
-    let mut child = serve(dir.path(), config).spawn().expect("spawn agentgate");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start")
-    .expect("stdout")
-    .expect("a listening line");
-    let url = line.strip_prefix("listening ").expect("listening line");
-    let client = TestClient::tasks().http(url).await;
+    let server = serve(dir.path(), config).start().await;
+    let client = TestClient::tasks().http(&server.url).await;
     for _ in 0..3 {
         client.peer().list_tools(None).await.expect("tools/list");
     }
@@ -85,11 +57,13 @@ async fn bad_limits_stop_the_server_naming_the_key() {
         ("[limits]\nmax_tasks = 3\n", "max_tasks"),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let output =
-            tokio::time::timeout(Duration::from_secs(30), serve(dir.path(), config).output())
-                .await
-                .expect("agentgate did not exit")
-                .expect("run agentgate");
+        let output = tokio::time::timeout(
+            Duration::from_secs(30),
+            serve(dir.path(), config).command().output(),
+        )
+        .await
+        .expect("agentgate did not exit")
+        .expect("run agentgate");
         assert!(!output.status.success(), "{config} was accepted");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(

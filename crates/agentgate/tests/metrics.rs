@@ -3,32 +3,17 @@
 //! process), then the test scrapes `/metrics` and checks each series against
 //! what it did and what the emulators counted.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
-use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim,
-};
+use agentgate_sim::github::GithubConfig;
+use agentgate_sim::qbusiness::QBusinessConfig;
 use agentgate_testkit::*;
-use rmcp::model::{GetTaskParams, TaskPayload};
+use rmcp::model::TaskPayload;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::Command;
-use tokio_util::sync::CancellationToken;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const QBUSINESS: &str = "QBusinessQueryTool";
 const ASSIGN: &str = "assign_copilot_to_issue";
-
-async fn listener() -> (tokio::net::TcpListener, String) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    (listener, url)
-}
 
 /// The value of one exact series (`name{labels}`) in a scrape, 0 if absent
 /// (a counter that never moved has no series yet).
@@ -42,90 +27,37 @@ fn value(scrape: &str, series: &str) -> f64 {
 
 /// Polls `tasks/get` until the task ends; returns it and how many polls it took.
 async fn poll_to_end(client: &Client, id: &str) -> (TaskPayload, u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     let mut polls = 0;
-    loop {
-        let got = client
-            .peer()
-            .get_task(GetTaskParams::new(id.to_owned()))
-            .await
-            .expect("tasks/get");
+    let got = watch_task(client, id, Duration::from_secs(90), |got| {
         polls += 1;
-        if got.task.payload.status().is_terminal() {
-            return (got.task.payload, polls);
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "task {id} still running: {:?}",
-            got.task
-        );
-        let wait = got.task.task.poll_interval_ms.unwrap_or(200).min(500);
-        tokio::time::sleep(Duration::from_millis(wait)).await;
-    }
+        got.task.payload.status().is_terminal()
+    })
+    .await;
+    (got.task.payload, polls)
 }
 
 #[tokio::test]
 async fn metrics_count_tasks_steps_polls_and_upstream_calls_of_real_work() {
-    let stop = CancellationToken::new();
-    let _stop = stop.clone().drop_guard();
-    let qbusiness = QBusinessSim::new(QBusinessConfig::default());
-    let (q_listener, q_url) = listener().await;
-    tokio::spawn(agentgate_sim::qbusiness::serve(
-        q_listener,
-        qbusiness.router(),
-        stop.clone(),
-    ));
+    let qbusiness = emulators::qbusiness(QBusinessConfig::default())
+        .start()
+        .await;
     // The first ChatSync is throttled: the SDK retries it, and both
     // attempts must be counted, as the emulator counts both.
-    qbusiness.faults().script(["ThrottlingException"]);
-    let github = GithubSim::new(GithubConfig {
+    qbusiness.sim.faults().script(["ThrottlingException"]);
+    let github = emulators::github(GithubConfig {
         time_scale: 0.1,
         ..GithubConfig::default()
-    });
-    let (gh_listener, gh_url) = listener().await;
-    tokio::spawn(agentgate_sim::github::serve(
-        gh_listener,
-        github.router(),
-        stop.clone(),
-    ));
+    })
+    .start()
+    .await;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let empty = dir.path().join("aws-empty");
-    std::fs::write(&empty, "").expect("write empty AWS config");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--store"])
-        .arg(format!(
-            "sqlite://{}",
-            dir.path().join("tasks.db").display()
-        ))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
-        .env("RUST_LOG", "warn")
-        .env("AWS_CONFIG_FILE", &empty)
-        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_ENDPOINT_URL_QBUSINESS", &q_url)
-        .env("AWS_REGION", DEFAULT_REGION)
-        .env("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY)
-        .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
-        .env("GITHUB_API_URL", &gh_url)
-        .env("GITHUB_PERSONAL_ACCESS_TOKEN", DEFAULT_GITHUB_TOKEN)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn agentgate");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start")
-    .expect("stdout")
-    .expect("a listening line");
-    let mcp = line.strip_prefix("listening ").expect("listening line");
+    let server = GateBuilder::agentgate(BIN, dir.path())
+        .upstream(&qbusiness)
+        .upstream(&github)
+        .start()
+        .await;
+    let mcp = server.url.as_str();
     let base = mcp.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
     let client = TestClient::tasks().http(mcp).await;
 
@@ -168,8 +100,8 @@ async fn metrics_count_tasks_steps_polls_and_upstream_calls_of_real_work() {
         "{content_type}"
     );
     let scrape = response.text().await.expect("body");
-    let q_stats = qbusiness.stats();
-    let gh_stats = github.stats();
+    let q_stats = qbusiness.sim.stats();
+    let gh_stats = github.sim.stats();
 
     // Tasks by tool and status, read from the store.
     let tasks = |tool: &str, status: &str| {
@@ -253,7 +185,7 @@ async fn metrics_count_tasks_steps_polls_and_upstream_calls_of_real_work() {
     assert!(gh_stats.graphql_mutations >= 1);
     assert!(upstream("github", "graphql_query", "ok") >= 1.0, "{scrape}");
     assert!(
-        upstream("github", "graphql_query", "ok") <= github.stats().graphql_queries as f64,
+        upstream("github", "graphql_query", "ok") <= github.sim.stats().graphql_queries as f64,
         "never more than GitHub received:\n{scrape}"
     );
 

@@ -4,12 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
 
 use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
+    DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_SECRET_ACCESS_KEY, QBusinessConfig,
+    QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
 };
 use agentgate_testkit::*;
 use rmcp::model::{
@@ -17,89 +15,42 @@ use rmcp::model::{
     InputResponses, ProtocolVersion, TaskPayload, UpdateTaskParams,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::Command;
-use tokio_util::sync::CancellationToken;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 
-/// The emulator on a free loopback port.
-struct Sim {
-    sim: QBusinessSim,
-    url: String,
-    hold: agentgate_testkit::hold::AnswerHold,
-    _stop: tokio_util::sync::DropGuard,
-}
+/// The emulator on a free loopback port (its answer hold: `sim.hold`).
+type Sim = Emulator<QBusinessSim>;
 
 async fn start_sim() -> Sim {
-    start_sim_with(QBusinessConfig::default()).await
-}
-
-async fn start_sim_with(config: QBusinessConfig) -> Sim {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    emulators::qbusiness(QBusinessConfig::default())
+        .start()
         .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let sim = QBusinessSim::new(config);
-    let hold = agentgate_testkit::hold::AnswerHold::default();
-    let stop = CancellationToken::new();
-    tokio::spawn(agentgate_sim::qbusiness::serve(
-        listener,
-        hold.wrap(sim.router()),
-        stop.clone(),
-    ));
-    Sim {
-        sim,
-        url,
-        hold,
-        _stop: stop.drop_guard(),
-    }
 }
 
 /// The emulator in the conservative reading of `clientToken`: a repeated
 /// token is a new request, so a repeated action runs again.
 async fn start_sim_without_replay() -> Sim {
-    start_sim_with(QBusinessConfig {
+    emulators::qbusiness(QBusinessConfig {
         client_token_replay: false,
         ..QBusinessConfig::default()
     })
+    .start()
     .await
 }
 
-/// `agentgate serve` with the environment a user would set, pointed at the
-/// emulator. `drop` names variables to leave out; `set` overrides.
-fn command(sim: &Sim, store: &Path, args: &[&str], drop: &[&str], set: &[(&str, &str)]) -> Command {
-    // Empty AWS config files keep the developer's own out of the test.
-    let empty = store.with_extension("aws-empty");
-    std::fs::write(&empty, "").expect("write empty AWS config");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("serve")
-        .args(args)
-        .arg("--store")
-        .arg(format!("sqlite://{}", store.display()))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", store.parent().unwrap_or(store))
-        .env("AWS_CONFIG_FILE", &empty)
-        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("RUST_LOG", "warn");
-    let defaults = [
-        ("AWS_ENDPOINT_URL_QBUSINESS", sim.url.as_str()),
-        ("AWS_REGION", DEFAULT_REGION),
-        ("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID),
-        ("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY),
-        ("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID),
-    ];
-    for (key, value) in defaults {
-        if !drop.contains(&key) {
-            cmd.env(key, value);
-        }
+/// `agentgate serve` on the SQLite file `store` with the environment a
+/// user would set, pointed at the emulator. `drop` names variables to
+/// leave out; `set` overrides.
+fn gateway(sim: &Sim, store: &Path, drop: &[&str], set: &[(&str, &str)]) -> GateBuilder {
+    let dir = store.parent().expect("a store file in a directory");
+    let mut gateway = GateBuilder::agentgate(BIN, dir)
+        .sqlite(store)
+        .upstream(sim)
+        .envs(set.iter().copied());
+    for key in drop {
+        gateway = gateway.env_remove(key);
     }
-    for (key, value) in set {
-        cmd.env(key, value);
-    }
-    cmd
+    gateway
 }
 
 async fn over_stdio(
@@ -109,31 +60,16 @@ async fn over_stdio(
     drop: &[&str],
     set: &[(&str, &str)],
 ) -> Client {
-    client
-        .stdio(command(sim, store, &["--stdio"], drop, set))
-        .await
+    let command = gateway(sim, store, drop, set)
+        .no_listen()
+        .arg("--stdio")
+        .command();
+    client.stdio(command).await
 }
 
-async fn over_http(client: TestClient, sim: &Sim, store: &Path) -> (Client, tokio::process::Child) {
-    let mut child = command(sim, store, &["--listen", "127.0.0.1:0"], &[], &[])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn agentgate");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate did not start")
-    .expect("stdout")
-    .expect("a listening line");
-    let url = line
-        .strip_prefix("listening ")
-        .expect("listening line")
-        .to_owned();
-    (client.http(&url).await, child)
+async fn over_http(client: TestClient, sim: &Sim, store: &Path) -> (Client, Gate) {
+    let server = gateway(sim, store, &[], &[]).start().await;
+    (client.http(&server.url).await, server)
 }
 
 fn legacy() -> TestClient {
@@ -380,8 +316,8 @@ async fn an_approved_action_runs_once_when_agentgate_dies_after_sending_it() {
     approve(&client, &id, &key).await;
     executed.await.expect("the action reached Q Business");
     // The ticket exists; agentgate never hears of it.
-    server.start_kill().expect("SIGKILL");
-    server.wait().await.expect("reaped");
+    server.kill();
+    server.wait().await;
     assert_eq!(sim.sim.tickets().len(), 1);
 
     let (client, _server) = over_http(TestClient::tasks(), &sim, &store).await;

@@ -7,16 +7,12 @@
 //! the database and key files to be readable by their owner only.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use agentgate_sim::github::{GithubConfig, GithubSim};
-use agentgate_sim::qbusiness::{
-    DEFAULT_APPLICATION_ID, DEFAULT_REGION, QBusinessConfig, QBusinessSim,
-};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
-use tokio::process::{Child, Command};
-use tokio_util::sync::CancellationToken;
+use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
+use agentgate_testkit::{Emulator, Gate, GateBuilder, emulators};
+use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 
@@ -29,99 +25,43 @@ const WRONG_SECRET: &str = "wrongCanarySecretAccessKey/0123456789+abcd";
 const WRONG_TOKEN: &str = "ghp_wrongCanaryGithubToken0123456789abcde";
 
 struct Upstreams {
-    q_url: String,
-    gh_url: String,
-    _stop: tokio_util::sync::DropGuard,
+    qbusiness: Emulator<QBusinessSim>,
+    github: Emulator<GithubSim>,
 }
 
 async fn upstreams() -> Upstreams {
-    let stop = CancellationToken::new();
-    let q = QBusinessSim::new(QBusinessConfig {
+    let qbusiness = emulators::qbusiness(QBusinessConfig {
         access_key_id: ACCESS_KEY_ID.into(),
         secret_access_key: SECRET_ACCESS_KEY.into(),
         ..QBusinessConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let q_url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::qbusiness::serve(
-        listener,
-        q.router(),
-        stop.clone(),
-    ));
-    let gh = GithubSim::new(GithubConfig {
+    })
+    .start()
+    .await;
+    let github = emulators::github(GithubConfig {
         token: GITHUB_TOKEN.into(),
         time_scale: 0.05,
         ..GithubConfig::default()
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let gh_url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(agentgate_sim::github::serve(
-        listener,
-        gh.router(),
-        stop.clone(),
-    ));
-    Upstreams {
-        q_url,
-        gh_url,
-        _stop: stop.drop_guard(),
-    }
+    })
+    .start()
+    .await;
+    Upstreams { qbusiness, github }
 }
 
-/// A running server and the reader draining its stderr (debug logging
-/// fills a pipe quickly; an undrained one would stall the server).
-struct Server {
-    child: Child,
-    log: tokio::task::JoinHandle<String>,
-}
-
-/// `agentgate serve` on `dir/tasks.db` with the given credentials, debug
-/// logging, and its stderr collected; returns the server and its MCP URL.
-async fn serve(up: &Upstreams, dir: &Path, secret: &str, token: &str) -> (Server, String) {
-    let empty = dir.join("aws-empty");
-    std::fs::write(&empty, "").expect("write empty AWS config");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--store"])
-        .arg(format!("sqlite://{}", dir.join("tasks.db").display()))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
+/// `agentgate serve` on `dir/tasks.db` with the given credentials and
+/// trace logging (its stderr collected by the harness); returns the server
+/// and its MCP URL.
+async fn serve(up: &Upstreams, dir: &Path, secret: &str, token: &str) -> (Gate, String) {
+    let server = GateBuilder::agentgate(BIN, dir)
+        .upstream(&up.qbusiness)
+        .upstream(&up.github)
         .env("RUST_LOG", "trace")
-        .env("AWS_CONFIG_FILE", &empty)
-        .env("AWS_SHARED_CREDENTIALS_FILE", &empty)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_ENDPOINT_URL_QBUSINESS", &up.q_url)
-        .env("AWS_REGION", DEFAULT_REGION)
         .env("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID)
         .env("AWS_SECRET_ACCESS_KEY", secret)
-        .env("QBUSINESS_APPLICATION_ID", DEFAULT_APPLICATION_ID)
-        .env("GITHUB_API_URL", &up.gh_url)
         .env("GITHUB_PERSONAL_ACCESS_TOKEN", token)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn agentgate serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let line = tokio::time::timeout(
-        Duration::from_secs(30),
-        BufReader::new(stdout).lines().next_line(),
-    )
-    .await
-    .expect("agentgate serve did not start")
-    .expect("stdout")
-    .expect("a listening line");
-    let url = line.strip_prefix("listening ").expect("listening line");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let log = tokio::spawn(async move {
-        let mut log = String::new();
-        let _ = stderr.read_to_string(&mut log).await;
-        log
-    });
-    (Server { child, log }, url.to_owned())
+        .start()
+        .await;
+    let url = server.url.clone();
+    (server, url)
 }
 
 /// `agentgate call --json` (a task-aware client following the task to its
@@ -147,18 +87,9 @@ async fn call(dir: &Path, url: &str, tool: &str, args: &str) -> String {
 }
 
 /// Stops the server politely and returns everything it logged.
-async fn stop(mut server: Server) -> String {
-    let pid = server.child.id().expect("pid") as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
-    let log = tokio::time::timeout(Duration::from_secs(30), server.log)
-        .await
-        .expect("the server did not stop in 30 s")
-        .expect("log reader");
-    server.child.wait().await.expect("wait");
+async fn stop(mut server: Gate) -> String {
+    server.terminate();
+    let (_, log) = server.wait_with_stderr().await;
     log
 }
 

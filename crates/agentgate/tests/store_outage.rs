@@ -2,49 +2,25 @@
 //! `/readyz` and requests answer fast and say why, and the same process
 //! serves again once the database is back.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentgate_testkit::faults::{PgCluster, unavailable};
+use agentgate_testkit::{Gate, GateBuilder, eventually_async};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 const STORE_KEY: &str = "7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a";
 
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(store: &str) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", store])
+/// `agentgate serve` on `store`; returns it and its base URL.
+async fn serve(dir: &Path, store: &str) -> (Gate, String) {
+    let server = GateBuilder::agentgate(BIN, dir)
+        .store(store)
         .env("AGENTGATE_STORE_KEY", STORE_KEY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("read the listening line");
-    let url = first
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
-    Server {
-        child,
-        base: url.trim_end_matches("/mcp").to_owned(),
-    }
+        .start()
+        .await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    (server, base)
 }
 
 /// A raw 2026-07-28 `tasks/get`; returns the JSON-RPC message.
@@ -92,24 +68,25 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
             );
         }
     };
-    let server = serve(&pg.url());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_server, base) = serve(dir.path(), &pg.url()).await;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .expect("client");
     let ready = client
-        .get(format!("{}/readyz", server.base))
+        .get(format!("{base}/readyz"))
         .send()
         .await
         .expect("readyz");
     assert_eq!(ready.status(), 200);
-    let unknown = tasks_get(&client, &server.base, "no-such-task").await;
+    let unknown = tasks_get(&client, &base, "no-such-task").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 
     pg.stop("fast").expect("stop PostgreSQL");
     let started = Instant::now();
     let probe = client
-        .get(format!("{}/readyz", server.base))
+        .get(format!("{base}/readyz"))
         .send()
         .await
         .expect("readyz while the database is down");
@@ -125,7 +102,7 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
     // A request says the store is away, and how long to wait, instead of
     // hanging for the pool's timeout or claiming the task is unknown.
     let started = Instant::now();
-    let refused = tasks_get(&client, &server.base, "no-such-task").await;
+    let refused = tasks_get(&client, &base, "no-such-task").await;
     let took = started.elapsed();
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
@@ -145,22 +122,17 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
 
     // The database comes back: the same process is ready again by itself.
     pg.start_again().expect("start PostgreSQL again");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let status = client
-            .get(format!("{}/readyz", server.base))
-            .send()
-            .await
-            .map(|r| r.status().as_u16());
-        if matches!(status, Ok(200)) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not ready 30 s after the database came back"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let unknown = tasks_get(&client, &server.base, "no-such-task").await;
+    let readyz = format!("{base}/readyz");
+    let (client, readyz) = (&client, readyz.as_str());
+    eventually_async(
+        "readiness 30 s after the database came back",
+        Duration::from_secs(30),
+        move || async move {
+            let status = client.get(readyz).send().await.map(|r| r.status().as_u16());
+            matches!(status, Ok(200))
+        },
+    )
+    .await;
+    let unknown = tasks_get(client, &base, "no-such-task").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }

@@ -18,7 +18,6 @@
 //!
 //! `PROPTEST_CASES` raises the (CI-sized) case counts for long local runs.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,11 +26,12 @@ use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{NewTask, Owner, TaskId, TaskStatus};
+use agentgate_testkit::prop::{self as shared, Canned, CannedUpstream, config};
 use backend_copilot::github::GitHub;
 use backend_copilot::github::model;
 use backend_copilot::{Copilot, CopilotConfig, Endpoint, Token};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -40,54 +40,33 @@ const CASE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The token the client sends; the fake GitHub sometimes echoes it.
 const TOKEN: &str = "ghp_propTestSecret0123456789";
 
-/// One canned answer.
-#[derive(Debug, Clone)]
-struct Canned {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-/// The fake GitHub: GraphQL and REST answers from their own queues, each
-/// repeating its last answer.
-#[derive(Clone, Default)]
-struct Upstream {
-    graphql: Arc<Mutex<VecDeque<Canned>>>,
-    rest: Arc<Mutex<VecDeque<Canned>>>,
-}
-
-fn pop(queue: &Mutex<VecDeque<Canned>>) -> Option<Canned> {
-    let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
-    if queue.len() > 1 {
-        queue.pop_front()
+/// Which canned queue answers `path`: GraphQL and REST have their own.
+fn route(path: &str) -> &'static str {
+    if path.ends_with("/graphql") {
+        "graphql"
     } else {
-        queue.front().cloned()
+        "rest"
     }
 }
 
-impl Upstream {
-    fn set(&self, graphql: Canned, rest: Canned) {
-        *self.graphql.lock().unwrap_or_else(|p| p.into_inner()) = vec![graphql].into();
-        *self.rest.lock().unwrap_or_else(|p| p.into_inner()) = vec![rest].into();
+/// What an empty queue answers.
+fn not_found() -> Canned {
+    Canned {
+        status: 404,
+        headers: vec![],
+        body: b"{\"message\":\"Not Found\"}".to_vec(),
     }
+}
 
-    fn answer(&self, path: &str) -> Canned {
-        let queue = if path.ends_with("/graphql") {
-            &self.graphql
-        } else {
-            &self.rest
-        };
-        pop(queue).unwrap_or(Canned {
-            status: 404,
-            headers: vec![],
-            body: b"{\"message\":\"Not Found\"}".to_vec(),
-        })
-    }
+/// One answer for each kind of request, repeating.
+fn set(upstream: &CannedUpstream, graphql: Canned, rest: Canned) {
+    upstream.set("graphql", vec![graphql]);
+    upstream.set("rest", vec![rest]);
 }
 
 struct Harness {
     rt: tokio::runtime::Runtime,
-    upstream: Upstream,
+    upstream: CannedUpstream,
     url: String,
 }
 
@@ -97,31 +76,8 @@ fn harness() -> Harness {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let upstream = Upstream::default();
-    let url = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let served = upstream.clone();
-        let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
-            let canned = served.answer(uri.path());
-            async move {
-                let mut response =
-                    axum::response::Response::new(axum::body::Body::from(canned.body));
-                *response.status_mut() = axum::http::StatusCode::from_u16(canned.status)
-                    .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
-                for (name, value) in canned.headers {
-                    if let Ok(value) = axum::http::HeaderValue::from_str(&value) {
-                        response.headers_mut().insert(name, value);
-                    }
-                }
-                response
-            }
-        });
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        format!("http://{addr}/api/v3")
-    });
+    let upstream = CannedUpstream::new(route, not_found());
+    let url = rt.block_on(async { format!("{}/api/v3", upstream.serve().await) });
     Harness { rt, upstream, url }
 }
 
@@ -137,19 +93,6 @@ impl Harness {
     }
 }
 
-/// CI-sized case counts; `PROPTEST_CASES` overrides them.
-fn config(cases: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
-
 /// A message shown to a client: not empty, and without the token.
 fn check_message(what: &str, text: &str) -> Result<(), TestCaseError> {
     prop_assert!(!text.trim().is_empty(), "{what}: empty message");
@@ -160,34 +103,13 @@ fn check_message(what: &str, text: &str) -> Result<(), TestCaseError> {
 // ---------------------------------------------------------------------------
 // Generators
 
-fn nasty_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        6 => ".{0,24}",
-        1 => Just(String::new()),
-        1 => Just(format!("bad credentials {TOKEN}")),
-        1 => Just("\u{0}\u{1f}\"\\\u{202e}\u{feff}😀".to_owned()),
-        1 => (1usize..100_000).prop_map(|n| "é".repeat(n)),
-    ]
+/// The shared hostile strings, plus an error that quotes the token.
+fn nasty_string() -> BoxedStrategy<String> {
+    shared::nasty_string(&[format!("bad credentials {TOKEN}")])
 }
 
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("JSON numbers are finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        nasty_string().prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 32, 5, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,8}", inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+fn any_json() -> BoxedStrategy<Value> {
+    shared::any_json(nasty_string(), ".{0,8}".boxed(), 3)
 }
 
 /// `template` with every field independently kept, dropped or replaced by
@@ -471,7 +393,7 @@ fn hostile_github_responses_give_a_value_or_a_clear_error() {
         .run(
             &(calls, canned(true), canned(false)),
             |(which, graphql, rest)| {
-                h.upstream.set(graphql, rest);
+                set(&h.upstream, graphql, rest);
                 // A fresh client: a rate limit from one case must not turn the
                 // next into a fast "waiting for the reset".
                 let github = GitHub::new(h.endpoint());
@@ -559,7 +481,7 @@ fn copilot_tools_survive_hostile_arguments_and_responses() {
         .run(
             &(tool_call(), canned(true), canned(false)),
             |((tool, args), graphql, rest)| {
-                h.upstream.set(graphql, rest);
+                set(&h.upstream, graphql, rest);
                 let copilot = Copilot::new(h.endpoint(), CopilotConfig::default());
                 let tools = copilot.tools();
                 let Some(spec) = tools.iter().find(|t| t.tool.name == tool) else {
@@ -704,7 +626,7 @@ fn an_absurd_rate_limit_wait_is_capped_not_a_panic() {
             headers: headers.clone(),
             body: br#"{"message":"API rate limit exceeded"}"#.to_vec(),
         };
-        h.upstream.set(limited.clone(), limited);
+        set(&h.upstream, limited.clone(), limited);
         let github = GitHub::new(h.endpoint());
         let answer = h
             .within(call(&github, Call::RestPull))
@@ -719,7 +641,7 @@ fn an_absurd_rate_limit_wait_is_capped_not_a_panic() {
             headers,
             body: br#"{"errors":[{"type":"RATE_LIMITED","message":"slow down"}]}"#.to_vec(),
         };
-        h.upstream.set(graphql.clone(), graphql);
+        set(&h.upstream, graphql.clone(), graphql);
         let github = GitHub::new(h.endpoint());
         let message = h
             .within(call(&github, Call::Issue))
@@ -749,7 +671,7 @@ fn a_token_echoed_in_a_body_never_reaches_an_error() {
         headers: vec![("content-type", "application/json".to_owned())],
         body: body.into_bytes(),
     };
-    h.upstream.set(canned(echoed), canned(rest));
+    set(&h.upstream, canned(echoed), canned(rest));
     let github = GitHub::new(h.endpoint());
     for which in [Call::Issue, Call::RestPull] {
         let message = h

@@ -19,52 +19,23 @@
 //!
 //! `PROPTEST_CASES` raises the (CI-sized) case counts for long local runs.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use agentgate_backend::TaskId;
 use agentgate_backend::{Event, Job, JobContext, JobError, Step, parse_args};
+use agentgate_testkit::prop::{self as shared, Canned, CannedUpstream, config};
 use aws_sdk_qbusiness::config::retry::RetryConfig;
 use backend_qbusiness::args::{EMPTY_QUERY, QueryArgs};
 use backend_qbusiness::{QBusinessQuery, Settings};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
 use rmcp::model::CallToolResult;
 use serde_json::{Map, Value, json};
 
 /// A step that takes longer than this counts as a hang.
 const CASE_TIMEOUT: Duration = Duration::from_secs(30);
 const APPLICATION: &str = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b";
-
-/// One canned upstream answer.
-#[derive(Debug, Clone)]
-struct Canned {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-/// The fake upstream: answers requests from a queue, repeating the last one.
-#[derive(Clone, Default)]
-struct Upstream {
-    queue: Arc<Mutex<VecDeque<Canned>>>,
-}
-
-impl Upstream {
-    fn set(&self, answers: Vec<Canned>) {
-        *self.queue.lock().unwrap_or_else(|p| p.into_inner()) = answers.into();
-    }
-
-    fn next(&self) -> Canned {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        if queue.len() > 1 {
-            queue.pop_front().unwrap_or_else(ok_answer)
-        } else {
-            queue.front().cloned().unwrap_or_else(ok_answer)
-        }
-    }
-}
 
 fn ok_answer() -> Canned {
     Canned {
@@ -83,7 +54,7 @@ fn ok_answer() -> Canned {
 
 struct Harness {
     rt: tokio::runtime::Runtime,
-    upstream: Upstream,
+    upstream: CannedUpstream,
     job: QBusinessQuery,
 }
 
@@ -93,31 +64,8 @@ fn harness() -> Harness {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let upstream = Upstream::default();
-    let endpoint = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let served = upstream.clone();
-        let app = axum::Router::new().fallback(move || {
-            let canned = served.next();
-            async move {
-                let mut response =
-                    axum::response::Response::new(axum::body::Body::from(canned.body));
-                *response.status_mut() = axum::http::StatusCode::from_u16(canned.status)
-                    .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
-                for (name, value) in canned.headers {
-                    if let Ok(value) = axum::http::HeaderValue::from_str(&value) {
-                        response.headers_mut().insert(name, value);
-                    }
-                }
-                response
-            }
-        });
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        format!("http://{addr}")
-    });
+    let upstream = CannedUpstream::new(|_| "chat_sync", ok_answer());
+    let endpoint = rt.block_on(upstream.serve());
     let settings = Settings {
         region: "us-east-1".to_owned(),
         application_id: APPLICATION.to_owned(),
@@ -135,19 +83,6 @@ fn harness() -> Harness {
         rt,
         upstream,
         job: QBusinessQuery::with_client(settings, client),
-    }
-}
-
-/// CI-sized case counts; `PROPTEST_CASES` overrides them.
-fn config(cases: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
     }
 }
 
@@ -232,33 +167,12 @@ fn query(args: Value) -> QueryArgs {
 // ---------------------------------------------------------------------------
 // Generators
 
-fn nasty_string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        6 => ".{0,24}",
-        1 => Just(String::new()),
-        1 => Just("\u{0}\u{1f}\"\\\u{202e}\u{feff}😀".to_owned()),
-        1 => (1usize..100_000).prop_map(|n| "é".repeat(n)),
-    ]
+fn nasty_string() -> BoxedStrategy<String> {
+    shared::nasty_string(&[])
 }
 
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("JSON numbers are finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        nasty_string().prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 32, 5, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,8}", inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+fn any_json() -> BoxedStrategy<Value> {
+    shared::any_json(nasty_string(), ".{0,8}".boxed(), 3)
 }
 
 /// Mostly a value of the right kind, sometimes anything.
@@ -519,7 +433,7 @@ fn hostile_chat_sync_responses_give_a_result_or_a_clear_error() {
         .run(
             &strategy,
             |(first, second, pick, review_answer, sign_in_answer)| {
-                h.upstream.set(vec![first, second]);
+                h.upstream.set("chat_sync", vec![first, second]);
                 let step = within(&h, job.start(query(args.clone()), &cx(0)))?;
                 check_step(&step)?;
                 tally(&outcomes, &step);
@@ -637,7 +551,7 @@ fn hostile_tool_arguments_are_rejected_naming_the_field_or_answered() {
         application_id: APPLICATION.to_owned(),
         profile: None,
     }));
-    h.upstream.set(vec![ok_answer()]);
+    h.upstream.set("chat_sync", vec![ok_answer()]);
     let mut runner = TestRunner::new(config(4096));
     runner
         .run(&tool_arguments(), |args| {
@@ -682,11 +596,14 @@ fn an_unreadable_answer_says_why() {
         if let Some(kind) = error_type {
             headers.push(("x-amzn-errortype", kind.to_owned()));
         }
-        h.upstream.set(vec![Canned {
-            status,
-            headers,
-            body,
-        }]);
+        h.upstream.set(
+            "chat_sync",
+            vec![Canned {
+                status,
+                headers,
+                body,
+            }],
+        );
         let step = within(&h, h.job.start(query(json!({"query": "q"})), &cx(0)))
             .expect("an answer in time");
         let Ok(Step::Done(result)) = step else {

@@ -43,7 +43,7 @@ fn meta() -> Value {
 #[tokio::test]
 async fn broken_requests_get_clear_errors_and_never_crash_the_server() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &[]).await;
     let url = &fixture.url;
 
     let (status, body) = post(url, "tools/call", Some("greet"), "{not json".into()).await;
@@ -111,7 +111,7 @@ fn tasks_get(id: &str) -> String {
 #[tokio::test]
 async fn a_missing_mcp_name_on_tasks_is_accepted_and_a_mismatched_one_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &[]).await;
     let url = &fixture.url;
     // No header: served (here: the id is unknown, -32602, not a header error).
     let (_, body) = post(url, "tasks/get", None, tasks_get("no-such-task")).await;
@@ -139,7 +139,7 @@ async fn a_missing_mcp_name_on_tasks_is_accepted_and_a_mismatched_one_refused() 
 #[tokio::test]
 async fn strict_headers_refuse_a_missing_mcp_name_on_tasks() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &["--strict-headers"]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &["--strict-headers"]).await;
     let (_, body) = post(&fixture.url, "tasks/get", None, tasks_get("no-such-task")).await;
     assert_eq!(body["error"]["code"], json!(-32020), "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();

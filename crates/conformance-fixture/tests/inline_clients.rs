@@ -100,7 +100,7 @@ async fn client_without_elicitation_is_told_what_input_is_needed() {
 #[tokio::test]
 async fn modern_client_without_tasks_gets_mrtr_and_finishes_with_request_state() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &[]).await;
     let caps = ClientCapabilities::builder().enable_elicitation().build();
     let client = TestClient::new(caps, ProtocolVersion::V_2026_07_28)
         .http(&fixture.url)
@@ -211,7 +211,7 @@ async fn work_beyond_the_sync_budget_continues_as_a_task_followed_by_task_status
 #[tokio::test]
 async fn task_only_tool_without_the_extension_is_refused_with_32021() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &[]).await;
     let client = TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2026_07_28)
         .http(&fixture.url)
         .await;

@@ -32,7 +32,7 @@ fn strip_poll_interval(value: &mut Value) {
 #[tokio::test]
 async fn a_listener_hears_every_status_change_of_its_tasks() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &[]).await;
     let client = TestClient::tasks().http(&fixture.url).await;
 
     let ask = start_task(&client, "confirm_delete", json!({"filename": "a.txt"})).await;
@@ -91,7 +91,7 @@ async fn a_listener_hears_every_status_change_of_its_tasks() {
 #[tokio::test]
 async fn task_ids_need_the_tasks_extension_and_well_formed_ids() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Fixture::http(&dir.path().join("t.db"), &[]).await;
+    let fixture = serve_http(&dir.path().join("t.db"), &[]).await;
 
     let refused = TaskListener::open(&fixture.url, &["any"], false).await;
     assert_eq!(refused.status, 400);

@@ -10,74 +10,17 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::str::FromStr as _;
 
+use agentgate_testkit::pg::TestDatabase;
 use common::*;
 use rmcp::model::{CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams};
 use serde_json::json;
-use sqlx::Connection as _;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
 
 const INSTANCES: usize = 3;
 
-/// A fresh database on the test server, dropped at the end.
-struct Database {
-    admin: PgConnection,
-    name: String,
-    url: String,
-}
-
-impl Database {
-    async fn create() -> Option<Self> {
-        let server = std::env::var("AGENTGATE_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let options = PgConnectOptions::from_str(&server).expect("a PostgreSQL URL");
-        let mut admin = match PgConnection::connect_with(&options).await {
-            Ok(conn) => conn,
-            Err(e) => {
-                let shown = agentgate_core::store::redact_url(&server);
-                let required = std::env::var("AGENTGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
-                assert!(
-                    !required,
-                    "PostgreSQL not reachable at {shown} ({e}), and AGENTGATE_REQUIRE_POSTGRES=1 \
-                     requires it; run .ci/postgres.sh"
-                );
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped: PostgreSQL not reachable at {shown} ({e}); set \
-                     AGENTGATE_TEST_POSTGRES_URL or run .ci/postgres.sh"
-                );
-                return None;
-            }
-        };
-        let name = format!("agentgate_it_{:016x}", rand::random::<u64>());
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut admin)
-            .await
-            .expect("create database");
-        let mut url = url::Url::parse(&server).expect("URL");
-        url.set_path(&format!("/{name}"));
-        Some(Self {
-            admin,
-            name,
-            url: url.to_string(),
-        })
-    }
-
-    async fn drop(mut self) {
-        let _ = sqlx::query(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.name
-        ))
-        .execute(&mut self.admin)
-        .await;
-    }
-}
-
 #[tokio::test]
 async fn three_instances_on_one_database_share_every_task() {
-    let Some(db) = Database::create().await else {
+    let Some(db) = TestDatabase::create("agentgate_it").await else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -85,7 +28,7 @@ async fn three_instances_on_one_database_share_every_task() {
     let mut clients = Vec::new();
     for _ in 0..INSTANCES {
         // The fixture takes any store URL; `store_path` is unused here.
-        let fixture = Fixture::http_with_store(&db.url, dir.path(), &[]).await;
+        let fixture = serve_http_on(db.url(), dir.path(), &[]).await;
         clients.push(TestClient::tasks().http(&fixture.url).await);
         fixtures.push(fixture);
     }
@@ -164,19 +107,19 @@ async fn three_instances_on_one_database_share_every_task() {
         client.cancel().await.expect("close");
     }
     drop(fixtures);
-    db.drop().await;
+    drop(db);
 }
 
 #[tokio::test]
 async fn a_listener_hears_changes_another_instance_makes() {
-    let Some(db) = Database::create().await else {
+    let Some(db) = TestDatabase::create("agentgate_it").await else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
     // The front instance runs no steps, so every change its listener hears
     // was made by the worker instance and arrived by NOTIFY.
-    let front = Fixture::http_with_store(&db.url, dir.path(), &["--concurrency", "0"]).await;
-    let worker = Fixture::http_with_store(&db.url, dir.path(), &[]).await;
+    let front = serve_http_on(db.url(), dir.path(), &["--concurrency", "0"]).await;
+    let worker = serve_http_on(db.url(), dir.path(), &[]).await;
     let front_client = TestClient::tasks().http(&front.url).await;
     let worker_client = TestClient::tasks().http(&worker.url).await;
 
@@ -241,7 +184,7 @@ async fn a_listener_hears_changes_another_instance_makes() {
     front_client.cancel().await.expect("close");
     worker_client.cancel().await.expect("close");
     drop((front, worker));
-    db.drop().await;
+    drop(db);
 }
 
 /// Notes a `notifications/tasks` message's status under its task id.

@@ -13,7 +13,7 @@ async fn tasks_survive_sigkill_and_complete_after_restart() {
     // A short lease so the restarted process takes the dead one's tasks over
     // quickly; the restart must still wait for every lease to run out.
     let flags = ["--lease-seconds", "3"];
-    let mut first = Fixture::http(&store, &flags).await;
+    let mut first = serve_http(&store, &flags).await;
     let client = TestClient::tasks().http(&first.url).await;
     let mut ids = Vec::new();
     for i in 0..20 {
@@ -38,10 +38,10 @@ async fn tasks_survive_sigkill_and_complete_after_restart() {
         );
     }
     first.kill();
-    let _ = first.child.wait().await;
+    first.wait().await;
     drop(client);
 
-    let second = Fixture::http(&store, &flags).await;
+    let second = serve_http(&store, &flags).await;
     let client = TestClient::tasks().http(&second.url).await;
     for (i, id) in ids.iter().enumerate() {
         match poll_until(&client, id, is_terminal).await {

@@ -184,7 +184,7 @@ async fn all_scenarios(client: Client, store_path: &std::path::Path) {
 async fn task_paths_over_http() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("tasks.db");
-    let fixture = Fixture::http(&store, &[]).await;
+    let fixture = serve_http(&store, &[]).await;
     let client = TestClient::tasks().http(&fixture.url).await;
     all_scenarios(client, &store).await;
 }

@@ -2,13 +2,13 @@
 //! pagination, auth, header gating, NOT_FOUND shapes, the simulated Copilot scenarios,
 //! `@copilot` review cycles, agent tasks, REST comments and timelines, faults, counters.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentgate_sim::github::{
-    COPILOT_BOT_ID, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario, serve,
+    COPILOT_BOT_ID, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario,
 };
+use agentgate_testkit::{Emulator, emulators, eventually};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const OP_SUGGESTED: &str = "query($endCursor:String$name:String!$owner:String!){repository(owner: $owner, name: $name){suggestedActors(first: 100, after: $endCursor, capabilities: CAN_BE_ASSIGNED){nodes{... on Bot{id,login,__typename}},pageInfo{hasNextPage,endCursor}}}}";
 const OP_SUGGESTED_NEXT: &str = "query($endCursor:String!$name:String!$owner:String!){repository(owner: $owner, name: $name){suggestedActors(first: 100, after: $endCursor, capabilities: CAN_BE_ASSIGNED){nodes{... on Bot{id,login,__typename}},pageInfo{hasNextPage,endCursor}}}}";
@@ -24,17 +24,12 @@ t1:repository(owner:$o1,name:$n1){pullRequest(number:$i1){number,url,title,state
 const FEATURES: &str = "issues_copilot_assignment_api_support, coding_agent_model_selection";
 const WIDGETS: &str = "acme/widgets";
 
+/// The emulator (from the shared harness) and a client for raw requests.
 struct Gh {
+    _emulator: Emulator<GithubSim>,
     sim: GithubSim,
     url: String,
     http: reqwest::Client,
-    shutdown: CancellationToken,
-}
-
-impl Drop for Gh {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
 }
 
 async fn start() -> Gh {
@@ -46,18 +41,12 @@ async fn start() -> Gh {
 }
 
 async fn start_with(config: GithubConfig) -> Gh {
-    let sim = GithubSim::new(config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let shutdown = CancellationToken::new();
-    tokio::spawn(serve(listener, sim.router(), shutdown.clone()));
+    let emulator = emulators::github(config).start().await;
     Gh {
-        sim,
-        url,
+        sim: emulator.sim.clone(),
+        url: emulator.url.clone(),
+        _emulator: emulator,
         http: reqwest::Client::new(),
-        shutdown,
     }
 }
 
@@ -148,16 +137,9 @@ impl Gh {
     }
 }
 
-/// Polls `f` until it returns `Some`, for at most 10 s.
-async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// Waits (at most 10 s) until `f` returns `Some`.
+async fn until<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    eventually(what, Duration::from_secs(10), f).await
 }
 
 fn events(sim: &GithubSim, repo: &str, number: u64) -> Vec<String> {
@@ -599,8 +581,12 @@ async fn remove_assignees_and_unassignment_stops_the_run() {
         events(&gh.sim, WIDGETS, 2).last().map(String::as_str),
         Some("unassigned")
     );
-    // pr_delay is 300 ms at this scale: wait past it; no PR may appear.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The run wakes after pr_delay, sees Copilot gone and ends: once it is
+    // over (the test's only run), no PR may have appeared.
+    until("the agent run to end", || {
+        (gh.sim.stats().issue_runs_over >= 1).then_some(())
+    })
+    .await;
     assert!(gh.sim.pull_requests(WIDGETS).is_empty());
 }
 
@@ -1104,7 +1090,11 @@ async fn large_bodies_and_library_api() {
     assert_eq!(n, 1);
     gh.assign("acme/fresh", n, json!({})).await;
     assert_eq!(gh.sim.stats().assignments_for("acme/fresh", 1), 1);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A `Never` agent run ends without a PR: once it is over, none exists.
+    until("the agent run to end", || {
+        (gh.sim.stats().issue_runs_over >= 1).then_some(())
+    })
+    .await;
     assert!(gh.sim.pull_requests("acme/fresh").is_empty());
     let issue = gh.get_json("/api/v3/repos/acme/fresh/issues/1").await;
     assert_eq!(issue["title"], "Do a thing");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Reports a fault test that cannot run here: fails when
-/// `AGENTGATE_REQUIRE_FAULTS=1`, else says `skipped: …` on stderr (past the
+/// `AGENTGATE_REQUIRE_FAULTS=1`, else says `SKIPPED: …` on stderr (past the
 /// harness's capture) so the skip is seen.
 pub fn unavailable(test: &str, why: &str) {
     if std::env::var("AGENTGATE_REQUIRE_FAULTS").as_deref() == Ok("1") {
@@ -20,7 +20,7 @@ pub fn unavailable(test: &str, why: &str) {
     }
     let _ = writeln!(
         std::io::stderr(),
-        "skipped: {test}: {why} (set AGENTGATE_REQUIRE_FAULTS=1 to make this an error)"
+        "SKIPPED: {test}: {why} (set AGENTGATE_REQUIRE_FAULTS=1 to make this an error)"
     );
 }
 

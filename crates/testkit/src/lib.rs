@@ -1,12 +1,37 @@
-//! The test harness agentgate's end-to-end tests share: an rmcp client with
-//! chosen capabilities that records what the server sent (progress,
-//! elicitations) and answers elicitations, plus task polling that honours
-//! `pollIntervalMs`; and the upstreams' published contracts as validators
-//! ([`contracts`]).
+//! The one test harness of agentgate's tests, so test files keep only their
+//! scenarios:
+//!
+//! - here: an rmcp client with chosen capabilities that records what the
+//!   server sent (progress, elicitations) and answers elicitations, plus
+//!   task polling that honours `pollIntervalMs` ([`poll_until`]);
+//! - [`process`]: `agentgate serve` / the conformance fixture as a process
+//!   (config, env, store, stdout lines, stderr, signals, exit status);
+//! - [`emulators`]: the Q Business and GitHub emulators on loopback ports,
+//!   with late answers, a door, an answer hold, restarts;
+//! - [`pg`]: a PostgreSQL database per test, dropped even on panic, and the
+//!   visible skip when no server answers;
+//! - [`poll`]: waiting for a predicate instead of sleeping;
+//! - [`spy`]: a counting wrapper of any `TaskStore`;
+//! - [`sse`]: JSON-RPC messages off an SSE response;
+//! - [`prop`]: the property tests' config, generators and canned upstream;
+//! - [`contracts`]: the upstreams' published contracts as validators;
+//! - [`faults`], [`hold`]: real faults (full disk, stopped PostgreSQL) and a
+//!   swallowed answer.
 
 pub mod contracts;
+pub mod emulators;
 pub mod faults;
 pub mod hold;
+pub mod pg;
+pub mod poll;
+pub mod process;
+pub mod prop;
+pub mod spy;
+pub mod sse;
+
+pub use emulators::Emulator;
+pub use poll::{eventually, eventually_async};
+pub use process::{Gate, GateBuilder};
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -14,8 +39,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, CreateTaskResult,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, GetTaskParams, Implementation,
-    ProgressNotificationParam, ProtocolVersion, TaskPayload,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, GetTaskParams, GetTaskResult,
+    Implementation, ProgressNotificationParam, ProtocolVersion, TaskPayload,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RequestContext, RunningService,
@@ -172,22 +197,41 @@ pub async fn poll_until(
     id: &str,
     done: impl Fn(&TaskPayload) -> bool,
 ) -> TaskPayload {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    watch_task(client, id, Duration::from_secs(60), |got| {
+        done(&got.task.payload)
+    })
+    .await
+    .task
+    .payload
+}
+
+/// Polls `tasks/get` (at the server's `pollIntervalMs`, at most 500 ms
+/// apart) and shows each answer to `seen` until it returns `true`; panics
+/// after `timeout`. `seen` may collect (status messages) or assert (no
+/// early end) on the way.
+pub async fn watch_task(
+    client: &Client,
+    id: &str,
+    timeout: Duration,
+    mut seen: impl FnMut(&GetTaskResult) -> bool,
+) -> GetTaskResult {
+    let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let got = client
             .peer()
             .get_task(GetTaskParams::new(id.to_owned()))
             .await
             .expect("tasks/get");
-        if done(&got.task.payload) {
-            return got.task.payload;
+        if seen(&got) {
+            return got;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "task {id} did not get there in 60s; last: {:?}",
-            got.task.payload
+            "task {id} did not get there in {timeout:?}; last: {:?} ({:?})",
+            got.task.payload,
+            got.task.task.status_message
         );
-        let wait = got.task.task.poll_interval_ms.unwrap_or(100);
+        let wait = got.task.task.poll_interval_ms.unwrap_or(100).min(500);
         tokio::time::sleep(Duration::from_millis(wait)).await;
     }
 }

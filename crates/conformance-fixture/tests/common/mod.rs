@@ -1,100 +1,50 @@
-//! Test harness: starts the real `conformance-fixture` binary (our engine and
-//! SQLite store) and connects rmcp's client to it over stdio or HTTP.
+//! What the fixture's tests share beyond agentgate-testkit: the real
+//! `conformance-fixture` binary (our engine and SQLite store) started through
+//! the testkit's process builder, a store backdating helper, and a raw
+//! `subscriptions/listen` client.
 
 #![allow(dead_code)] // each test file uses a different part of the harness
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
+use std::path::Path;
 
+use agentgate_testkit::sse::SseReader;
 pub use agentgate_testkit::*;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_conformance-fixture");
 
-/// The store key of fixtures on PostgreSQL (a test key, used nowhere else).
-const SHARED_STORE_KEY: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
-
-/// A fixture process on a SQLite file in a temporary directory.
-pub struct Fixture {
-    pub child: Child,
-    pub url: String,
-    pub store_path: PathBuf,
+/// The fixture over HTTP on a free port, on the SQLite file `store_path`.
+pub async fn serve_http(store_path: &Path, extra: &[&str]) -> Gate {
+    let dir = store_path.parent().expect("a store file in a directory");
+    GateBuilder::fixture(BIN, dir)
+        .sqlite(store_path)
+        .args(extra)
+        .start()
+        .await
 }
 
-impl Fixture {
-    /// Starts the fixture over HTTP on a free port, on `store_path`.
-    pub async fn http(store_path: &Path, extra: &[&str]) -> Self {
-        Self::start(&store_url(store_path), store_path, extra).await
-    }
-
-    /// Starts the fixture over HTTP on any store URL (PostgreSQL).
-    pub async fn http_with_store(url: &str, dir: &Path, extra: &[&str]) -> Self {
-        Self::start(url, dir, extra).await
-    }
-
-    async fn start(store: &str, store_path: &Path, extra: &[&str]) -> Self {
-        let mut command = Command::new(BIN);
-        if !store.starts_with("sqlite:") {
-            // Instances sharing a PostgreSQL store need one store key (a
-            // SQLite store's key file sits beside the database).
-            command.env("AGENTGATE_STORE_KEY", SHARED_STORE_KEY);
-        }
-        let mut child = command
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--store")
-            .arg(store)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn fixture");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        // The fixture prints its URL on stdout once it accepts connections.
-        let url = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("fixture did not start in 30s")
-            .expect("read stdout")
-            .expect("fixture exited before listening");
-        let url = url
-            .trim()
-            .strip_prefix("listening ")
-            .unwrap_or(&url)
-            .to_owned();
-        Self {
-            child,
-            url,
-            store_path: store_path.to_owned(),
-        }
-    }
-
-    pub fn kill(&mut self) {
-        let pid = self.child.id().expect("running") as i32;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .expect("SIGKILL");
-    }
+/// The fixture over HTTP on any store URL (PostgreSQL), working in `dir`.
+pub async fn serve_http_on(store: &str, dir: &Path, extra: &[&str]) -> Gate {
+    GateBuilder::fixture(BIN, dir)
+        .store(store)
+        .args(extra)
+        .start()
+        .await
 }
 
 pub fn store_url(path: &Path) -> String {
-    format!("sqlite://{}", path.display())
+    agentgate_testkit::process::sqlite_url(path)
 }
 
 /// The fixture on stdio, on `store_path`, ready for [`TestClient::stdio`].
 pub fn stdio_command(store_path: &Path, extra: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command
+    let dir = store_path.parent().expect("a store file in a directory");
+    GateBuilder::fixture(BIN, dir)
+        .sqlite(store_path)
+        .no_listen()
         .arg("--stdio")
-        .arg("--store")
-        .arg(store_url(store_path))
-        .args(extra);
-    command
+        .args(extra)
+        .command()
 }
 
 /// Moves a task's creation time `ms` into the past, straight in the SQLite
@@ -117,8 +67,7 @@ pub async fn backdate(store_path: &Path, id: &str, ms: i64) {
 /// `taskIds`): the response's SSE events, one JSON-RPC message at a time.
 pub struct TaskListener {
     pub status: u16,
-    response: reqwest::Response,
-    buffered: String,
+    events: SseReader,
 }
 
 impl TaskListener {
@@ -152,34 +101,14 @@ impl TaskListener {
             .expect("POST subscriptions/listen");
         Self {
             status: response.status().as_u16(),
-            response,
-            buffered: String::new(),
+            events: SseReader::new(response),
         }
     }
 
     /// The next JSON-RPC message on the stream (SSE events without data,
     /// like the priming event, are skipped). Panics after 30 s.
     pub async fn next(&mut self) -> serde_json::Value {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            while let Some(end) = self.buffered.find("\n\n") {
-                let event: String = self.buffered.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim)
-                    .collect();
-                if !data.is_empty() {
-                    return serde_json::from_str(&data).expect("SSE data is JSON");
-                }
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
-                .await
-                .expect("no message on the listen stream within 30 s")
-                .expect("read listen stream")
-                .expect("listen stream ended");
-            self.buffered.push_str(&String::from_utf8_lossy(&chunk));
-        }
+        self.events.next().await
     }
 
     /// The next `notifications/tasks` whose status is `status`, skipping
@@ -196,7 +125,7 @@ impl TaskListener {
 
     /// The whole body, for a listen request that was refused.
     pub async fn error_body(self) -> serde_json::Value {
-        let text = self.response.text().await.expect("body");
+        let text = self.events.into_response().text().await.expect("body");
         serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
     }
 }

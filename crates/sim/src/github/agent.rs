@@ -218,14 +218,19 @@ pub(crate) fn update_issue(
             .filter(|b| !b.trim().is_empty())
             .unwrap_or(default_branch);
         let instructions = agent.custom_instructions.filter(|c| !c.trim().is_empty());
-        tokio::spawn(issue_run(
+        let counted = sim.clone();
+        let agent_run = issue_run(
             sim.clone(),
             key.clone(),
             number,
             run,
             base_ref,
             instructions,
-        ));
+        );
+        tokio::spawn(async move {
+            agent_run.await;
+            counted.state().stats.issue_runs_over += 1;
+        });
     } else if will_have && (input.assignee_ids.is_some() || input.agent.is_some()) {
         st.stats.repeat_assignments += 1;
     }

@@ -201,6 +201,11 @@ pub struct Stats {
     pub repeat_assignments: u64,
     /// Agent tasks created.
     pub agent_tasks_created: u64,
+    /// Agent runs on issues that are over: their PR's work ended, or they
+    /// stopped without a PR (Copilot unassigned in time, failed to start, a
+    /// scenario that never opens one). Lets a test see that a run decided
+    /// before it checks what the run did not do.
+    pub issue_runs_over: u64,
     /// Failures injected (scripted, random, primary limit).
     pub faults_injected: u64,
     /// Successful answers replaced by a 502 after the request was handled (see

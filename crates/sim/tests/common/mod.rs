@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use agentgate_sim::qbusiness::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY, QBusinessConfig,
-    QBusinessSim, serve,
+    DEFAULT_ACCESS_KEY_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY, QBusinessConfig, QBusinessSim,
 };
+use agentgate_testkit::{Emulator, emulators};
 use aws_sdk_qbusiness::config::retry::RetryConfig;
 use aws_sdk_qbusiness::config::{BehaviorVersion, Credentials, Region};
 use aws_smithy_runtime_api::box_error::BoxError;
@@ -18,19 +18,12 @@ use aws_smithy_runtime_api::client::interceptors::context::AfterDeserializationI
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
-use tokio_util::sync::CancellationToken;
 
-/// A running emulator; stops when dropped.
+/// A running emulator (the shared harness's); stops when dropped.
 pub struct Harness {
     pub sim: QBusinessSim,
     pub endpoint: String,
-    shutdown: CancellationToken,
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
+    _emulator: Emulator<QBusinessSim>,
 }
 
 pub async fn start() -> Harness {
@@ -38,17 +31,11 @@ pub async fn start() -> Harness {
 }
 
 pub async fn start_with(config: QBusinessConfig) -> Harness {
-    let sim = QBusinessSim::new(config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-    let shutdown = CancellationToken::new();
-    tokio::spawn(serve(listener, sim.router(), shutdown.clone()));
+    let emulator = emulators::qbusiness(config).start().await;
     Harness {
-        sim,
-        endpoint,
-        shutdown,
+        sim: emulator.sim.clone(),
+        endpoint: emulator.url.clone(),
+        _emulator: emulator,
     }
 }
 
