@@ -14,8 +14,8 @@
 //!               tasks/cancel  ─▶ Job::cancel(state)     ─▶ Step::Cancelled
 //! ```
 //!
-//! `docs/backends/write-a-backend.md` walks through one, and
-//! `examples/echo-backend` is a complete backend to copy.
+//! The [`guide`] (`docs/backends/write-a-backend.md`) walks through one,
+//! and `examples/countdown-backend` is a complete backend to copy.
 //!
 //! Modules:
 //! - [`job`]: [`Job`], [`Step`], [`Event`], [`JobError`], [`JobContext`], [`ToolSpec`];
@@ -26,6 +26,8 @@
 //! - [`backend`]: the [`Backend`] trait and its config section.
 
 pub mod backend;
+#[doc = include_str!("../../../docs/backends/write-a-backend.md")]
+pub mod guide {}
 pub mod handles;
 mod id;
 pub mod job;

@@ -1,15 +1,20 @@
 //! The engine's task service (`create`, `get`, `answer`, `cancel`, `watch`)
 //! on a real SQLite store: each operation's store write and its
-//! notifications happen together, scoped to the caller's owner.
+//! notifications happen together, scoped to the caller's owner. And the
+//! runtime around it: stopping frees leases at once for another worker, a
+//! worker whose lease was taken over cannot save, a tool served twice is
+//! refused.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::{Backend, BoxFuture, Nudge};
 use agentgate_core::clock::SystemClock;
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
+use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{Changed, Engine, EngineConfig, TaskError, TaskQuota};
-use agentgate_core::store::SqliteStore;
+use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
@@ -22,7 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
-    /// `ask`: ask one question; `hang`: a step that never ends by itself.
+    /// `ask`: ask one question; `hang`: a step that never ends by itself;
+    /// `gate`: a step that finishes when the test says so.
     mode: String,
 }
 
@@ -31,6 +37,8 @@ struct Args {
 #[derive(Clone, Default)]
 struct Probe {
     started: Arc<Notify>,
+    /// `gate` steps wait for this, then finish.
+    release: Arc<Notify>,
 }
 
 impl Job for Probe {
@@ -41,6 +49,13 @@ impl Job for Probe {
         if args.mode == "hang" {
             self.started.notify_one();
             std::future::pending::<()>().await;
+        }
+        if args.mode == "gate" {
+            self.started.notify_one();
+            self.release.notified().await;
+            return Ok(Step::Done(CallToolResult::success(vec![
+                ContentBlock::text("the first worker's result"),
+            ])));
         }
         let schema = serde_json::from_value(json!({
             "type": "object",
@@ -315,4 +330,176 @@ async fn a_watch_wakes_for_its_own_tasks_only() {
         watch.changed(Duration::from_secs(3600)).await,
         Changed::Task(mine.id.clone())
     );
+}
+
+/// A backend serving the probe tool, whose background work records that it
+/// ran and that it returned.
+struct ProbeBackend {
+    probe: Probe,
+    ran: Arc<Notify>,
+    returned: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Backend for ProbeBackend {
+    fn name(&self) -> &str {
+        "probe"
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        let policy = ToolPolicy::default().step_timeout(Duration::from_secs(3600));
+        vec![ToolSpec::new("probe", "test", policy, self.probe.clone())]
+    }
+
+    fn run(&self, _: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+        let (ran, returned) = (self.ran.clone(), self.returned.clone());
+        Box::pin(async move {
+            ran.notify_one();
+            shutdown.cancelled().await;
+            returned.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    }
+}
+
+#[tokio::test]
+async fn stopping_a_runtime_interrupts_its_steps_and_frees_their_leases_at_once() {
+    let store: Arc<dyn TaskStore> =
+        Arc::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
+    let backend = ProbeBackend {
+        probe: Probe::default(),
+        ran: Arc::new(Notify::new()),
+        returned: Arc::default(),
+    };
+    let (started, ran, returned) = (
+        backend.probe.started.clone(),
+        backend.ran.clone(),
+        backend.returned.clone(),
+    );
+    let runtime = Runtime::builder(store.clone())
+        .config(EngineConfig {
+            worker_id: "first".to_owned(),
+            // A long lease: only releasing it lets another worker in now.
+            lease: Duration::from_secs(3600),
+            ..EngineConfig::default()
+        })
+        .backend(backend)
+        .start()
+        .expect("start");
+    ran.notified().await;
+    let engine = runtime.engine().clone();
+    let spec = engine.tools().get("probe").expect("probe tool");
+    let task = engine
+        .create(
+            Owner::new("alice"),
+            spec,
+            args("hang"),
+            &TaskQuota::default(),
+        )
+        .await
+        .expect("create");
+    started.notified().await;
+    runtime.stop().await.expect("stop");
+    assert!(
+        returned.load(std::sync::atomic::Ordering::SeqCst),
+        "the backend's background work returned before stop did"
+    );
+    // Another worker claims the task at once, from where it was: the
+    // interrupted step left no checkpoint, so it starts again.
+    let claimed = store
+        .claim("second", 10, Duration::from_secs(30), engine.now())
+        .await
+        .expect("claim");
+    let again = claimed
+        .iter()
+        .find(|c| c.task.id == task.id)
+        .expect("the task is free for another worker now");
+    assert_eq!(again.taken_over_from, None, "released, not expired");
+    assert_eq!(again.task.status, TaskStatus::Working);
+    assert_eq!(again.task.job_state, None);
+    assert_eq!(again.task.steps, 0);
+}
+
+#[tokio::test]
+async fn a_tool_served_twice_is_refused_naming_both() {
+    let store: Arc<dyn TaskStore> =
+        Arc::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
+    let backend = || ProbeBackend {
+        probe: Probe::default(),
+        ran: Arc::new(Notify::new()),
+        returned: Arc::default(),
+    };
+    let refused = Runtime::builder(store)
+        .backend(backend())
+        .backend(backend())
+        .start()
+        .expect_err("two `probe` tools");
+    let text = refused.to_string();
+    assert!(
+        text.contains("tool `probe` is served by both backend `probe` and backend `probe`"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
+    let store: Arc<dyn TaskStore> =
+        Arc::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
+    let backend = ProbeBackend {
+        probe: Probe::default(),
+        ran: Arc::new(Notify::new()),
+        returned: Arc::default(),
+    };
+    let (started, release) = (backend.probe.started.clone(), backend.probe.release.clone());
+    let runtime = Runtime::builder(store.clone())
+        .config(EngineConfig {
+            worker_id: "stalled".to_owned(),
+            // No heartbeat falls due during the test.
+            lease: Duration::from_secs(3600),
+            ..EngineConfig::default()
+        })
+        .backend(backend)
+        .start()
+        .expect("start");
+    let engine = runtime.engine().clone();
+    let spec = engine.tools().get("probe").expect("probe tool");
+    let task = engine
+        .create(
+            Owner::new("alice"),
+            spec,
+            args("gate"),
+            &TaskQuota::default(),
+        )
+        .await
+        .expect("create");
+    started.notified().await;
+    // Two hours later, as another worker sees it, the lease has run out:
+    // it takes the task over.
+    let later = engine.now() + 2 * 3600 * 1000;
+    let taken = store
+        .claim("thief", 10, Duration::from_secs(30), later)
+        .await
+        .expect("claim");
+    let taken = taken
+        .iter()
+        .find(|c| c.task.id == task.id)
+        .expect("taken over");
+    assert_eq!(taken.taken_over_from.as_deref(), Some("stalled"));
+    // The stalled worker's step now finishes, and the runtime stops, which
+    // waits for the step's save attempt. Whichever reaches the save first,
+    // the step's result or the shutdown's interruption, it is refused:
+    // another worker holds the lease.
+    release.notify_one();
+    runtime.stop().await.expect("stop");
+    let now = store
+        .get(&Owner::new("alice"), &task.id, later)
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(now.status, TaskStatus::Working, "{now:?}");
+    assert_eq!(now.result, None, "the fenced result was not saved");
+    assert_eq!(
+        now.lease_owner.as_deref(),
+        Some("thief"),
+        "the new lease holds"
+    );
+    assert_eq!(now.attempt, taken.task.attempt);
 }

@@ -1,5 +1,6 @@
 //! The backends this build serves: one line each in [`BACKENDS`]. Each reads
-//! its own table of the config file (`[copilot]`, `[qbusiness]`) and refuses
+//! its own table of the config file (`[copilot]`, `[qbusiness]`,
+//! `[countdown]`) and refuses
 //! an unknown key by name.
 //!
 //! To add a backend: write a crate on `agentgate-backend` whose backend
@@ -15,6 +16,7 @@ use anyhow::{Context as _, Result};
 pub(crate) const BACKENDS: &[Entry] = &[
     entry::<backend_qbusiness::QBusinessQuery>(),
     entry::<backend_copilot::Copilot>(),
+    entry::<agentgate_example_countdown::Countdown>(),
 ];
 
 /// One backend of the list: its section name, and how to check and add it.
