@@ -61,6 +61,7 @@ pub enum Event {
 
 /// A step that did not produce a [`Step`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// Worth trying again later (upstream 5xx, throttling, a network blip).
     /// The scheduler backs off, keeps the task `working` with a status message

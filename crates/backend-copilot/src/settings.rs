@@ -53,6 +53,7 @@ pub struct Endpoint {
 
 /// A setting that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SettingsError {
     #[error(
         "GITHUB_API_URL `{value}` is not a usable URL ({reason}); expected e.g. \

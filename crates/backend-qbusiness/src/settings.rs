@@ -23,6 +23,7 @@ pub struct Settings {
 /// A setting that is missing; the text is upstream's, so prompts and scripts
 /// that match on it keep working.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SettingsError {
     #[error("Failed to create Q Business client: AWS_REGION environment variable is not set")]
     MissingRegion,

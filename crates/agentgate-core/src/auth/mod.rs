@@ -64,6 +64,7 @@ pub struct Principal(pub Owner);
 
 /// Bad `[auth]` settings.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthError {
     #[error("{0}")]
     Config(String),

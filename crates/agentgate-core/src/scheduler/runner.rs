@@ -169,6 +169,11 @@ impl Engine {
             Ok(Err(JobError::Fatal(error))) => Outcome::Failed {
                 error: to_json(&error),
             },
+            // A kind of failure this engine does not know (a newer SDK):
+            // failing the task says so, where retrying might never end.
+            Ok(Err(other)) => Outcome::Failed {
+                error: error_object(ErrorCode::INTERNAL_ERROR.0, other.to_string()),
+            },
             Ok(Ok(step)) => into_outcome(step, now),
         })
     }

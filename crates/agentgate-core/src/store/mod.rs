@@ -54,6 +54,7 @@ use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord};
 mod postgres;
 pub mod seal;
 mod sqlite;
+#[cfg(feature = "store-suite")]
 pub mod suite;
 mod transition;
 

@@ -36,6 +36,7 @@ const KEY_LEN: usize = 32;
 
 /// What went wrong getting or opening a sealed secret.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SealError {
     #[error(
         "store key: expected {KEY_LEN} bytes as 64 hex digits or base64 \
