@@ -531,3 +531,106 @@ async fn an_unreadable_card_makes_only_its_tool_answer_with_the_reason() {
     assert_eq!(result.is_error, Some(false), "the other agent works");
     emulator.assert_requests_conform();
 }
+
+#[tokio::test]
+async fn a_card_unreadable_at_start_is_read_again_by_the_refresh_and_by_a_call() {
+    let emulator = Emulator::quick().await;
+    emulator.card_down(true);
+    let (backend, counts) = backend(json!([{"name": "emu", "url": emulator.url}]), &no_env).await;
+    let why = backend.card_status()[0].1.clone();
+    assert!(
+        why.as_deref().is_some_and(|w| w.contains("HTTP 503")),
+        "{why:?}"
+    );
+    assert_eq!(counts.get("GetAgentCard", "server_error"), 1);
+    let tools = backend.tools();
+    // A call reads the card again first; still down, it answers why.
+    let result = Driver::new(&tools[0])
+        .run(args("q", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(true));
+    assert!(texts(&result).contains("HTTP 503"), "{result:?}");
+    assert_eq!(counts.get("GetAgentCard", "server_error"), 2);
+
+    emulator.card_down(false);
+    backend.refresh_cards().await;
+    assert_eq!(backend.card_status()[0].1, None, "the refresh read it");
+    // A card that fails later keeps the last good one.
+    emulator.card_down(true);
+    backend.refresh_cards().await;
+    assert_eq!(
+        backend.card_status()[0].1,
+        None,
+        "the last good card is kept"
+    );
+    let result = Driver::new(&tools[0])
+        .run(args("q", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    emulator.assert_requests_conform();
+}
+
+#[test]
+fn the_request_types_conform_and_the_contract_check_bites() {
+    use agentgate_testkit::contracts::a2a;
+    use backend_a2a::wire::{OutMessage, OutPart, SendConfiguration, SendMessageRequest};
+    let mut message = OutMessage::user(
+        "agentgate-t-0".into(),
+        vec![OutPart::text("hi"), OutPart::data(json!({"k": 1}))],
+    );
+    message.task_id = "t1".into();
+    message.context_id = "c1".into();
+    let request = serde_json::to_value(SendMessageRequest {
+        message,
+        configuration: SendConfiguration {
+            return_immediately: true,
+        },
+    })
+    .expect("serializes");
+    assert_eq!(
+        a2a().problems("SendMessageRequest", &request),
+        Vec::<String>::new()
+    );
+    // The same request with a wrong enum name or a misspelt field is refused.
+    let mut wrong_role = request.clone();
+    wrong_role["message"]["role"] = json!("user");
+    assert!(!a2a().problems("SendMessageRequest", &wrong_role).is_empty());
+    let mut misspelt = request;
+    misspelt["configuration"]["returnImmediatly"] = json!(true);
+    assert!(!a2a().problems("SendMessageRequest", &misspelt).is_empty());
+}
+
+/// The limit of what a client can do: an agent that does not deduplicate
+/// messageIds (as the official Python SDK's server) runs a send whose answer
+/// was lost twice. The emulator's `dedupe_message_ids = false` plays one.
+#[tokio::test]
+async fn without_deduplication_by_the_agent_a_lost_answer_runs_twice() {
+    let emulator = Emulator::start(SimConfig {
+        dedupe_message_ids: false,
+        step_delay: std::time::Duration::from_millis(5),
+        ..SimConfig::default()
+    })
+    .await;
+    let (tool, _) = tool_for(&emulator).await;
+    let mut driver = Driver::new(&tool);
+    let cx = driver.cx();
+    emulator.sim.faults().lose_next_answers(1);
+    let result = driver
+        .run(args("once", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(false));
+    let stats = emulator.sim.stats();
+    assert_eq!(
+        stats.sends_by_message_id(&message_id(&cx)),
+        2,
+        "the same messageId twice"
+    );
+    assert_eq!(
+        stats.effects_by_message_id(&message_id(&cx)),
+        2,
+        "and two runs"
+    );
+}

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test binary uses part of it
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +43,7 @@ pub struct Emulator {
     pub sim: A2aSim,
     pub url: String,
     sent: Arc<Mutex<Vec<Sent>>>,
+    card_down: Arc<AtomicBool>,
     shutdown: CancellationToken,
 }
 
@@ -51,7 +53,20 @@ impl Drop for Emulator {
     }
 }
 
-async fn record(sent: Arc<Mutex<Vec<Sent>>>, request: Request<Body>, next: Next) -> Response {
+async fn record(
+    sent: Arc<Mutex<Vec<Sent>>>,
+    card_down: Arc<AtomicBool>,
+    request: Request<Body>,
+    next: Next,
+) -> Response {
+    if request.uri().path() == agentgate_sim::a2a::AGENT_CARD_PATH
+        && card_down.load(Ordering::SeqCst)
+    {
+        return Response::builder()
+            .status(503)
+            .body(Body::from("card store down"))
+            .unwrap_or_default();
+    }
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, 8 * 1024 * 1024)
         .await
@@ -79,10 +94,12 @@ impl Emulator {
         let sim = A2aSim::new(config);
         let sent = Arc::new(Mutex::new(Vec::new()));
         let recorder = sent.clone();
+        let card_down = Arc::new(AtomicBool::new(false));
+        let down = card_down.clone();
         let router = sim
             .router()
             .layer(axum::middleware::from_fn(move |request, next| {
-                record(recorder.clone(), request, next)
+                record(recorder.clone(), down.clone(), request, next)
             }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -98,8 +115,14 @@ impl Emulator {
             sim,
             url,
             sent,
+            card_down,
             shutdown,
         }
+    }
+
+    /// Makes the card answer 503 (`true`) or be served again.
+    pub fn card_down(&self, down: bool) {
+        self.card_down.store(down, Ordering::SeqCst);
     }
 
     /// The default emulator, with quick progress steps.
