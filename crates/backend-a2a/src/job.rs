@@ -288,6 +288,10 @@ impl AgentJob {
                 }
             }
             TaskState::Submitted | TaskState::Working | TaskState::Unknown => {
+                // Past the sign-in: a later AUTH_REQUIRED is a new one, asked again.
+                if state.phase == Phase::SigningIn {
+                    state.phase = Phase::Following;
+                }
                 let working = said.unwrap_or_else(|| format!("the agent `{name}` is working"));
                 let status = match refused {
                     Some(Some(why)) => {
@@ -516,6 +520,127 @@ mod tests {
             ..Message::default()
         };
         assert_eq!(sign_in_url(&with_part).as_deref(), Some("https://idp/x"));
+    }
+
+    fn job() -> AgentJob {
+        let settings = AgentSettings {
+            name: "t".into(),
+            tool_name: "t_send_message".into(),
+            card_url: url::Url::parse("http://127.0.0.1:9/").expect("url"),
+            token: None,
+            poll_interval: std::time::Duration::from_secs(1),
+        };
+        let client = AgentClient::new(
+            reqwest::Client::new(),
+            None,
+            agentgate_backend::UpstreamMetrics::detached("a2a"),
+        );
+        AgentJob {
+            agent: Arc::new(Agent::new(settings, client)),
+        }
+    }
+
+    fn snapshot(state: TaskState, said: &str, message_id: &str) -> TaskSnapshot {
+        let mut message = text(said);
+        message.message_id = message_id.into();
+        TaskSnapshot {
+            task: crate::wire::Task {
+                id: "task-1".into(),
+                context_id: "ctx-1".into(),
+                status: crate::wire::TaskStatus {
+                    state,
+                    message: Some(message),
+                },
+                artifacts: Vec::new(),
+            },
+            raw: json!({"id": "task-1"}),
+        }
+    }
+
+    fn state(phase: Phase) -> State {
+        State {
+            endpoint: "http://127.0.0.1:9/".into(),
+            task_id: "task-1".into(),
+            context_id: "ctx-1".into(),
+            phase,
+            answered_question: String::new(),
+        }
+    }
+
+    fn cx(step: i64) -> JobContext {
+        JobContext {
+            task_id: agentgate_backend::TaskId::generate(),
+            step,
+            now: 0,
+        }
+    }
+
+    #[test]
+    fn a_second_sign_in_after_work_resumed_is_asked_again() {
+        let job = job();
+        let signing = state(Phase::SigningIn);
+        let auth = snapshot(TaskState::AuthRequired, "Sign in at http://idp/x", "m1");
+        assert!(matches!(
+            job.follow(signing.clone(), &auth, &cx(3)),
+            Step::Wait { .. }
+        ));
+        let Step::Wait { state: after, .. } = job.follow(
+            signing,
+            &snapshot(TaskState::Working, "reading", "m2"),
+            &cx(4),
+        ) else {
+            panic!("working is a wait")
+        };
+        assert_eq!(after.phase, Phase::Following);
+        let again = snapshot(TaskState::AuthRequired, "Sign in at http://idp/y", "m3");
+        match job.follow(after, &again, &cx(5)) {
+            Step::Ask { requests, .. } => assert!(requests.contains_key("a2a-sign-in-5")),
+            other => panic!("expected a new sign-in request, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_answered_question_still_showing_is_polled_not_asked_again() {
+        let job = job();
+        let mut answered = state(Phase::Following);
+        answered.answered_question = "q1".into();
+        let same = snapshot(TaskState::InputRequired, "Your name?", "q1");
+        assert!(matches!(
+            job.follow(answered.clone(), &same, &cx(2)),
+            Step::Wait { .. }
+        ));
+        let next = snapshot(TaskState::InputRequired, "Your city?", "q2");
+        match job.follow(answered, &next, &cx(3)) {
+            Step::Ask {
+                state, requests, ..
+            } => {
+                assert!(requests.contains_key("a2a-input-3"));
+                assert_eq!(
+                    state.phase,
+                    Phase::AwaitingInput {
+                        key: "a2a-input-3".into(),
+                        question_id: "q2".into()
+                    }
+                );
+            }
+            other => panic!("expected the new question, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn auth_required_without_a_url_is_an_error_result_naming_the_need() {
+        let auth = snapshot(TaskState::AuthRequired, "Send me your password.", "m1");
+        match job().follow(state(Phase::Following), &auth, &cx(1)) {
+            Step::Done(result) => {
+                assert_eq!(result.is_error, Some(true));
+                let text = format!("{:?}", result.content);
+                assert!(
+                    text.contains("no sign-in URL") && text.contains("Send me your password."),
+                    "{text}"
+                );
+            }
+            other => panic!("expected an error result, got {other:?}"),
+        }
     }
 
     #[test]
