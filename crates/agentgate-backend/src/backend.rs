@@ -48,11 +48,12 @@ pub trait ConfiguredBackend: Backend + Sized {
     }
 
     /// The backend for `config`, counting its upstream calls into
-    /// `upstream`. Settings from the environment are read here too.
+    /// `upstream`. Settings from the environment are read here too, and
+    /// anything the tools need to be described (a remote agent's card).
     fn from_config(
         config: Self::Config,
         upstream: UpstreamMetrics,
-    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>>;
+    ) -> impl std::future::Future<Output = Result<Self, Box<dyn std::error::Error + Send + Sync>>> + Send;
 }
 
 /// A backend's config section that does not parse.

@@ -1,5 +1,5 @@
 //! The backends this build serves: one line each in [`BACKENDS`]. Each reads
-//! its own table of the config file (`[copilot]`, `[qbusiness]`,
+//! its own table of the config file (`[copilot]`, `[qbusiness]`, `[a2a]`,
 //! `[countdown]`) and refuses
 //! an unknown key by name.
 //!
@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use agentgate_backend::{ConfiguredBackend, parse_section};
+use agentgate_backend::{BoxFuture, ConfiguredBackend, parse_section};
 use agentgate_core::runtime::RuntimeBuilder;
 use anyhow::{Context as _, Result};
 
@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result};
 pub(crate) const BACKENDS: &[Entry] = &[
     entry::<backend_qbusiness::QBusinessQuery>(),
     entry::<backend_copilot::Copilot>(),
+    entry::<backend_a2a::A2aBackend>(),
     entry::<agentgate_example_countdown::Countdown>(),
 ];
 
@@ -23,7 +24,8 @@ pub(crate) const BACKENDS: &[Entry] = &[
 pub(crate) struct Entry {
     pub name: &'static str,
     check: fn(Option<serde_json::Value>) -> Result<()>,
-    add: fn(RuntimeBuilder, Option<serde_json::Value>) -> Result<RuntimeBuilder>,
+    add:
+        fn(RuntimeBuilder, Option<serde_json::Value>) -> BoxFuture<'static, Result<RuntimeBuilder>>,
 }
 
 const fn entry<B: ConfiguredBackend>() -> Entry {
@@ -36,12 +38,12 @@ const fn entry<B: ConfiguredBackend>() -> Entry {
 
 /// Adds every backend of this build to `builder`, each with its section of
 /// `sections` (a missing section is an empty one).
-pub(crate) fn add_all(
+pub(crate) async fn add_all(
     mut builder: RuntimeBuilder,
     sections: &BTreeMap<String, serde_json::Value>,
 ) -> Result<RuntimeBuilder> {
     for backend in BACKENDS {
-        builder = (backend.add)(builder, sections.get(backend.name).cloned())?;
+        builder = (backend.add)(builder, sections.get(backend.name).cloned()).await?;
     }
     Ok(builder)
 }
@@ -69,10 +71,14 @@ fn check<B: ConfiguredBackend>(section: Option<serde_json::Value>) -> Result<()>
 fn add<B: ConfiguredBackend>(
     builder: RuntimeBuilder,
     section: Option<serde_json::Value>,
-) -> Result<RuntimeBuilder> {
-    let config = parse::<B>(section)?;
-    let backend = B::from_config(config, builder.upstream_metrics(B::METRICS_LABEL))
-        .map_err(|e| anyhow::anyhow!(e))
-        .with_context(|| format!("starting the `{}` backend", B::NAME))?;
-    Ok(builder.backend(backend))
+) -> BoxFuture<'static, Result<RuntimeBuilder>> {
+    Box::pin(async move {
+        let config = parse::<B>(section)?;
+        let upstream = builder.upstream_metrics(B::METRICS_LABEL);
+        let backend = B::from_config(config, upstream)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))
+            .with_context(|| format!("starting the `{}` backend", B::NAME))?;
+        Ok(builder.backend(backend))
+    })
 }

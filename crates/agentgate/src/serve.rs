@@ -161,7 +161,9 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
     let builder = Runtime::builder(store).config(config).limits(limits);
-    let runtime = crate::backends::add_all(builder, &file.backends)?.start()?;
+    let runtime = crate::backends::add_all(builder, &file.backends)
+        .await?
+        .start()?;
     let shutdown = runtime.shutdown_token().clone();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 

@@ -74,7 +74,7 @@ impl A2aBackend {
     pub async fn with_env(
         config: A2aConfig,
         upstream: UpstreamMetrics,
-        env: &dyn Fn(&str) -> Option<String>,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Self, A2aError> {
         let settings = config.resolve(env)?;
         let http = reqwest::Client::builder()
@@ -184,5 +184,25 @@ impl Backend for A2aBackend {
                 }
             }
         })
+    }
+}
+
+/// Built from the `[a2a]` table; reads each agent's card before its tool is
+/// described.
+impl agentgate_backend::ConfiguredBackend for A2aBackend {
+    const NAME: &'static str = SECTION;
+    type Config = A2aConfig;
+
+    async fn from_config(
+        config: A2aConfig,
+        upstream: UpstreamMetrics,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let backend = A2aBackend::from_config(config, upstream).await?;
+        for (tool, problem) in backend.card_status() {
+            if let Some(problem) = problem {
+                tracing::warn!(%tool, %problem, "agent card unreadable: the tool will say so when called");
+            }
+        }
+        Ok(backend)
     }
 }

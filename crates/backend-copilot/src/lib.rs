@@ -200,7 +200,7 @@ impl ConfiguredBackend for Copilot {
         Ok(config.validate()?)
     }
 
-    fn from_config(
+    async fn from_config(
         config: CopilotConfig,
         upstream: UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {

@@ -89,7 +89,7 @@ impl agentgate_backend::ConfiguredBackend for QBusinessQuery {
     const NAME: &'static str = "qbusiness";
     type Config = QBusinessConfig;
 
-    fn from_config(
+    async fn from_config(
         _: QBusinessConfig,
         upstream: agentgate_backend::UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {

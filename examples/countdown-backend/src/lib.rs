@@ -89,7 +89,7 @@ impl ConfiguredBackend for Countdown {
         Ok(())
     }
 
-    fn from_config(
+    async fn from_config(
         config: CountdownConfig,
         _upstream: UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {

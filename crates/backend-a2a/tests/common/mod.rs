@@ -201,7 +201,7 @@ impl Counts {
 /// A backend over `agents` (each `{name, url, ...}`), polling every 10 ms.
 pub async fn backend(
     agents: Value,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> (A2aBackend, Arc<Counts>) {
     let config: A2aConfig = A2aBackend::parse(Some(json!({
         "agents": agents,
@@ -335,6 +335,7 @@ impl<'a> Driver<'a> {
                 Ok(step) => step,
                 Err(JobError::Retryable { .. }) => continue,
                 Err(JobError::Fatal(e)) => return Ending::Failed(e),
+                Err(other) => panic!("a job error this harness does not know: {other}"),
             };
             let state = || self.state.clone().expect("a checkpoint");
             input = match step {
