@@ -269,6 +269,20 @@ mod tests {
             format!("{err:#}").contains("countdown.max_seconds"),
             "{err:#}"
         );
+        let cfg = FileConfig::parse(
+            "[[a2a.agents]]\nname = \"travel\"\nurl = \"https://agents.example.com/travel\"\n",
+        )
+        .expect("set aside");
+        crate::backends::check_all(&cfg.backends).expect("an A2A agent");
+        let cfg = FileConfig::parse(
+            "[[a2a.agents]]\nname = \"t\"\nurl = \"https://a.example\"\ntoken = \"x\"\n",
+        )
+        .expect("set aside");
+        let err = crate::backends::check_all(&cfg.backends).expect_err("secrets stay out of files");
+        assert!(
+            format!("{err:#}").contains("[a2a] agents[0].token"),
+            "{err:#}"
+        );
         let err = FileConfig::parse("[copilott]\n").expect_err("unknown section");
         let text = format!("{err:#}");
         assert!(
