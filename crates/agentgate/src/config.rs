@@ -72,6 +72,9 @@ pub struct EngineSection {
     /// Seconds a task keeps retrying transient upstream failures (an
     /// upstream that is down, 5xx, throttling) before it fails; default 3600.
     pub retry_for_seconds: Option<u64>,
+    /// The longest wait between two retries of a failing step, in seconds
+    /// (default 300; backoff starts at 1 s and doubles).
+    pub max_backoff_seconds: Option<u64>,
 }
 
 /// `[limits]`: per-principal limits and caps (`agentgate_core::mcp::limits`

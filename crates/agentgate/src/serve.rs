@@ -157,6 +157,9 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     if let Some(secs) = file.engine.retry_for_seconds {
         config.retry_for = Duration::from_secs(secs);
     }
+    if let Some(secs) = file.engine.max_backoff_seconds {
+        config.max_backoff = Duration::from_secs(secs.max(1));
+    }
     config.store_key = args.store_key.load(&file, &store_url)?;
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();

@@ -121,9 +121,12 @@ impl Upstreams {
 }
 
 /// The shortest lease the binary accepts, so a killed server's tasks are
-/// taken over soon; `concurrency` bounds the steps in flight.
+/// taken over soon; `concurrency` bounds the steps in flight. Retries wait
+/// at most 2 s: at 30% faults some step fails seven times in a row, and the
+/// default curve would then wait minutes (which is right for a real
+/// upstream, and not what these tests measure).
 fn config(concurrency: usize) -> String {
-    format!("[engine]\nlease_seconds = 3\nconcurrency = {concurrency}\n")
+    format!("[engine]\nlease_seconds = 3\nconcurrency = {concurrency}\nmax_backoff_seconds = 2\n")
 }
 
 async fn start_server(up: &Upstreams, dir: &Path) -> Gate {

@@ -63,6 +63,10 @@ pub struct EngineConfig {
     /// at least this. A tool's [`RetryPolicy`](crate::task::RetryPolicy)
     /// may set its own.
     pub retry_for: Duration,
+    /// The longest wait between retries of any tool, whatever its
+    /// [`RetryPolicy`](crate::task::RetryPolicy) says (by default 5 min,
+    /// the default policy's own cap).
+    pub max_backoff: Duration,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +80,7 @@ impl Default for EngineConfig {
             retention: Duration::from_secs(7 * 24 * 3600),
             max_retries: 1000,
             retry_for: Duration::from_secs(3600),
+            max_backoff: Duration::from_secs(300),
             store_key: SealKey::generate(),
         }
     }

@@ -197,6 +197,9 @@ impl Engine {
             .map_or(config.max_retries, i64::from)
             .min(config.max_retries);
         let retry_for = retry.retry_for.unwrap_or(config.retry_for);
+        let retry = &retry
+            .clone()
+            .max_backoff(retry.max_backoff.min(config.max_backoff));
         // Time-based budget: an outage shorter than `retry_for` must not
         // fail tasks; the failure count is only a backstop.
         let retried_for = retry.scheduled(failures - 1);
