@@ -247,6 +247,32 @@ fn task_id_of(result: &rmcp::model::CallToolResult) -> String {
         .expect("the result carries the task id")
 }
 
+/// Follows task `id` with the `task_status` tool (long polls of up to 5 s,
+/// ten at most) until its status is `status`; returns the structured task
+/// and the text of that answer.
+async fn follow_with_task_status(
+    client: &Client,
+    id: &str,
+    status: &str,
+) -> (serde_json::Value, String) {
+    let mut last = serde_json::Value::Null;
+    for _ in 0..10 {
+        let polled = client
+            .call_tool(call(
+                "task_status",
+                json!({"task_id": id, "wait_seconds": 5}),
+            ))
+            .await
+            .expect("task_status");
+        let text = text_of(&polled);
+        last = polled.structured_content.expect("structured task");
+        if last["status"] == status {
+            return (last, text);
+        }
+    }
+    panic!("task {id} did not become {status}; last: {last}");
+}
+
 #[tokio::test]
 async fn a_legacy_client_follows_answers_and_gets_the_result_through_tools() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -334,21 +360,7 @@ async fn a_legacy_client_follows_answers_and_gets_the_result_through_tools() {
         json!(true)
     );
 
-    let mut last = serde_json::Value::Null;
-    for _ in 0..10 {
-        let polled = client
-            .call_tool(call(
-                "task_status",
-                json!({"task_id": id, "wait_seconds": 5}),
-            ))
-            .await
-            .expect("task_status");
-        last = polled.structured_content.expect("structured task");
-        if last["status"] == "completed" {
-            break;
-        }
-    }
-    assert_eq!(last["status"], "completed", "{last}");
+    let (last, _) = follow_with_task_status(&client, &id, "completed").await;
     assert_eq!(
         last["result"]["content"][0]["text"],
         json!("confirm_delete(e.txt): confirmed = true")
@@ -381,24 +393,8 @@ async fn a_legacy_client_answers_a_question_asked_after_its_call_ran_out() {
     assert!(handed_text.contains("task_status"), "{handed_text}");
 
     // Follow with task_status until the question arrives.
-    let mut last = serde_json::Value::Null;
-    for _ in 0..10 {
-        let polled = client
-            .call_tool(call(
-                "task_status",
-                json!({"task_id": id, "wait_seconds": 5}),
-            ))
-            .await
-            .expect("task_status");
-        let text = text_of(&polled);
-        last = polled.structured_content.expect("structured task");
-        if last["status"] == "input_required" {
-            assert!(text.contains("task_answer"), "{text}");
-            break;
-        }
-        assert_eq!(last["status"], "working", "{last}");
-    }
-    assert_eq!(last["status"], "input_required", "{last}");
+    let (_, text) = follow_with_task_status(&client, &id, "input_required").await;
+    assert!(text.contains("task_answer"), "{text}");
 
     let answered = client
         .call_tool(call(
@@ -409,20 +405,7 @@ async fn a_legacy_client_answers_a_question_asked_after_its_call_ran_out() {
         .expect("task_answer");
     assert_ne!(answered.is_error, Some(true), "{}", text_of(&answered));
 
-    for _ in 0..10 {
-        let polled = client
-            .call_tool(call(
-                "task_status",
-                json!({"task_id": id, "wait_seconds": 5}),
-            ))
-            .await
-            .expect("task_status");
-        last = polled.structured_content.expect("structured task");
-        if last["status"] == "completed" {
-            break;
-        }
-    }
-    assert_eq!(last["status"], "completed", "{last}");
+    let (last, _) = follow_with_task_status(&client, &id, "completed").await;
     assert_eq!(
         last["result"]["content"][0]["text"],
         json!("confirm_delete(late.txt): confirmed = false")
@@ -457,21 +440,7 @@ async fn a_legacy_client_cancels_a_task_that_outlived_its_call() {
         .await
         .expect("task_cancel");
     assert_ne!(cancelled.is_error, Some(true), "{}", text_of(&cancelled));
-    let mut last = serde_json::Value::Null;
-    for _ in 0..10 {
-        let polled = client
-            .call_tool(call(
-                "task_status",
-                json!({"task_id": id, "wait_seconds": 5}),
-            ))
-            .await
-            .expect("task_status");
-        last = polled.structured_content.expect("structured task");
-        if last["status"] == "cancelled" {
-            break;
-        }
-    }
-    assert_eq!(last["status"], "cancelled", "{last}");
+    follow_with_task_status(&client, &id, "cancelled").await;
     let unknown = client
         .call_tool(call("task_cancel", json!({"task_id": "no-such-task"})))
         .await
