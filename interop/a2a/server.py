@@ -6,20 +6,31 @@ Usage: server.py PORT
 Serves the JSON-RPC binding at `/` and the card at /.well-known/agent-card.json on
 127.0.0.1:PORT, and prints `READY` once it listens. Skills (the first word of the
 message text selects, as in the emulator): `quick-answer` (artifact with text, data
-and raw parts), `ask-input` (INPUT_REQUIRED, then a greeting), `fails`, and
-`long-running` (two progress updates, then an artifact).
+and raw parts), `ask-input` (INPUT_REQUIRED, then a greeting), `fails`,
+`long-running` (two progress updates, then an artifact), and `slow` (a progress
+update every half second for a minute, then an artifact: long enough to cancel).
+
+Push notifications are on, with the SDK's own config store and sender (it POSTs each
+update with `Authorization: {scheme} {credentials}` and `X-A2A-Notification-Token`);
+like the SDK's default, no push URL is screened, so a loopback webhook works.
 """
 
 import asyncio
 import sys
 
+import httpx
 import uvicorn
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -32,7 +43,7 @@ from a2a.types import (
 from google.protobuf import struct_pb2
 from starlette.applications import Starlette
 
-SKILLS = ["quick-answer", "ask-input", "fails", "long-running"]
+SKILLS = ["quick-answer", "ask-input", "fails", "long-running", "slow"]
 
 
 class ScriptedExecutor(AgentExecutor):
@@ -61,6 +72,13 @@ class ScriptedExecutor(AgentExecutor):
                 await asyncio.sleep(0.01)
                 await updater.update_status(TaskState.TASK_STATE_WORKING, say(f"step {step}/2"))
             await updater.add_artifact([Part(text="Finished.")], name="report")
+            await updater.complete(say("Done."))
+        elif first == "slow":
+            await updater.start_work(say("Starting a slow job."))
+            for step in range(1, 121):
+                await asyncio.sleep(0.5)
+                await updater.update_status(TaskState.TASK_STATE_WORKING, say(f"step {step}/120"))
+            await updater.add_artifact([Part(text="Finished the slow job.")], name="report")
             await updater.complete(say("Done."))
         else:
             data = struct_pb2.Value()
@@ -91,7 +109,7 @@ def main(port: int) -> None:
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
         ],
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain", "application/json"],
         skills=[
@@ -99,8 +117,13 @@ def main(port: int) -> None:
             for s in SKILLS
         ],
     )
+    push_store = InMemoryPushNotificationConfigStore()
     handler = DefaultRequestHandler(
-        agent_executor=ScriptedExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=ScriptedExecutor(),
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
+        push_config_store=push_store,
+        push_sender=BasePushNotificationSender(httpx.AsyncClient(timeout=10), push_store),
     )
     app = Starlette(
         routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")

@@ -18,6 +18,12 @@ JSON line per scenario on stdout (the Rust test `interop.rs` checks them):
   copilot    Copilot assigned to issue #1, followed to its finished pull request
   cancel     Copilot assigned to issue #5 (slow), then the task cancelled
 
+With `--scenarios a2a` it runs three instead, against an A2A agent served as the
+tool `sdk_send_message` (the official A2A SDK's server, `interop/a2a/server.py`):
+  a2a-quick   a quick answer (text, data and file parts)
+  a2a-input   the agent asks a name (INPUT_REQUIRED), answered "Grace"
+  a2a-cancel  a slow job, cancelled while the agent works
+
 Over stdio the server inherits this process's environment (the emulators'
 settings): both SDKs pass only a few variables to a server by default.
 """
@@ -37,6 +43,12 @@ TICKET = {"query": "Open a ticket: my laptop does not boot", "plugin_id": TICKET
 FINISHES = {"owner": "acme", "repo": "widgets", "issue_number": 1}
 SLOW = {"owner": "acme", "repo": "widgets", "issue_number": 5}
 TERMINAL = {"completed", "failed", "cancelled"}
+A2A_TOOL = "sdk_send_message"
+A2A_QUICK = {"message": "quick-answer what is six times seven?"}
+A2A_INPUT = {"message": "ask-input please greet me"}
+A2A_SLOW = {"message": "slow job, please"}
+# The name given when the agent asks for one.
+A2A_NAME = "Grace"
 # Generous: the emulated agent finishes in seconds; this only bounds a hang.
 TIMEOUT = 120
 
@@ -46,8 +58,13 @@ def emit(scenario: str, **fields: Any) -> None:
 
 
 def defaults_of(schema: dict) -> dict:
-    """Accept the form as proposed: every field's default."""
-    return {k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}
+    """Accept the form as proposed: every field's default; an A2A agent's question
+    (a form with one `answer` field and no default) is answered with A2A_NAME."""
+    properties = schema.get("properties", {})
+    answer = {k: v["default"] for k, v in properties.items() if "default" in v}
+    if "answer" in properties and "answer" not in answer:
+        answer["answer"] = A2A_NAME
+    return answer
 
 
 # --- fastmcp + fastmcp-tasks ---------------------------------------------------------
@@ -81,10 +98,11 @@ async def fastmcp_tasks(args: argparse.Namespace) -> None:
         async def until_working(task) -> str:
             for _ in range(TIMEOUT * 5):
                 status = await task.status()
-                if "opened pull request" in (status.status_message or ""):
+                message = status.status_message or ""
+                if "opened pull request" in message or message.startswith("step "):
                     return status.status_message
                 await asyncio.sleep(0.2)
-            raise TimeoutError(f"task {task.task_id} never reported a pull request")
+            raise TimeoutError(f"task {task.task_id} never reported its agent at work")
 
         async def run(scenario: str, tool: str, arguments: dict, cancel: bool = False) -> None:
             forms.clear()
@@ -119,6 +137,11 @@ async def fastmcp_tasks(args: argparse.Namespace) -> None:
                 result=final.result,
             )
 
+        if args.scenarios == "a2a":
+            await run("a2a-quick", A2A_TOOL, A2A_QUICK)
+            await run("a2a-input", A2A_TOOL, A2A_INPUT)
+            await run("a2a-cancel", A2A_TOOL, A2A_SLOW, cancel=True)
+            return
         await run("qbusiness", "QBusinessQueryTool", QUESTION)
         await run("approval", "QBusinessQueryTool", TICKET)
         await run("copilot", "assign_copilot_to_issue", FINISHES)
@@ -167,6 +190,17 @@ async def mcp_legacy(args: argparse.Namespace) -> None:
         async def run(scenario: str, tool: str, arguments: dict, cancel: bool = False) -> None:
             forms.clear()
             inline = await client.call_tool(tool, arguments)
+            # A2A: the inline call may end before the agent is at work; the task is
+            # cancelled once `task_status` shows the agent's progress.
+            if cancel and scenario.startswith("a2a-"):
+                task_id = (inline.meta or {}).get("io.agentgate/taskId")
+                for _ in range(TIMEOUT * 5):
+                    if not task_id:
+                        break
+                    status = await client.call_tool("task_status", {"task_id": task_id})
+                    if ((status.structured_content or {}).get("statusMessage") or "").startswith("step "):
+                        break
+                    await asyncio.sleep(0.2)
             task_id = (inline.meta or {}).get("io.agentgate/taskId")
             fields: dict[str, Any] = {"inline": dump(inline)}
             if task_id and cancel:
@@ -181,6 +215,11 @@ async def mcp_legacy(args: argparse.Namespace) -> None:
             emit(scenario, client="mcp-legacy", protocol=protocol, asTask=False, taskId=task_id,
                  inputRequests=len(forms), **fields)
 
+        if args.scenarios == "a2a":
+            await run("a2a-quick", A2A_TOOL, A2A_QUICK)
+            await run("a2a-input", A2A_TOOL, A2A_INPUT)
+            await run("a2a-cancel", A2A_TOOL, A2A_SLOW, cancel=True)
+            return
         await run("qbusiness", "QBusinessQueryTool", QUESTION)
         await run("approval", "QBusinessQueryTool", TICKET)
         await run("copilot", "assign_copilot_to_issue", FINISHES)
@@ -193,6 +232,10 @@ def main() -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="agentgate's Streamable HTTP endpoint")
     where.add_argument("--stdio", nargs=argparse.REMAINDER, help="the server command and its arguments")
+    parser.add_argument(
+        "--scenarios", choices=["default", "a2a"], default="default",
+        help="the four default scenarios, or the three against an A2A agent",
+    )
     args = parser.parse_args()
     drive = {"fastmcp-tasks": fastmcp_tasks, "mcp-legacy": mcp_legacy}[args.client]
     asyncio.run(drive(args))

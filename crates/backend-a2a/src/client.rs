@@ -1,29 +1,38 @@
-//! The HTTP side: reads an agent's card and makes the JSON-RPC calls
-//! (§9 of the specification) the jobs need, `SendMessage`, `GetTask` and
-//! `CancelTask`, each with `A2A-Version: 1.0` and the agent's bearer token,
-//! each counted in [`UpstreamMetrics`] under its method name.
+//! The HTTP side: reads an agent's card and makes the JSON-RPC calls (§9 of
+//! the specification) the jobs need — `SendMessage`, `GetTask`, `ListTasks`,
+//! `CancelTask`, and `SubscribeToTask` as a Server-Sent Events stream — each
+//! with `A2A-Version: 1.0` and the agent's credentials ([`Auth`]), each
+//! counted in [`UpstreamMetrics`] under its method name.
 //!
-//! Errors are sorted for the scheduler: no answer, HTTP 429 or 5xx are
-//! worth retrying; any other HTTP status and every JSON-RPC error object are
-//! not (the caller may still look at the code, e.g. TaskNotCancelable).
+//! Errors are sorted for the scheduler: no answer, HTTP 429 or 5xx, an
+//! unavailable token endpoint are worth retrying; any other HTTP status and
+//! every JSON-RPC error object are not (the caller may still look at the
+//! code, e.g. TaskNotCancelable). A 401 from an agent whose token is an OAuth
+//! access token is answered by fetching a new token and calling once more.
 
 use std::time::Duration;
 
 use agentgate_backend::{JobError, UpstreamMetrics, UpstreamOutcome};
-use reqwest::header::{AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use rmcp::model::ErrorData;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::config::BearerToken;
-use crate::wire::{AgentCard, Message, SendOutcome, Task, TaskSnapshot};
+use crate::auth::{Auth, AuthError};
+use crate::wire::{
+    AgentCard, ListTasksRequest, Message, SendOutcome, Task, TaskList, TaskSnapshot,
+};
 
 /// The protocol version header (§3.2.6) and the version this backend speaks.
 pub const VERSION_HEADER: &str = "A2A-Version";
 pub const PROTOCOL_VERSION: &str = "1.0";
 
-/// A2A's TaskNotCancelableError (§5.4).
+/// A2A's TaskNotFoundError, TaskNotCancelableError and
+/// UnsupportedOperationError (§5.4), and JSON-RPC's MethodNotFound.
+pub const TASK_NOT_FOUND: i64 = -32001;
 pub const TASK_NOT_CANCELABLE: i64 = -32002;
+pub const UNSUPPORTED_OPERATION: i64 = -32004;
+pub const METHOD_NOT_FOUND: i64 = -32601;
 
 /// What went wrong with one call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -44,6 +53,9 @@ pub enum CallError {
     /// An answer that is not what the method returns.
     #[error("malformed answer: {0}")]
     Malformed(String),
+    /// No credentials could be got (the OAuth token endpoint).
+    #[error(transparent)]
+    Auth(#[from] AuthError),
 }
 
 impl CallError {
@@ -51,10 +63,12 @@ impl CallError {
     pub fn into_job_error(self, agent: &str, method: &str) -> JobError {
         let message = format!("A2A agent `{agent}`: {method} failed: {self}");
         match self {
-            CallError::Transport(_) => JobError::Retryable {
-                message,
-                retry_after: None,
-            },
+            CallError::Transport(_) | CallError::Auth(AuthError::Unavailable { .. }) => {
+                JobError::Retryable {
+                    message,
+                    retry_after: None,
+                }
+            }
             CallError::Http {
                 status,
                 retry_after,
@@ -65,7 +79,7 @@ impl CallError {
             },
             CallError::Http { status, .. } => {
                 let hint = match status {
-                    401 | 403 => " (check the agent's `token_env` token)",
+                    401 | 403 => " (check the agent's `token_env` token or `[oauth]` client)",
                     _ => "",
                 };
                 JobError::Fatal(ErrorData::internal_error(
@@ -77,11 +91,17 @@ impl CallError {
                 message,
                 Some(json!({"agent": agent, "method": method, "code": code})),
             )),
-            CallError::Malformed(_) => JobError::Fatal(ErrorData::internal_error(
-                message,
-                Some(json!({"agent": agent, "method": method})),
-            )),
+            CallError::Malformed(_) | CallError::Auth(_) => JobError::Fatal(
+                ErrorData::internal_error(message, Some(json!({"agent": agent, "method": method}))),
+            ),
         }
+    }
+
+    /// Whether the agent does not offer the method (MethodNotFound or
+    /// UnsupportedOperation).
+    pub fn unsupported(&self) -> bool {
+        matches!(self, CallError::Rpc { code, .. }
+            if *code == METHOD_NOT_FOUND || *code == UNSUPPORTED_OPERATION)
     }
 }
 
@@ -89,21 +109,77 @@ impl CallError {
 #[derive(Debug, Clone)]
 pub struct AgentClient {
     http: reqwest::Client,
-    token: Option<BearerToken>,
+    /// For streams: no overall timeout (a stream lives as long as its
+    /// task), a read timeout instead.
+    streams: reqwest::Client,
+    auth: Auth,
     metrics: UpstreamMetrics,
 }
 
+/// An HTTP response's status, `Retry-After` and JSON-RPC error message.
+async fn http_error(response: reqwest::Response) -> CallError {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let detail = response.json::<Value>().await.ok().and_then(|b| {
+        b.pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    CallError::Http {
+        status,
+        retry_after,
+        detail,
+    }
+}
+
+/// The `result` of a JSON-RPC answer, or its error.
+fn result_of(body: &Value) -> Result<Value, CallError> {
+    if let Some(error) = body.get("error") {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(no message)")
+            .to_owned();
+        return Err(CallError::Rpc { code, message });
+    }
+    body.get("result")
+        .cloned()
+        .ok_or_else(|| CallError::Malformed("neither `result` nor `error`".into()))
+}
+
+fn rpc_outcome(code: i64) -> UpstreamOutcome {
+    if code == -32603 {
+        UpstreamOutcome::ServerError
+    } else {
+        UpstreamOutcome::ClientError
+    }
+}
+
 impl AgentClient {
+    /// A client calling through `http` (which carries the request timeout),
+    /// streaming through `streams`.
     pub fn new(
         http: reqwest::Client,
-        token: Option<BearerToken>,
+        streams: reqwest::Client,
+        auth: Auth,
         metrics: UpstreamMetrics,
     ) -> Self {
         Self {
             http,
-            token,
+            streams,
+            auth,
             metrics,
         }
+    }
+
+    pub fn auth(&self) -> &Auth {
+        &self.auth
     }
 
     /// Reads the Agent Card at `url`; the error says why in one line.
@@ -144,6 +220,59 @@ impl AgentClient {
         Ok(card)
     }
 
+    /// Sends one JSON-RPC request (through `http`), with the credentials;
+    /// on a 401 with an OAuth token, once more with a new token. Counts each
+    /// HTTP request; returns the 200 response.
+    async fn post(
+        &self,
+        http: &reqwest::Client,
+        endpoint: &str,
+        method: &str,
+        params: &impl Serialize,
+        accept: Option<&'static str>,
+    ) -> Result<reqwest::Response, CallError> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut renewed = false;
+        loop {
+            let authorization = self.auth.header(&self.metrics).await?;
+            let mut request = http
+                .post(endpoint)
+                .header(VERSION_HEADER, PROTOCOL_VERSION)
+                .json(&body);
+            if let Some(value) = &authorization {
+                request = request.header(AUTHORIZATION, value.clone());
+            }
+            if let Some(accept) = accept {
+                request = request.header(ACCEPT, accept);
+            }
+            let response = match request.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    self.metrics.record(method, UpstreamOutcome::Transport);
+                    return Err(CallError::Transport(plain(&e)));
+                }
+            };
+            let status = response.status().as_u16();
+            if status == 200 {
+                return Ok(response);
+            }
+            self.metrics
+                .record(method, UpstreamOutcome::from_status(status));
+            if status == 401
+                && !renewed
+                && self.auth.renews()
+                && let Some(sent) = &authorization
+            {
+                // The token may have been revoked or expired early: get a
+                // new one and try once more.
+                self.auth.rejected(sent).await;
+                renewed = true;
+                continue;
+            }
+            return Err(http_error(response).await);
+        }
+    }
+
     /// One JSON-RPC call; the `result` member.
     async fn call(
         &self,
@@ -151,48 +280,9 @@ impl AgentClient {
         method: &str,
         params: impl Serialize,
     ) -> Result<Value, CallError> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let mut request = self
-            .http
-            .post(endpoint)
-            .header(VERSION_HEADER, PROTOCOL_VERSION)
-            .json(&body);
-        if let Some(token) = &self.token {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
-                    CallError::Malformed("the bearer token is not a valid header value".into())
-                })?;
-            value.set_sensitive(true);
-            request = request.header(AUTHORIZATION, value);
-        }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                self.metrics.record(method, UpstreamOutcome::Transport);
-                return Err(CallError::Transport(plain(&e)));
-            }
-        };
-        let status = response.status().as_u16();
-        if status != 200 {
-            self.metrics
-                .record(method, UpstreamOutcome::from_status(status));
-            let retry_after = response
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let detail = response.json::<Value>().await.ok().and_then(|b| {
-                b.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-            return Err(CallError::Http {
-                status,
-                retry_after,
-                detail,
-            });
-        }
+        let response = self
+            .post(&self.http, endpoint, method, &params, None)
+            .await?;
         let body: Value = match response.json().await {
             Ok(body) => body,
             Err(e) => {
@@ -203,27 +293,18 @@ impl AgentClient {
                 )));
             }
         };
-        if let Some(error) = body.get("error") {
-            let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-            self.metrics.record(
-                method,
-                if code == -32603 {
-                    UpstreamOutcome::ServerError
-                } else {
-                    UpstreamOutcome::ClientError
-                },
-            );
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("(no message)")
-                .to_owned();
-            return Err(CallError::Rpc { code, message });
+        match result_of(&body) {
+            Ok(result) => {
+                self.metrics.record(method, UpstreamOutcome::Ok);
+                Ok(result)
+            }
+            Err(e) => {
+                if let CallError::Rpc { code, .. } = &e {
+                    self.metrics.record(method, rpc_outcome(*code));
+                }
+                Err(e)
+            }
         }
-        self.metrics.record(method, UpstreamOutcome::Ok);
-        body.get("result")
-            .cloned()
-            .ok_or_else(|| CallError::Malformed("neither `result` nor `error`".into()))
     }
 
     /// `SendMessage`: a task, or a direct message.
@@ -255,11 +336,138 @@ impl AgentClient {
         snapshot(self.call(endpoint, "GetTask", &request).await?)
     }
 
+    /// `ListTasks` of one context: its first page, newest first (§3.1.4).
+    pub async fn list_tasks(
+        &self,
+        endpoint: &str,
+        request: &ListTasksRequest,
+    ) -> Result<TaskList, CallError> {
+        let result = self.call(endpoint, "ListTasks", request).await?;
+        let tasks = result
+            .get("tasks")
+            .and_then(Value::as_array)
+            .ok_or_else(|| CallError::Malformed("a ListTasksResponse without `tasks`".into()))?;
+        Ok(TaskList {
+            tasks: tasks
+                .iter()
+                .cloned()
+                .map(snapshot)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
     /// `CancelTask`.
     pub async fn cancel_task(&self, endpoint: &str, id: &str) -> Result<TaskSnapshot, CallError> {
         let request = crate::wire::TaskIdRequest { id: id.to_owned() };
         snapshot(self.call(endpoint, "CancelTask", &request).await?)
     }
+
+    /// `SubscribeToTask`: the task's events as they happen (the first is the
+    /// task as it is now).
+    pub async fn subscribe(&self, endpoint: &str, id: &str) -> Result<EventStream, CallError> {
+        const METHOD: &str = "SubscribeToTask";
+        let request = crate::wire::TaskIdRequest { id: id.to_owned() };
+        let response = self
+            .post(
+                &self.streams,
+                endpoint,
+                METHOD,
+                &request,
+                Some("text/event-stream"),
+            )
+            .await?;
+        let is_stream = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_stream {
+            // A JSON-RPC error (a terminal task, streaming not offered).
+            let body: Value = response
+                .json()
+                .await
+                .map_err(|e| CallError::Malformed(format!("not an event stream: {}", plain(&e))))?;
+            let error = match result_of(&body) {
+                Err(e) => e,
+                Ok(_) => CallError::Malformed("a JSON answer where a stream was due".into()),
+            };
+            if let CallError::Rpc { code, .. } = &error {
+                self.metrics.record(METHOD, rpc_outcome(*code));
+            }
+            return Err(error);
+        }
+        self.metrics.record(METHOD, UpstreamOutcome::Ok);
+        Ok(EventStream {
+            response,
+            buffer: Vec::new(),
+        })
+    }
+}
+
+/// A `text/event-stream` of JSON-RPC answers, each `result` a
+/// `StreamResponse` (§9.4.2).
+#[derive(Debug)]
+pub struct EventStream {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+}
+
+impl EventStream {
+    /// The next event's `result`; `Ok(None)` when the agent closed the
+    /// stream cleanly; an error when it broke off or sent an error object.
+    pub async fn next(&mut self) -> Result<Option<Value>, CallError> {
+        loop {
+            if let Some(event) = self.take_event() {
+                if let SseBlock::Data(data) = event {
+                    let body: Value = serde_json::from_str(&data)
+                        .map_err(|e| CallError::Malformed(format!("an event is not JSON: {e}")))?;
+                    return result_of(&body).map(Some);
+                }
+                continue;
+            }
+            match self.response.chunk().await {
+                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(CallError::Transport(plain(&e))),
+            }
+        }
+    }
+
+    /// One whole event off the buffer, `None` when none is whole.
+    fn take_event(&mut self) -> Option<SseBlock> {
+        let text = &self.buffer;
+        let end = (0..text.len()).find_map(|i| {
+            if text[i..].starts_with(b"\n\n") {
+                Some((i, 2))
+            } else if text[i..].starts_with(b"\r\n\r\n") {
+                Some((i, 4))
+            } else {
+                None
+            }
+        })?;
+        let block: Vec<u8> = self.buffer.drain(..end.0 + end.1).collect();
+        let block = String::from_utf8_lossy(&block[..end.0]).into_owned();
+        Some(sse_data(&block).map_or(SseBlock::NoData, SseBlock::Data))
+    }
+}
+
+/// One event block of a stream.
+#[derive(Debug)]
+enum SseBlock {
+    /// Its `data`.
+    Data(String),
+    /// A block without data (a keep-alive comment).
+    NoData,
+}
+
+/// The `data` of one SSE event block: its `data:` lines joined by newlines.
+fn sse_data(block: &str) -> Option<String> {
+    let lines: Vec<&str> = block
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|rest| rest.strip_prefix(' ').unwrap_or(rest))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 fn snapshot(raw: Value) -> Result<TaskSnapshot, CallError> {
@@ -273,7 +481,7 @@ fn snapshot(raw: Value) -> Result<TaskSnapshot, CallError> {
 
 /// A reqwest error without its URL's query (none is sent) and with its
 /// causes, on one line.
-fn plain(e: &reqwest::Error) -> String {
+pub(crate) fn plain(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
@@ -282,4 +490,19 @@ fn plain(e: &reqwest::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_blocks_join_their_data_lines_and_skip_comments() {
+        assert_eq!(
+            sse_data("data: {\"a\":\ndata: 1}").as_deref(),
+            Some("{\"a\":\n1}")
+        );
+        assert_eq!(sse_data(": keep-alive"), None);
+        assert_eq!(sse_data("event: x\ndata:{}").as_deref(), Some("{}"));
+    }
 }

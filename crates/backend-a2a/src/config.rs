@@ -1,9 +1,10 @@
 //! The `[a2a]` section of the config file and its checks: which agents to
-//! serve, how to authenticate to each, and how often to read their cards and
-//! poll their tasks. Parsed with [`agentgate_backend::parse_section`]; every
-//! table refuses unknown keys by name. [`AgentSettings::resolve`] turns one
-//! entry into what the client needs (the bearer token read from its
-//! environment variable), refusing what is wrong with the field and the fix.
+//! serve, how to authenticate to each (a bearer token or OAuth client
+//! credentials, the secret read from an environment variable), how to follow
+//! their tasks (polling, streams, push notifications) and how often to read
+//! their cards. Parsed with [`agentgate_backend::parse_section`]; every table
+//! refuses unknown keys by name. [`A2aConfig::resolve`] turns it into
+//! [`Settings`], refusing what is wrong with the field and the fix.
 
 use std::time::Duration;
 
@@ -22,13 +23,35 @@ pub struct A2aConfig {
     /// How often each Agent Card is read again (0: only at start).
     #[serde(default = "default_refresh_seconds")]
     pub refresh_seconds: u64,
-    /// How long a job waits between two `GetTask` polls of a working task
-    /// (an agent may override it).
+    /// How long a job first waits between two `GetTask` polls of a working
+    /// task; the wait doubles every minute of the task's age up to
+    /// `max_poll_interval_ms`.
     #[serde(default = "default_poll_interval_ms")]
     pub poll_interval_ms: u64,
+    /// The longest wait between two reads of a task: the polling interval's
+    /// cap, and the safety read of a task followed by a stream or push.
+    #[serde(default = "default_max_poll_interval_ms")]
+    pub max_poll_interval_ms: u64,
     /// Upper bound of one HTTP request to an agent.
     #[serde(default = "default_request_timeout_seconds")]
     pub request_timeout_seconds: u64,
+    /// `SubscribeToTask` streams this process holds open at once, over all
+    /// agents (0: never stream). Tasks beyond it are polled.
+    #[serde(default = "default_max_streams")]
+    pub max_streams: usize,
+    /// The public URL at which agents reach this backend's push endpoint
+    /// (`/hooks/a2a` on agentgate's HTTP server), e.g.
+    /// `https://gw.example.com/hooks/a2a`. Unset: no push notifications.
+    #[serde(default)]
+    pub push_url: Option<String>,
+    /// The environment variable holding the secret that push tokens are
+    /// derived from (the same on every instance). Required with `push_url`.
+    #[serde(default)]
+    pub push_secret_env: Option<String>,
+    /// How long a client without the tasks extension waits inline before it
+    /// gets the task id to follow.
+    #[serde(default = "default_sync_budget_seconds")]
+    pub sync_budget_seconds: u64,
 }
 
 impl Default for A2aConfig {
@@ -37,7 +60,12 @@ impl Default for A2aConfig {
             agents: Vec::new(),
             refresh_seconds: default_refresh_seconds(),
             poll_interval_ms: default_poll_interval_ms(),
+            max_poll_interval_ms: default_max_poll_interval_ms(),
             request_timeout_seconds: default_request_timeout_seconds(),
+            max_streams: default_max_streams(),
+            push_url: None,
+            push_secret_env: None,
+            sync_budget_seconds: default_sync_budget_seconds(),
         }
     }
 }
@@ -50,8 +78,24 @@ fn default_poll_interval_ms() -> u64 {
     1_000
 }
 
+fn default_max_poll_interval_ms() -> u64 {
+    30_000
+}
+
 fn default_request_timeout_seconds() -> u64 {
     30
+}
+
+fn default_max_streams() -> usize {
+    32
+}
+
+fn default_sync_budget_seconds() -> u64 {
+    60
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `[[a2a.agents]]`: one remote agent.
@@ -69,24 +113,42 @@ pub struct AgentConfig {
     /// `Authorization: Bearer …` on every JSON-RPC call. Never logged.
     #[serde(default)]
     pub token_env: Option<String>,
-    /// OAuth 2.0 client credentials (not supported yet: refused at start).
+    /// OAuth 2.0 client credentials, for an agent whose card asks for them.
     #[serde(default)]
     pub oauth: Option<OAuthConfig>,
-    /// This agent's poll interval, overriding `[a2a] poll_interval_ms`.
+    /// This agent's first poll interval, overriding `[a2a] poll_interval_ms`.
     #[serde(default)]
     pub poll_interval_ms: Option<u64>,
+    /// Start each call in a contextId agentgate chooses, so a step repeated
+    /// after a crash finds the task it started (`ListTasks`) instead of
+    /// sending again. Only for agents that accept client-chosen contextIds
+    /// (§3.4.1 says a client SHOULD NOT send one otherwise).
+    #[serde(default)]
+    pub client_context_ids: bool,
+    /// Follow this agent's tasks with `SubscribeToTask` streams when its card
+    /// says `capabilities.streaming` (false: poll).
+    #[serde(default = "yes")]
+    pub streaming: bool,
+    /// Ask this agent for push notifications when `[a2a] push_url` is set and
+    /// its card says `capabilities.pushNotifications`.
+    #[serde(default = "yes")]
+    pub push: bool,
 }
 
-/// `[a2a.agents.oauth]`: OAuth 2.0 client credentials for one agent.
+/// `[a2a.agents.oauth]`: OAuth 2.0 client credentials for one agent (RFC
+/// 6749 §4.4).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthConfig {
     pub client_id: String,
     /// The environment variable holding the client secret.
     pub client_secret_env: String,
-    /// The token endpoint; else the card's `oauth2SecurityScheme`'s.
+    /// The token endpoint; else the card's client-credentials flow's
+    /// `tokenUrl` (`securitySchemes`).
     #[serde(default)]
     pub token_url: Option<String>,
+    /// The scopes to ask for; else those the card's `securityRequirements`
+    /// name for the scheme.
     #[serde(default)]
     pub scopes: Vec<String>,
 }
@@ -109,13 +171,14 @@ impl SettingsError {
     }
 }
 
-/// A bearer token; `Debug` never shows it.
+/// A secret (a bearer token, a client secret, the push secret); `Debug`
+/// never shows it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct BearerToken(String);
+pub struct Secret(String);
 
-impl BearerToken {
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
+impl Secret {
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into())
     }
 
     pub(crate) fn expose(&self) -> &str {
@@ -123,10 +186,35 @@ impl BearerToken {
     }
 }
 
-impl std::fmt::Debug for BearerToken {
+impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BearerToken(<redacted>)")
+        f.write_str("Secret(<redacted>)")
     }
+}
+
+/// A bearer token.
+pub type BearerToken = Secret;
+
+/// How agentgate authenticates to one agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credentials {
+    None,
+    /// A fixed bearer token.
+    Bearer(Secret),
+    /// OAuth 2.0 client credentials.
+    OAuth(OAuthSettings),
+}
+
+/// OAuth client credentials, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthSettings {
+    pub client_id: String,
+    pub client_secret: Secret,
+    /// Where the secret came from, for messages.
+    pub client_secret_env: String,
+    /// `None`: the card's.
+    pub token_url: Option<url::Url>,
+    pub scopes: Vec<String>,
 }
 
 /// One agent, checked and ready to call.
@@ -137,8 +225,31 @@ pub struct AgentSettings {
     pub tool_name: String,
     /// Where the card is read from.
     pub card_url: url::Url,
-    pub token: Option<BearerToken>,
+    pub credentials: Credentials,
+    /// The first interval between polls.
     pub poll_interval: Duration,
+    pub client_context_ids: bool,
+    pub streaming: bool,
+    pub push: bool,
+    /// Its path in the config, for messages (`agents[0]`).
+    pub at: String,
+}
+
+/// Push notifications, checked.
+#[derive(Clone)]
+pub struct PushSettings {
+    /// Agents POST to `{base}/{task id}`.
+    pub base: url::Url,
+    pub secret: Secret,
+}
+
+impl std::fmt::Debug for PushSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushSettings")
+            .field("base", &self.base.as_str())
+            .field("secret", &self.secret)
+            .finish()
+    }
 }
 
 /// The whole section, checked.
@@ -148,10 +259,17 @@ pub struct Settings {
     /// `None`: the cards are read at start only.
     pub refresh: Option<Duration>,
     pub request_timeout: Duration,
+    pub max_poll_interval: Duration,
+    pub max_streams: usize,
+    pub push: Option<PushSettings>,
+    pub sync_budget: Duration,
 }
 
+/// The shortest push secret taken: the tokens are HMACs keyed by it.
+const MIN_PUSH_SECRET: usize = 32;
+
 impl A2aConfig {
-    /// Checks the section and reads the token variables through `env`
+    /// Checks the section and reads the secret variables through `env`
     /// (`std::env::var` in production, a map in tests).
     pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, SettingsError> {
         let mut agents: Vec<AgentSettings> = Vec::new();
@@ -174,11 +292,116 @@ impl A2aConfig {
                 "must be at least 1",
             ));
         }
+        if self.poll_interval_ms == 0 {
+            return Err(SettingsError::new(
+                "poll_interval_ms".into(),
+                "must be at least 1",
+            ));
+        }
+        if self.max_poll_interval_ms < self.poll_interval_ms {
+            return Err(SettingsError::new(
+                "max_poll_interval_ms".into(),
+                format!(
+                    "{} is below poll_interval_ms ({}); the cap must be at least the first interval",
+                    self.max_poll_interval_ms, self.poll_interval_ms
+                ),
+            ));
+        }
+        if self.sync_budget_seconds == 0 {
+            return Err(SettingsError::new(
+                "sync_budget_seconds".into(),
+                "must be at least 1",
+            ));
+        }
+        let push = self.resolve_push(env)?;
         Ok(Settings {
             agents,
             refresh: (self.refresh_seconds > 0).then(|| Duration::from_secs(self.refresh_seconds)),
             request_timeout: Duration::from_secs(self.request_timeout_seconds),
+            max_poll_interval: Duration::from_millis(self.max_poll_interval_ms),
+            max_streams: self.max_streams,
+            push,
+            sync_budget: Duration::from_secs(self.sync_budget_seconds),
         })
+    }
+
+    fn resolve_push(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<PushSettings>, SettingsError> {
+        let (url, var) = match (&self.push_url, &self.push_secret_env) {
+            (None, None) => return Ok(None),
+            (Some(_), None) => {
+                return Err(SettingsError::new(
+                    "push_secret_env".into(),
+                    "is required with push_url: name an environment variable holding a random \
+                     secret of at least 32 characters, the same on every instance",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(SettingsError::new(
+                    "push_url".into(),
+                    "is required with push_secret_env: give the public URL of agentgate's \
+                     /hooks/a2a endpoint, e.g. https://gw.example.com/hooks/a2a",
+                ));
+            }
+            (Some(url), Some(var)) => (url, var),
+        };
+        let base = url::Url::parse(url)
+            .ok()
+            .filter(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.query().is_none()
+                    && u.fragment().is_none()
+                    && u.has_host()
+            })
+            .ok_or_else(|| {
+                SettingsError::new(
+                    "push_url".into(),
+                    format!(
+                        "{url:?} is not an http(s) URL without query or fragment; give the public \
+                         URL of agentgate's /hooks/a2a endpoint"
+                    ),
+                )
+            })?;
+        let secret = match env(var) {
+            Some(secret) if secret.trim().len() >= MIN_PUSH_SECRET => Secret::new(secret.trim()),
+            Some(_) => {
+                return Err(SettingsError::new(
+                    "push_secret_env".into(),
+                    format!(
+                        "the secret in `{var}` is shorter than {MIN_PUSH_SECRET} characters; use \
+                         a random one, e.g. `openssl rand -hex 32`"
+                    ),
+                ));
+            }
+            None => {
+                return Err(SettingsError::new(
+                    "push_secret_env".into(),
+                    format!(
+                        "the environment variable `{var}` is unset; export the push secret in it"
+                    ),
+                ));
+            }
+        };
+        Ok(Some(PushSettings { base, secret }))
+    }
+}
+
+/// A secret read from environment variable `var`, or the error naming
+/// `field` and the fix.
+fn secret_from(
+    env: &dyn Fn(&str) -> Option<String>,
+    var: &str,
+    field: String,
+    what: &str,
+) -> Result<Secret, SettingsError> {
+    match env(var) {
+        Some(value) if !value.trim().is_empty() => Ok(Secret::new(value.trim())),
+        _ => Err(SettingsError::new(
+            field,
+            format!("the environment variable `{var}` is unset or empty; export {what} in it"),
+        )),
     }
 }
 
@@ -210,26 +433,21 @@ impl AgentConfig {
                 format!("{:?} {why}; give the agent's http(s) base URL", self.url),
             )
         })?;
-        if self.oauth.is_some() {
-            return Err(SettingsError::new(
-                format!("{at}.oauth"),
-                "OAuth client credentials are not supported yet; use `token_env` with a token \
-                 obtained out of band, or remove the agent",
-            ));
-        }
-        let token = match &self.token_env {
-            None => None,
-            Some(var) => match env(var) {
-                Some(token) if !token.trim().is_empty() => Some(BearerToken::new(token.trim())),
-                _ => {
-                    return Err(SettingsError::new(
-                        format!("{at}.token_env"),
-                        format!(
-                            "the environment variable `{var}` is unset or empty; export the agent's bearer token in it"
-                        ),
-                    ));
-                }
-            },
+        let credentials = match (&self.token_env, &self.oauth) {
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::new(
+                    format!("{at}.oauth"),
+                    "an agent takes one way to authenticate: `token_env` or `[oauth]`, not both",
+                ));
+            }
+            (None, None) => Credentials::None,
+            (Some(var), None) => Credentials::Bearer(secret_from(
+                env,
+                var,
+                format!("{at}.token_env"),
+                "the agent's bearer token",
+            )?),
+            (None, Some(oauth)) => Credentials::OAuth(oauth.resolve(&format!("{at}.oauth"), env)?),
         };
         let poll_ms = self.poll_interval_ms.unwrap_or(default_poll_ms);
         if poll_ms == 0 {
@@ -242,8 +460,63 @@ impl AgentConfig {
             name: self.name.clone(),
             tool_name: format!("{}_send_message", self.name),
             card_url,
-            token,
+            credentials,
             poll_interval: Duration::from_millis(poll_ms),
+            client_context_ids: self.client_context_ids,
+            streaming: self.streaming,
+            push: self.push,
+            at: at.to_owned(),
+        })
+    }
+}
+
+impl OAuthConfig {
+    fn resolve(
+        &self,
+        at: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<OAuthSettings, SettingsError> {
+        if self.client_id.trim().is_empty() {
+            return Err(SettingsError::new(
+                format!("{at}.client_id"),
+                "is empty; give the client id the agent's authorization server issued",
+            ));
+        }
+        let token_url = match &self.token_url {
+            None => None,
+            Some(raw) => Some(
+                url::Url::parse(raw)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| {
+                        SettingsError::new(
+                            format!("{at}.token_url"),
+                            format!(
+                                "{raw:?} is not an http(s) URL; give the authorization server's \
+                                 token endpoint, or leave it out to use the card's"
+                            ),
+                        )
+                    })?,
+            ),
+        };
+        if let Some(bad) = self.scopes.iter().find(|s| s.is_empty() || s.contains(' ')) {
+            return Err(SettingsError::new(
+                format!("{at}.scopes"),
+                format!("{bad:?} is not one scope (RFC 6749 §3.3: no spaces, not empty)"),
+            ));
+        }
+        let client_secret = secret_from(
+            env,
+            &self.client_secret_env,
+            format!("{at}.client_secret_env"),
+            "the OAuth client secret",
+        )?;
+        Ok(OAuthSettings {
+            client_id: self.client_id.clone(),
+            client_secret,
+            client_secret_env: self.client_secret_env.clone(),
+            token_url,
+            scopes: self.scopes.clone(),
         })
     }
 }
@@ -342,8 +615,8 @@ mod tests {
         let agent = &settings.agents[0];
         assert_eq!(agent.tool_name, "helper_send_message");
         assert_eq!(
-            agent.token.as_ref().map(BearerToken::expose),
-            Some("s3cret-value")
+            agent.credentials,
+            Credentials::Bearer(Secret::new("s3cret-value"))
         );
         assert!(!format!("{settings:?}").contains("s3cret"), "{settings:?}");
 
@@ -353,11 +626,82 @@ mod tests {
     }
 
     #[test]
-    fn oauth_is_refused_as_not_supported_yet() {
-        let config = one_agent(json!({"oauth": {"client_id": "c", "client_secret_env": "S"}}));
-        let e = config.resolve(&no_env).expect_err("oauth");
-        assert_eq!(e.path, "agents[0].oauth");
-        assert!(e.message.contains("not supported yet"), "{e}");
+    fn oauth_reads_its_secret_from_the_variable_and_never_shows_it() {
+        let config = one_agent(json!({"oauth": {
+            "client_id": "agentgate", "client_secret_env": "HELPER_SECRET",
+            "token_url": "https://idp.example/token", "scopes": ["a2a.invoke"]}}));
+        let env = |name: &str| (name == "HELPER_SECRET").then(|| "client-s3cret".to_owned());
+        let settings = config.resolve(&env).expect("resolves");
+        match &settings.agents[0].credentials {
+            Credentials::OAuth(oauth) => {
+                assert_eq!(oauth.client_id, "agentgate");
+                assert_eq!(oauth.client_secret.expose(), "client-s3cret");
+                assert_eq!(
+                    oauth.token_url.as_ref().map(url::Url::as_str),
+                    Some("https://idp.example/token")
+                );
+                assert_eq!(oauth.scopes, ["a2a.invoke"]);
+            }
+            other => panic!("expected OAuth, got {other:?}"),
+        }
+        assert!(!format!("{settings:?}").contains("client-s3cret"));
+
+        let e = config.resolve(&no_env).expect_err("unset secret");
+        assert_eq!(e.path, "agents[0].oauth.client_secret_env");
+        assert!(e.message.contains("HELPER_SECRET"), "{e}");
+        let both = one_agent(json!({"token_env": "T",
+            "oauth": {"client_id": "c", "client_secret_env": "S"}}));
+        assert_eq!(
+            both.resolve(&env).expect_err("both").path,
+            "agents[0].oauth"
+        );
+        let bad_url = one_agent(json!({"oauth": {"client_id": "c",
+            "client_secret_env": "HELPER_SECRET", "token_url": "ftp://x"}}));
+        assert_eq!(
+            bad_url.resolve(&env).expect_err("url").path,
+            "agents[0].oauth.token_url"
+        );
+    }
+
+    #[test]
+    fn push_needs_a_url_and_a_long_secret_together() {
+        let section = |extra: serde_json::Value| -> A2aConfig {
+            parse_section(SECTION, Some(extra)).expect("parses")
+        };
+        let secret = |name: &str| {
+            (name == "PUSH_SECRET").then(|| "0123456789abcdef0123456789abcdef".to_owned())
+        };
+        let short = |_: &str| Some("short".to_owned());
+        let ok = section(json!({"push_url": "https://gw.example/hooks/a2a",
+            "push_secret_env": "PUSH_SECRET"}));
+        let push = ok.resolve(&secret).expect("resolves").push.expect("push");
+        assert_eq!(push.base.as_str(), "https://gw.example/hooks/a2a");
+        assert!(!format!("{push:?}").contains("0123456789"), "{push:?}");
+        assert_eq!(
+            ok.resolve(&short).expect_err("short").path,
+            "push_secret_env"
+        );
+        assert_eq!(
+            section(json!({"push_url": "https://gw.example/hooks/a2a"}))
+                .resolve(&secret)
+                .expect_err("no secret")
+                .path,
+            "push_secret_env"
+        );
+        assert_eq!(
+            section(json!({"push_url": "gw.example", "push_secret_env": "PUSH_SECRET"}))
+                .resolve(&secret)
+                .expect_err("bad url")
+                .path,
+            "push_url"
+        );
+        assert_eq!(
+            section(json!({"max_poll_interval_ms": 10, "poll_interval_ms": 100}))
+                .resolve(&no_env)
+                .expect_err("cap below start")
+                .path,
+            "max_poll_interval_ms"
+        );
     }
 
     #[test]

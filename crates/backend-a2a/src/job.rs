@@ -1,11 +1,15 @@
 //! The job behind an agent's tool: one A2A task followed to its end.
 //!
 //! ```text
-//! start:  SendMessage(returnImmediately, messageId = "agentgate-" + idempotency key)
+//! start:  [lookup: ListTasks(contextId) finds the task a repeated step started ─▶ follow]
+//!         SendMessage(returnImmediately, messageId = "agentgate-" + idempotency key,
+//!                     contextId = the caller's | "agentgate-" + task id (client_context_ids),
+//!                     push config when push is on)
 //!           └─ task id, context id and endpoint checkpointed ─▶ follow
 //! resume(Tick):  GetTask ─▶ follow
-//! follow: WORKING/SUBMITTED ─▶ Wait (status = the agent's status message)
-//!         INPUT_REQUIRED    ─▶ Ask (form: `answer`) ─▶ resume(Input): SendMessage in the same task
+//! follow: WORKING/SUBMITTED ─▶ Wait (status = the agent's status message; how long: see below)
+//!         INPUT_REQUIRED    ─▶ Ask (form: `answer`) ─▶ resume(Input): GetTask, and unless the
+//!                              answer is already in (a repeated step): SendMessage in the task
 //!         AUTH_REQUIRED     ─▶ Ask (URL elicitation) when the agent's message carries a URL,
 //!                              else Done(isError); after the user accepts: Wait while it signs in
 //!         COMPLETED         ─▶ Done(artifacts)      FAILED / REJECTED ─▶ Done(isError)
@@ -14,14 +18,38 @@
 //!         then GetTask on each later cancel step until the task ends on its own
 //! ```
 //!
-//! A repeated step repeats its `SendMessage` with the same messageId (the
-//! idempotency key is the same), so an agent that deduplicates by messageId
-//! (§3.3.1 allows it) runs the message once. One that does not cannot be
-//! protected by the protocol: A2A has no other idempotency mechanism.
+//! **How long a working task waits** before its next read: with a stream
+//! held for it (the [`Follower`], when the card says `capabilities.streaming`)
+//! or push notifications asked for, the longest interval (a safety read; the
+//! stream's events and the notifications nudge it sooner); otherwise the
+//! polling interval, which starts at `poll_interval_ms` and doubles every
+//! minute of the task's age up to `max_poll_interval_ms`.
+//!
+//! **Exactly once.** A repeated step repeats its `SendMessage` with the same
+//! messageId (the idempotency key is the same), so an agent that
+//! deduplicates by messageId (§3.3.1 allows it) runs the message once. For
+//! agents that do not (the official Python SDK's server), a step first looks
+//! for what an earlier attempt of it did, where the protocol lets it:
+//! - a first message in a context agentgate chose (`client_context_ids`):
+//!   any task `ListTasks` shows in that context is the one it started;
+//! - a first message in the caller's context: a task of that context whose
+//!   history holds the messageId (agents keep the user's message in the
+//!   history in practice; §3.7 does not promise it);
+//! - an answer to a question: `GetTask` first; the answer is not sent again
+//!   when the history holds it or the task no longer asks that question.
+//!
+//! What is left (README "Exactly once"): an agent that answers with a direct
+//! message (no task to find), a first message without either context, an
+//! agent whose history leaves the message out, and an earlier attempt the
+//! agent has not acted on yet when the lookup runs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{
+    Event, Job, JobContext, JobError, Millis, PollPolicy, Step, StepResult, TaskStatus,
+};
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ErrorData, InputRequest, InputRequests, InputResponses,
 };
@@ -29,16 +57,20 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::client::{AgentClient, CallError, TASK_NOT_CANCELABLE};
-use crate::config::AgentSettings;
+use crate::client::{AgentClient, CallError, TASK_NOT_CANCELABLE, TASK_NOT_FOUND};
+use crate::config::{AgentSettings, PushSettings};
+use crate::follow::Follower;
 use crate::result;
 use crate::wire::{
-    AgentCard, Message, OutMessage, OutPart, SendConfiguration, SendMessageRequest, SendOutcome,
-    TaskSnapshot, TaskState,
+    AgentCard, ListTasksRequest, Message, OutMessage, OutPart, SendConfiguration,
+    SendMessageRequest, SendOutcome, TaskSnapshot, TaskState,
 };
 
-/// A2A's TaskNotFoundError.
-const TASK_NOT_FOUND: i64 = -32001;
+/// JSON-RPC's InvalidParams.
+const INVALID_PARAMS: i64 = -32602;
+
+/// Tasks looked at per `ListTasks` lookup (the first page, newest first).
+const LOOKUP_PAGE: i32 = 20;
 
 /// The agent's card as last read.
 #[derive(Debug, Clone)]
@@ -53,18 +85,22 @@ pub(crate) struct Agent {
     pub settings: AgentSettings,
     pub client: AgentClient,
     card: RwLock<CardState>,
+    /// The agent answered ListTasks with MethodNotFound / Unsupported: no
+    /// more lookups (each would fail the same way).
+    no_list: AtomicBool,
 }
 
 impl Agent {
-    pub fn new(settings: AgentSettings, client: AgentClient) -> Self {
+    pub(crate) fn new(settings: AgentSettings, client: AgentClient) -> Self {
         Self {
             settings,
             client,
             card: RwLock::new(CardState::Unreadable("the card was not read yet".into())),
+            no_list: AtomicBool::new(false),
         }
     }
 
-    pub fn card(&self) -> CardState {
+    pub(crate) fn card(&self) -> CardState {
         self.card
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -73,11 +109,14 @@ impl Agent {
 
     /// Reads the card again. A card that was readable before and fails now
     /// is kept (its endpoint most likely still works); the failure is logged.
-    pub async fn refresh(&self) {
+    pub(crate) async fn refresh(&self) {
         let read = self.client.card(&self.settings.card_url).await;
         let mut card = self.card.write().unwrap_or_else(PoisonError::into_inner);
         match read {
-            Ok(new) => *card = CardState::Ready(new),
+            Ok(new) => {
+                self.client.auth().card_flow(new.client_credentials());
+                *card = CardState::Ready(new);
+            }
             Err(why) => {
                 tracing::warn!(agent = %self.settings.name, reason = %why, "A2A agent card unreadable");
                 if !matches!(*card, CardState::Ready(_)) {
@@ -100,6 +139,22 @@ impl Agent {
             CardState::Unreadable(why) => Err(why),
         }
     }
+
+    /// Whether the card (as last read) says the agent streams / pushes.
+    fn card_says(&self, what: fn(&AgentCard) -> bool) -> bool {
+        match &*self.card.read().unwrap_or_else(PoisonError::into_inner) {
+            CardState::Ready(card) => what(card),
+            CardState::Unreadable(_) => false,
+        }
+    }
+}
+
+/// What every agent's jobs share: the follower, push and the longest wait.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub follower: Arc<Follower>,
+    pub push: Option<PushSettings>,
+    pub max_poll_interval: Duration,
 }
 
 /// The tool's arguments.
@@ -124,7 +179,7 @@ pub struct SendArgs {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Phase {
-    /// Polling the task.
+    /// Following the task.
     Following,
     /// The client was asked the agent's question under `key`.
     AwaitingInput { key: String, question_id: String },
@@ -151,12 +206,19 @@ pub struct State {
     /// answer yet, and is polled instead of asking the client again.
     #[serde(default)]
     pub answered_question: String,
+    /// When the task was started (its polling interval grows with age).
+    #[serde(default)]
+    pub since: Millis,
+    /// Whether the agent was asked to push this task's updates.
+    #[serde(default)]
+    pub push: bool,
 }
 
 /// The job of one agent's tool.
 #[derive(Debug, Clone)]
 pub struct AgentJob {
     pub(crate) agent: Arc<Agent>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// The messageId of the message a step sends: the same when the step repeats.
@@ -164,39 +226,154 @@ pub fn message_id(cx: &JobContext) -> String {
     format!("agentgate-{}", cx.idempotency_key())
 }
 
+/// The contextId agentgate chooses for a call without one, when the agent
+/// takes client-chosen contextIds: derived from the task, so a repeated
+/// step uses (and can look up) the same one.
+pub fn context_id(cx: &JobContext) -> String {
+    format!("agentgate-{}", cx.task_id)
+}
+
+/// How a first message's earlier attempt can be found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// A context only this task uses: any task in it.
+    OwnContext,
+    /// The caller's context: the task whose history holds the message.
+    ByMessage,
+}
+
+/// The polling interval of an agent's working tasks: `first`, doubling
+/// every minute of age, up to `max`.
+pub(crate) fn poll_policy(first: Duration, max: Duration) -> PollPolicy {
+    PollPolicy::default()
+        .working(first)
+        .grow_every(Some(Duration::from_secs(60)))
+        .max(max.max(first))
+}
+
 impl AgentJob {
     fn name(&self) -> &str {
         &self.agent.settings.name
     }
 
-    fn wait(&self, state: State, status: String) -> Step<State> {
+    /// The wait of a working task (see the module docs).
+    fn wait(&self, state: State, status: String, cx: &JobContext) -> Step<State> {
+        let settings = &self.agent.settings;
+        let longest = self.shared.max_poll_interval.max(settings.poll_interval);
+        let streamed = settings.streaming
+            && self.agent.card_says(AgentCard::streams)
+            && self.shared.follower.watch(
+                &cx.task_id,
+                &self.agent.client,
+                &state.endpoint,
+                &state.task_id,
+                settings.poll_interval,
+            );
+        let after = if streamed || state.push {
+            longest
+        } else {
+            poll_policy(settings.poll_interval, longest)
+                .interval(TaskStatus::Working, cx.now.since(state.since))
+                .unwrap_or(longest)
+        };
         Step::Wait {
             state,
             status: Some(status),
-            after: self.agent.settings.poll_interval,
+            after,
         }
+    }
+
+    /// A step that leaves the working state: nothing to follow any more.
+    fn settle(&self, step: Step<State>, cx: &JobContext) -> Step<State> {
+        if !matches!(step, Step::Wait { .. }) {
+            self.shared.follower.forget(&cx.task_id);
+        }
+        step
     }
 
     fn fail(&self, method: &'static str) -> impl FnOnce(CallError) -> JobError + '_ {
         move |e| e.into_job_error(self.name(), method)
     }
 
-    async fn send(&self, endpoint: &str, message: OutMessage) -> Result<SendOutcome, JobError> {
+    /// Whether this call asks the agent for push notifications.
+    fn pushes(&self) -> bool {
+        self.shared.push.is_some()
+            && self.agent.settings.push
+            && self.agent.card_says(AgentCard::pushes)
+    }
+
+    async fn send(
+        &self,
+        endpoint: &str,
+        message: OutMessage,
+        push: Option<&JobContext>,
+    ) -> Result<SendOutcome, CallError> {
         let request = SendMessageRequest {
             message,
             configuration: SendConfiguration {
                 return_immediately: true,
+                task_push_notification_config: push
+                    .zip(self.shared.push.as_ref())
+                    .map(|(cx, settings)| crate::push::config(settings, &cx.task_id)),
             },
         };
-        self.agent
+        self.agent.client.send_message(endpoint, &request).await
+    }
+
+    /// The task an earlier attempt of this step started, if the agent shows
+    /// it (see the module docs). `None` when there is none, or the agent
+    /// lists no tasks.
+    async fn find(
+        &self,
+        endpoint: &str,
+        context_id: &str,
+        lookup: Lookup,
+        message_id: &str,
+    ) -> Result<Option<TaskSnapshot>, JobError> {
+        if self.agent.no_list.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let request = ListTasksRequest {
+            context_id: context_id.to_owned(),
+            page_size: LOOKUP_PAGE,
+            history_length: None,
+        };
+        let listed = match self.agent.client.list_tasks(endpoint, &request).await {
+            Ok(listed) => listed,
+            Err(e) if e.unsupported() => {
+                tracing::warn!(agent = %self.name(), error = %e,
+                    "the agent lists no tasks: a step repeated after a crash may send its message twice");
+                self.agent.no_list.store(true, Ordering::Relaxed);
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into_job_error(self.name(), "ListTasks")),
+        };
+        let found = listed.tasks.into_iter().find(|t| match lookup {
+            Lookup::OwnContext => t.task.context_id == context_id,
+            Lookup::ByMessage => t.task.has_message(message_id),
+        });
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        tracing::info!(agent = %self.name(), task = %found.task.id,
+            "a repeated step found the task its earlier attempt started; not sending again");
+        // ListTasks leaves the artifacts out (§3.1.4): read the whole task.
+        let snapshot = self
+            .agent
             .client
-            .send_message(endpoint, &request)
+            .get_task(endpoint, &found.task.id)
             .await
-            .map_err(self.fail("SendMessage"))
+            .map_err(self.fail("GetTask"))?;
+        Ok(Some(snapshot))
     }
 
     /// The step for a task as `snapshot` shows it.
-    fn follow(&self, mut state: State, snapshot: &TaskSnapshot, cx: &JobContext) -> Step<State> {
+    fn follow(&self, state: State, snapshot: &TaskSnapshot, cx: &JobContext) -> Step<State> {
+        let step = self.map(state, snapshot, cx);
+        self.settle(step, cx)
+    }
+
+    fn map(&self, mut state: State, snapshot: &TaskSnapshot, cx: &JobContext) -> Step<State> {
         let task = &snapshot.task;
         let said = task
             .status
@@ -228,7 +405,11 @@ impl AgentJob {
                     && task.status.message.as_ref().map(|m| m.message_id.as_str())
                         == Some(state.answered_question.as_str()) =>
             {
-                self.wait(state, format!("the agent `{name}` is reading the answer"))
+                self.wait(
+                    state,
+                    format!("the agent `{name}` is reading the answer"),
+                    cx,
+                )
             }
             TaskState::InputRequired => {
                 let key = format!("a2a-input-{}", cx.step);
@@ -257,6 +438,7 @@ impl AgentJob {
             TaskState::AuthRequired if state.phase == Phase::SigningIn => self.wait(
                 state,
                 said.unwrap_or_else(|| "waiting for the sign-in to reach the agent".into()),
+                cx,
             ),
             TaskState::AuthRequired => {
                 let Some(url) = task.status.message.as_ref().and_then(sign_in_url) else {
@@ -302,7 +484,7 @@ impl AgentJob {
                     Some(None) => format!("cancel requested; waiting for the agent: {working}"),
                     None => working,
                 };
-                self.wait(state, status)
+                self.wait(state, status, cx)
             }
         }
     }
@@ -319,7 +501,8 @@ impl AgentJob {
 
     /// The client declined: the A2A task is canceled (best effort) and the
     /// call ends with an error saying so.
-    async fn declined(&self, state: &State, what: &str) -> StepResult<State> {
+    async fn declined(&self, state: &State, what: &str, cx: &JobContext) -> StepResult<State> {
+        self.shared.follower.forget(&cx.task_id);
         if let Err(e) = self
             .agent
             .client
@@ -333,6 +516,54 @@ impl AgentJob {
             self.name(),
             state.task_id
         ))))
+    }
+
+    /// Sends the answer to the agent's question, unless an earlier attempt
+    /// of this step already did (see the module docs).
+    async fn answer(
+        &self,
+        mut state: State,
+        question_id: String,
+        text: String,
+        cx: &JobContext,
+    ) -> StepResult<State> {
+        let id = message_id(cx);
+        let now = self
+            .agent
+            .client
+            .get_task(&state.endpoint, &state.task_id)
+            .await
+            .map_err(self.fail("GetTask"))?;
+        state.phase = Phase::Following;
+        state.answered_question = question_id.clone();
+        let still_asking = now.task.status.state == TaskState::InputRequired
+            && now
+                .task
+                .status
+                .message
+                .as_ref()
+                .map_or(String::new(), |m| m.message_id.clone())
+                == question_id
+            && !now.task.has_message(&id);
+        if !still_asking {
+            tracing::info!(agent = %self.name(), task = %state.task_id,
+                "the agent already has this answer (a repeated step); not sending it again");
+            return Ok(self.follow(state, &now, cx));
+        }
+        let mut message = OutMessage::user(id, vec![OutPart::text(text)]);
+        message.task_id = state.task_id.clone();
+        message.context_id = state.context_id.clone();
+        match self
+            .send(&state.endpoint, message, None)
+            .await
+            .map_err(self.fail("SendMessage"))?
+        {
+            SendOutcome::Task(snapshot) => Ok(self.follow(state, &snapshot, cx)),
+            SendOutcome::Message { message, raw } => {
+                self.shared.follower.forget(&cx.task_id);
+                Ok(Step::Done(result::direct(self.name(), &message, &raw)))
+            }
+        }
     }
 }
 
@@ -362,27 +593,60 @@ impl Job for AgentJob {
                 "Error: field `message` is empty and no `data` is given; send some text or data.",
             )));
         }
-        let mut message = OutMessage::user(message_id(cx), parts);
-        message.context_id = args.context_id.unwrap_or_default();
+        let id = message_id(cx);
+        let (context, lookup) = match args.context_id.filter(|c| !c.is_empty()) {
+            Some(theirs) => (theirs, Some(Lookup::ByMessage)),
+            None if self.agent.settings.client_context_ids => {
+                (context_id(cx), Some(Lookup::OwnContext))
+            }
+            None => (String::new(), None),
+        };
+        let push = self.pushes();
+        let state = |snapshot: &TaskSnapshot| State {
+            endpoint: endpoint.clone(),
+            task_id: snapshot.task.id.clone(),
+            context_id: snapshot.task.context_id.clone(),
+            phase: Phase::Following,
+            answered_question: String::new(),
+            since: cx.now,
+            push,
+        };
+        if let Some(lookup) = lookup
+            && let Some(found) = self.find(&endpoint, &context, lookup, &id).await?
+        {
+            return Ok(self.follow(state(&found), &found, cx));
+        }
+        let chosen = lookup == Some(Lookup::OwnContext);
+        let mut message = OutMessage::user(id, parts);
+        message.context_id = context;
         message.metadata = args.metadata;
-        match self.send(&endpoint, message).await? {
+        let sent = match self.send(&endpoint, message, push.then_some(cx)).await {
+            Err(CallError::Rpc { code, message }) if chosen && code == INVALID_PARAMS => {
+                // §3.4.1: an agent that does not take a client's contextId
+                // MUST refuse the request; say which setting asked for it.
+                return Err(JobError::Fatal(ErrorData::internal_error(
+                    format!(
+                        "A2A agent `{}`: SendMessage failed: JSON-RPC error {code}: {message}. \
+                         agentgate chose the message's contextId because \
+                         `{}.client_context_ids = true`; an agent that does not accept \
+                         client-chosen contextIds needs `client_context_ids = false`",
+                        self.name(),
+                        self.agent.settings.at
+                    ),
+                    Some(json!({"agent": self.name(), "method": "SendMessage", "code": code})),
+                )));
+            }
+            other => other.map_err(self.fail("SendMessage"))?,
+        };
+        match sent {
             SendOutcome::Message { message, raw } => {
                 Ok(Step::Done(result::direct(self.name(), &message, &raw)))
             }
-            SendOutcome::Task(snapshot) => {
-                let state = State {
-                    endpoint,
-                    task_id: snapshot.task.id.clone(),
-                    context_id: snapshot.task.context_id.clone(),
-                    phase: Phase::Following,
-                    answered_question: String::new(),
-                };
-                Ok(self.follow(state, &snapshot, cx))
-            }
+            SendOutcome::Task(snapshot) => Ok(self.follow(state(&snapshot), &snapshot, cx)),
         }
     }
 
-    async fn resume(&self, mut state: State, event: Event, cx: &JobContext) -> StepResult<State> {
+    async fn resume(&self, state: State, event: Event, cx: &JobContext) -> StepResult<State> {
         let responses = match event {
             Event::Tick => return self.poll(state, cx).await,
             Event::Input(responses) => responses,
@@ -390,29 +654,20 @@ impl Job for AgentJob {
         match state.phase.clone() {
             Phase::AwaitingInput { key, question_id } => {
                 let Some(answer) = accepted(&responses, &key) else {
-                    return self.declined(&state, "question").await;
+                    return self.declined(&state, "question", cx).await;
                 };
                 let text = answer
                     .get("answer")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
-                let mut message = OutMessage::user(message_id(cx), vec![OutPart::text(text)]);
-                message.task_id = state.task_id.clone();
-                message.context_id = state.context_id.clone();
-                state.phase = Phase::Following;
-                state.answered_question = question_id;
-                match self.send(&state.endpoint, message).await? {
-                    SendOutcome::Task(snapshot) => Ok(self.follow(state, &snapshot, cx)),
-                    SendOutcome::Message { message, raw } => {
-                        Ok(Step::Done(result::direct(self.name(), &message, &raw)))
-                    }
-                }
+                self.answer(state, question_id, text, cx).await
             }
             Phase::AwaitingSignIn { key } => {
                 if accepted(&responses, &key).is_none() {
-                    return self.declined(&state, "sign-in").await;
+                    return self.declined(&state, "sign-in", cx).await;
                 }
+                let mut state = state;
                 state.phase = Phase::SigningIn;
                 self.poll(state, cx).await
             }
@@ -441,7 +696,10 @@ impl Job for AgentJob {
                 };
                 self.poll(state, cx).await
             }
-            Err(CallError::Rpc { code, .. }) if code == TASK_NOT_FOUND => Ok(Step::Cancelled),
+            Err(CallError::Rpc { code, .. }) if code == TASK_NOT_FOUND => {
+                self.shared.follower.forget(&cx.task_id);
+                Ok(Step::Cancelled)
+            }
             Err(e) => Err(e.into_job_error(self.name(), "CancelTask")),
         }
     }
@@ -527,16 +785,30 @@ mod tests {
             name: "t".into(),
             tool_name: "t_send_message".into(),
             card_url: url::Url::parse("http://127.0.0.1:9/").expect("url"),
-            token: None,
-            poll_interval: std::time::Duration::from_secs(1),
+            credentials: crate::config::Credentials::None,
+            poll_interval: Duration::from_secs(1),
+            client_context_ids: false,
+            streaming: true,
+            push: true,
+            at: "agents[0]".into(),
         };
         let client = AgentClient::new(
             reqwest::Client::new(),
-            None,
+            reqwest::Client::new(),
+            crate::auth::Auth::new(
+                &crate::config::Credentials::None,
+                "agents[0]",
+                reqwest::Client::new(),
+            ),
             agentgate_backend::UpstreamMetrics::detached("a2a"),
         );
         AgentJob {
             agent: Arc::new(Agent::new(settings, client)),
+            shared: Arc::new(Shared {
+                follower: Arc::new(Follower::new(4, Duration::from_secs(30))),
+                push: None,
+                max_poll_interval: Duration::from_secs(30),
+            }),
         }
     }
 
@@ -552,6 +824,7 @@ mod tests {
                     message: Some(message),
                 },
                 artifacts: Vec::new(),
+                history: Vec::new(),
             },
             raw: json!({"id": "task-1"}),
         }
@@ -564,6 +837,8 @@ mod tests {
             context_id: "ctx-1".into(),
             phase,
             answered_question: String::new(),
+            since: Millis::EPOCH,
+            push: false,
         }
     }
 
@@ -571,7 +846,7 @@ mod tests {
         JobContext {
             task_id: agentgate_backend::TaskId::generate(),
             step,
-            now: 0,
+            now: Millis::EPOCH,
         }
     }
 
@@ -655,5 +930,24 @@ mod tests {
         assert_eq!(accepted(&responses, "a"), Some(&json!({"answer": "Ada"})));
         assert_eq!(accepted(&responses, "b"), None);
         assert_eq!(accepted(&responses, "c"), None);
+    }
+}
+
+#[cfg(test)]
+mod poll_tests {
+    use super::*;
+
+    #[test]
+    fn the_poll_interval_doubles_every_minute_up_to_the_cap() {
+        let policy = poll_policy(Duration::from_secs(1), Duration::from_secs(30));
+        let at = |secs| {
+            policy
+                .interval(TaskStatus::Working, Duration::from_secs(secs))
+                .expect("working")
+        };
+        assert_eq!(at(0), Duration::from_secs(1));
+        assert_eq!(at(61), Duration::from_secs(2));
+        assert_eq!(at(181), Duration::from_secs(8));
+        assert_eq!(at(3600), Duration::from_secs(30));
     }
 }

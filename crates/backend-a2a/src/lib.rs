@@ -1,23 +1,30 @@
 //! agentgate backend for remote **Agent2Agent (A2A) v1.0** agents: each
 //! configured agent is one MCP tool whose calls are durable tasks following
-//! one A2A task each (JSON-RPC binding, polled with `GetTask`).
+//! one A2A task each (JSON-RPC binding).
 //!
 //! ```text
-//! [a2a] config ─▶ A2aBackend::from_config ─▶ reads every Agent Card (client)
+//! [a2a] config ─▶ A2aBackend::from_config ─▶ reads every Agent Card (client, auth)
 //!                    │                         └─ run(): again every refresh_seconds
-//!                    └─ tools(): `{name}_send_message` per agent ─▶ AgentJob (job)
-//!                                  SendMessage / GetTask / CancelTask ─▶ result (MCP content)
+//!                    ├─ tools(): `{name}_send_message` per agent ─▶ AgentJob (job)
+//!                    │     SendMessage / GetTask / ListTasks / CancelTask ─▶ result (MCP content)
+//!                    │     a working task: a stream held by the Follower (follow), push, or polls
+//!                    └─ webhook(): /hooks/a2a/{task} (push) ─▶ nudge ─▶ the task's next step
 //! ```
 //!
 //! Modules: [`config`] (the `[a2a]` section), [`wire`] (A2A ProtoJSON
-//! types), [`client`] (HTTP, errors, metrics), [`job`] (the state machine
-//! and the A2A→MCP state mapping), [`result`] (outputs as tool results).
+//! types), [`auth`] (bearer tokens, OAuth client credentials), [`client`]
+//! (HTTP, SSE, errors, metrics), [`job`] (the state machine, the A2A→MCP
+//! state mapping, exactly once), [`follow`] (bounded streams), [`push`] (the
+//! webhook and its tokens), [`result`] (outputs as tool results).
 //! `README.md` beside this crate has a config example, the mapping table and
 //! the choices made where the specification is open.
 
+pub mod auth;
 pub mod client;
 pub mod config;
+pub mod follow;
 pub mod job;
+pub mod push;
 pub mod result;
 pub mod wire;
 
@@ -25,15 +32,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{
-    Backend, BoxFuture, ConfigError, Nudge, PollPolicy, ToolPolicy, ToolSpec, UpstreamMetrics,
+    Backend, BoxFuture, ConfigError, Nudge, ToolPolicy, ToolSpec, UpstreamMetrics, Webhook,
     parse_section,
 };
 use tokio_util::sync::CancellationToken;
 
 pub use config::{A2aConfig, AgentConfig, OAuthConfig, SECTION, SettingsError};
+pub use follow::FollowerStats;
 pub use job::{AgentJob, SendArgs};
+pub use push::PushStats;
 
-use job::{Agent, CardState};
+use follow::Follower;
+use job::{Agent, CardState, Shared};
+use push::{PushHook, PushWebhook};
 
 /// Why the backend could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +62,9 @@ pub enum A2aError {
 pub struct A2aBackend {
     agents: Vec<Arc<Agent>>,
     refresh: Option<Duration>,
+    shared: Arc<Shared>,
+    hook: Option<Arc<PushHook>>,
+    sync_budget: Duration,
 }
 
 impl A2aBackend {
@@ -59,8 +73,9 @@ impl A2aBackend {
         parse_section(SECTION, section)
     }
 
-    /// Checks `config`, reads the bearer tokens from the process
-    /// environment and every agent's card (an unreadable card does not fail
+    /// Checks `config`, reads the secrets (bearer tokens, OAuth client
+    /// secrets, the push secret) from the process environment and every
+    /// agent's card (an unreadable card does not fail
     /// the backend: that agent's tool answers with the reason).
     pub async fn from_config(
         config: A2aConfig,
@@ -82,21 +97,61 @@ impl A2aBackend {
             .connect_timeout(settings.request_timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|e| A2aError::Http(e.to_string()))?;
+        // Streams live as long as their task: no overall timeout, but a
+        // connection silent for this long (no event, no keep-alive) is dead.
+        let streams = reqwest::Client::builder()
+            .connect_timeout(settings.request_timeout.min(Duration::from_secs(10)))
+            .read_timeout(settings.max_poll_interval.max(Duration::from_secs(60)))
+            .build()
+            .map_err(|e| A2aError::Http(e.to_string()))?;
+        // Token requests carry the client secret: no redirect may take it
+        // elsewhere.
+        let tokens = reqwest::Client::builder()
+            .timeout(settings.request_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| A2aError::Http(e.to_string()))?;
         let agents: Vec<Arc<Agent>> = settings
             .agents
             .into_iter()
             .map(|agent| {
+                let auth = auth::Auth::new(&agent.credentials, &agent.at, tokens.clone());
                 let client =
-                    client::AgentClient::new(http.clone(), agent.token.clone(), upstream.clone());
+                    client::AgentClient::new(http.clone(), streams.clone(), auth, upstream.clone());
                 Arc::new(Agent::new(agent, client))
             })
             .collect();
+        let follower = Arc::new(Follower::new(
+            settings.max_streams,
+            settings.max_poll_interval,
+        ));
+        let hook = settings
+            .push
+            .as_ref()
+            .map(|push| Arc::new(PushHook::new(push, follower.clone(), upstream.clone())));
         let backend = Self {
             agents,
             refresh: settings.refresh,
+            shared: Arc::new(Shared {
+                follower,
+                push: settings.push,
+                max_poll_interval: settings.max_poll_interval,
+            }),
+            hook,
+            sync_budget: settings.sync_budget,
         };
         backend.refresh_cards().await;
         Ok(backend)
+    }
+
+    /// What the follower did so far.
+    pub fn follower_stats(&self) -> FollowerStats {
+        self.shared.follower.stats()
+    }
+
+    /// What the push webhook saw so far (`None` without push).
+    pub fn push_stats(&self) -> Option<PushStats> {
+        self.hook.as_ref().map(|h| h.stats())
     }
 
     /// Reads every agent's card again, all at once.
@@ -157,33 +212,48 @@ impl Backend for A2aBackend {
         self.agents
             .iter()
             .map(|agent| {
-                let poll = agent.settings.poll_interval;
-                let policy = ToolPolicy::default().poll(PollPolicy::default().working(poll));
+                let poll =
+                    job::poll_policy(agent.settings.poll_interval, self.shared.max_poll_interval);
+                let policy = ToolPolicy::default()
+                    .poll(poll)
+                    .sync_budget(self.sync_budget);
                 ToolSpec::new(
                     agent.settings.tool_name.clone(),
                     description(agent),
                     policy,
                     AgentJob {
                         agent: agent.clone(),
+                        shared: self.shared.clone(),
                     },
                 )
             })
             .collect()
     }
 
-    fn run(&self, _nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+    fn run(&self, nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
         let backend = self.clone();
         Box::pin(async move {
-            let Some(every) = backend.refresh else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(every) => backend.refresh_cards().await,
+            let follower = backend.shared.follower.clone();
+            let follow = follower.run(nudge, shutdown.clone());
+            let refresh = async {
+                let Some(every) = backend.refresh else {
+                    return;
+                };
+                loop {
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(every) => backend.refresh_cards().await,
+                    }
                 }
-            }
+            };
+            tokio::join!(follow, refresh);
         })
+    }
+
+    fn webhook(&self) -> Option<Arc<dyn Webhook>> {
+        self.hook
+            .as_ref()
+            .map(|hook| Arc::new(PushWebhook(hook.clone())) as Arc<dyn Webhook>)
     }
 }
 

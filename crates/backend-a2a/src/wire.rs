@@ -74,6 +74,61 @@ impl OutMessage {
 #[serde(rename_all = "camelCase")]
 pub struct SendConfiguration {
     pub return_immediately: bool,
+    /// Where the agent pushes the new task's updates (its `taskId` left empty,
+    /// as the proto says for SendMessage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_push_notification_config: Option<PushConfig>,
+}
+
+/// `lf.a2a.v1.AuthenticationInfo`: the `Authorization` header the agent puts
+/// on each notification.
+#[derive(Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthenticationInfo {
+    pub scheme: String,
+    pub credentials: String,
+}
+
+impl std::fmt::Debug for AuthenticationInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthenticationInfo")
+            .field("scheme", &self.scheme)
+            .field("credentials", &"<redacted>")
+            .finish()
+    }
+}
+
+/// `lf.a2a.v1.TaskPushNotificationConfig`, as sent in a SendMessage.
+#[derive(Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PushConfig {
+    pub url: String,
+    /// The same secret as `authentication`: some agents (the official Python
+    /// SDK) send it as `X-A2A-Notification-Token`.
+    pub token: String,
+    pub authentication: AuthenticationInfo,
+}
+
+impl std::fmt::Debug for PushConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConfig")
+            .field("url", &self.url)
+            .field("token", &"<redacted>")
+            .field("authentication", &self.authentication)
+            .finish()
+    }
+}
+
+/// `lf.a2a.v1.ListTasksRequest` (the filters this backend uses).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    pub context_id: String,
+    pub page_size: i32,
+    /// Unset: the agent's default history (all of it, usually): a user's
+    /// message is looked for there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
 }
 
 /// `lf.a2a.v1.SendMessageRequest`.
@@ -139,6 +194,7 @@ pub struct Message {
     pub message_id: String,
     pub context_id: String,
     pub task_id: String,
+    pub role: String,
     pub parts: Vec<Part>,
 }
 
@@ -179,6 +235,16 @@ pub struct Task {
     pub context_id: String,
     pub status: TaskStatus,
     pub artifacts: Vec<Artifact>,
+    /// The messages of the task, as much as the agent keeps (§3.7: not
+    /// guaranteed to hold every message).
+    pub history: Vec<Message>,
+}
+
+impl Task {
+    /// Whether the history holds the message `message_id`.
+    pub fn has_message(&self, message_id: &str) -> bool {
+        self.history.iter().any(|m| m.message_id == message_id)
+    }
 }
 
 /// A task as parsed, with the JSON it came from.
@@ -195,6 +261,13 @@ pub enum SendOutcome {
     Message { message: Message, raw: Value },
 }
 
+/// `lf.a2a.v1.ListTasksResponse`, as read: the tasks as parsed, with their
+/// JSON.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskList {
+    pub tasks: Vec<TaskSnapshot>,
+}
+
 /// The parts of an Agent Card this backend uses (`lf.a2a.v1.AgentCard`).
 #[derive(Debug, Clone, Deserialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
@@ -205,6 +278,61 @@ pub struct AgentCard {
     pub supported_interfaces: Vec<AgentInterface>,
     pub skills: Vec<AgentSkill>,
     pub default_input_modes: Vec<String>,
+    pub capabilities: AgentCapabilities,
+    pub security_schemes: std::collections::BTreeMap<String, SecurityScheme>,
+    pub security_requirements: Vec<SecurityRequirement>,
+}
+
+/// `lf.a2a.v1.AgentCapabilities`.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentCapabilities {
+    pub streaming: Option<bool>,
+    pub push_notifications: Option<bool>,
+}
+
+/// `lf.a2a.v1.SecurityScheme` (the OAuth 2.0 member; the others are only
+/// told apart from it).
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecurityScheme {
+    pub oauth2_security_scheme: Option<OAuth2SecurityScheme>,
+}
+
+/// `lf.a2a.v1.OAuth2SecurityScheme`.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OAuth2SecurityScheme {
+    pub flows: OAuthFlows,
+}
+
+/// `lf.a2a.v1.OAuthFlows` (the client-credentials member).
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OAuthFlows {
+    pub client_credentials: Option<ClientCredentialsFlow>,
+}
+
+/// `lf.a2a.v1.ClientCredentialsOAuthFlow`.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClientCredentialsFlow {
+    pub token_url: String,
+    pub scopes: std::collections::BTreeMap<String, String>,
+}
+
+/// `lf.a2a.v1.SecurityRequirement`: scheme name → the scopes it needs.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecurityRequirement {
+    pub schemes: std::collections::BTreeMap<String, StringList>,
+}
+
+/// `lf.a2a.v1.StringList`.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StringList {
+    pub list: Vec<String>,
 }
 
 /// `lf.a2a.v1.AgentInterface`.
@@ -226,6 +354,40 @@ pub struct AgentSkill {
 }
 
 impl AgentCard {
+    /// The token URL and scopes of the card's OAuth 2.0 client-credentials
+    /// flow: the first such scheme a security requirement names (with the
+    /// scopes it names), else any such scheme (no scopes asked for).
+    pub fn client_credentials(&self) -> Option<(String, Vec<String>)> {
+        let flow = |name: &str| {
+            self.security_schemes
+                .get(name)
+                .and_then(|s| s.oauth2_security_scheme.as_ref())
+                .and_then(|s| s.flows.client_credentials.as_ref())
+                .filter(|f| !f.token_url.is_empty())
+        };
+        for requirement in &self.security_requirements {
+            for (name, scopes) in &requirement.schemes {
+                if let Some(flow) = flow(name) {
+                    return Some((flow.token_url.clone(), scopes.list.clone()));
+                }
+            }
+        }
+        self.security_schemes
+            .keys()
+            .find_map(|name| flow(name))
+            .map(|flow| (flow.token_url.clone(), Vec::new()))
+    }
+
+    /// Whether the card says the agent streams (`capabilities.streaming`).
+    pub fn streams(&self) -> bool {
+        self.capabilities.streaming == Some(true)
+    }
+
+    /// Whether the card says the agent pushes (`capabilities.pushNotifications`).
+    pub fn pushes(&self) -> bool {
+        self.capabilities.push_notifications == Some(true)
+    }
+
     /// The JSON-RPC endpoint: the first `JSONRPC` interface whose protocol
     /// version is 1.x (or unstated), in the card's order of preference.
     pub fn jsonrpc_url(&self) -> Option<&str> {

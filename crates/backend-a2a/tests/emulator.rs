@@ -87,7 +87,7 @@ async fn quick_answer_maps_text_file_and_data_and_keeps_the_whole_task() {
         message_id(&agentgate_backend::JobContext {
             task_id: driver.task_id.clone(),
             step: 0,
-            now: 0
+            now: agentgate_backend::Millis::EPOCH
         })
     );
     assert_eq!(counts.get("SendMessage", "ok"), 1);
@@ -389,10 +389,42 @@ async fn a_lost_answer_to_the_input_reply_is_not_sent_twice() {
         .into_iter()
         .filter(|s| s.body["params"]["message"]["taskId"].is_string())
         .collect();
-    assert_eq!(replies.len(), 2, "the reply was retried");
+    // The retry read the task first: the agent had the answer, so it was not
+    // sent again (nothing relies on the agent's messageId deduplication).
+    assert_eq!(replies.len(), 1, "the reply was sent once: {replies:?}");
+    emulator.assert_requests_conform();
+}
+
+/// An agent that does not deduplicate: the retried reply step reads the
+/// task, sees its answer in the history, and sends nothing.
+#[tokio::test]
+async fn without_deduplication_a_repeated_answer_step_is_not_sent_again() {
+    let emulator = Emulator::start(SimConfig {
+        dedupe_message_ids: false,
+        step_delay: std::time::Duration::from_millis(5),
+        ..SimConfig::default()
+    })
+    .await;
+    let (tool, _) = tool_for(&emulator).await;
+    let mut driver = Driver::new(&tool);
+    let mut lost_once = false;
+    let result = driver
+        .run(args("greet me", "ask-input"), |requests| {
+            if !lost_once {
+                emulator.sim.faults().lose_next_answers(1);
+                lost_once = true;
+            }
+            accept(requests, json!({"answer": "Lin"}))
+        })
+        .await
+        .result();
+    assert_eq!(texts(&result), "Hello, Lin!");
+    let stats = emulator.sim.stats();
+    assert_eq!(stats.answers_lost, 1);
     assert_eq!(
-        replies[0].body["params"]["message"]["messageId"],
-        replies[1].body["params"]["message"]["messageId"]
+        stats.max_effects_per_message_id(),
+        1,
+        "no message ran twice"
     );
     emulator.assert_requests_conform();
 }
@@ -409,7 +441,7 @@ async fn transport_faults_are_retryable_and_json_rpc_errors_are_fatal_naming_age
             assert!(
                 message.contains("`emu`") && message.contains("503"),
                 "{message}"
-            )
+            );
         }
         other => panic!("expected a retryable error, got {other:?}"),
     }
@@ -586,11 +618,37 @@ fn the_request_types_conform_and_the_contract_check_bites() {
         message,
         configuration: SendConfiguration {
             return_immediately: true,
+            task_push_notification_config: None,
         },
     })
     .expect("serializes");
     assert_eq!(
         a2a().problems("SendMessageRequest", &request),
+        Vec::<String>::new()
+    );
+    let secret = backend_a2a::config::Secret::new("0123456789abcdef0123456789abcdef");
+    let push = backend_a2a::push::config(
+        &backend_a2a::config::PushSettings {
+            base: url::Url::parse("https://gw.example/hooks/a2a").expect("url"),
+            secret,
+        },
+        &agentgate_backend::TaskId::generate(),
+    );
+    let mut with_push = request.clone();
+    with_push["configuration"]["taskPushNotificationConfig"] =
+        serde_json::to_value(&push).expect("serializes");
+    assert_eq!(
+        a2a().problems("SendMessageRequest", &with_push),
+        Vec::<String>::new()
+    );
+    let list = serde_json::to_value(backend_a2a::wire::ListTasksRequest {
+        context_id: "c1".into(),
+        page_size: 20,
+        history_length: None,
+    })
+    .expect("serializes");
+    assert_eq!(
+        a2a().problems("ListTasksRequest", &list),
         Vec::<String>::new()
     );
     // The same request with a wrong enum name or a misspelt field is refused.
@@ -602,9 +660,10 @@ fn the_request_types_conform_and_the_contract_check_bites() {
     assert!(!a2a().problems("SendMessageRequest", &misspelt).is_empty());
 }
 
-/// The limit of what a client can do: an agent that does not deduplicate
-/// messageIds (as the official Python SDK's server) runs a send whose answer
-/// was lost twice. The emulator's `dedupe_message_ids = false` plays one.
+/// The limit of what a client can do without a context it chose: an agent
+/// that does not deduplicate messageIds (as the official Python SDK's
+/// server) runs a send whose answer was lost twice. The emulator's
+/// `dedupe_message_ids = false` plays one.
 #[tokio::test]
 async fn without_deduplication_by_the_agent_a_lost_answer_runs_twice() {
     let emulator = Emulator::start(SimConfig {
@@ -632,5 +691,244 @@ async fn without_deduplication_by_the_agent_a_lost_answer_runs_twice() {
         stats.effects_by_message_id(&message_id(&cx)),
         2,
         "and two runs"
+    );
+}
+
+/// With `client_context_ids`, the same agent runs it once: the retried step
+/// looks in the context it chose (ListTasks) and finds the task.
+#[tokio::test]
+async fn with_client_context_ids_a_lost_answer_runs_once_without_deduplication() {
+    let emulator = Emulator::start(SimConfig {
+        dedupe_message_ids: false,
+        step_delay: std::time::Duration::from_millis(5),
+        ..SimConfig::default()
+    })
+    .await;
+    let (tool, _) = tool_with(&emulator, json!({"client_context_ids": true})).await;
+    let mut driver = Driver::new(&tool);
+    let cx = driver.cx();
+    emulator.sim.faults().lose_next_answers(1);
+    let result = driver
+        .run(args("once", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let stats = emulator.sim.stats();
+    let context = backend_a2a::job::context_id(&cx);
+    assert_eq!(stats.sends_by_message_id(&message_id(&cx)), 1, "sent once");
+    assert_eq!(stats.effects_by_message_id(&message_id(&cx)), 1, "one run");
+    assert_eq!(stats.tasks_in_context(&context), 1);
+    assert_eq!(
+        stats.lists_of_context(&context),
+        2,
+        "looked before each send"
+    );
+    let structured = result.structured_content.expect("structured");
+    assert_eq!(structured["task"]["contextId"], context.as_str());
+    emulator.assert_requests_conform();
+}
+
+/// A follow-up in the caller's context: the lookup finds the task by its
+/// messageId in the history, so a lost answer still runs once.
+#[tokio::test]
+async fn a_follow_up_whose_answer_was_lost_is_found_by_its_message_id() {
+    let emulator = Emulator::start(SimConfig {
+        dedupe_message_ids: false,
+        step_delay: std::time::Duration::from_millis(5),
+        ..SimConfig::default()
+    })
+    .await;
+    let (tool, _) = tool_for(&emulator).await;
+    let first = Driver::new(&tool)
+        .run(args("first", "quick-answer"), no_answers)
+        .await
+        .result();
+    let context = first.structured_content.expect("structured")["task"]["contextId"]
+        .as_str()
+        .expect("a context")
+        .to_owned();
+    let mut driver = Driver::new(&tool);
+    let cx = driver.cx();
+    emulator.sim.faults().lose_next_answers(1);
+    let result = driver
+        .run(
+            Input::Start(json!({"message": "again", "context_id": context,
+                "metadata": {"skill": "quick-answer"}})),
+            no_answers,
+        )
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let stats = emulator.sim.stats();
+    assert_eq!(stats.effects_by_message_id(&message_id(&cx)), 1, "one run");
+    assert_eq!(
+        stats.tasks_in_context(&context),
+        2,
+        "the first call's and this one"
+    );
+    emulator.assert_requests_conform();
+}
+
+/// An agent that refuses contextIds it did not make (§3.4.1 MUST) gets a
+/// clear error naming the setting that chose one.
+#[tokio::test]
+async fn an_agent_refusing_client_context_ids_names_the_setting() {
+    let emulator = Emulator::start(SimConfig {
+        accept_client_context_ids: false,
+        ..SimConfig::default()
+    })
+    .await;
+    let (tool, _) = tool_with(&emulator, json!({"client_context_ids": true})).await;
+    match Driver::new(&tool)
+        .run(args("x", "quick-answer"), no_answers)
+        .await
+    {
+        Ending::Failed(e) => {
+            assert!(e.message.contains("-32602"), "{}", e.message);
+            assert!(
+                e.message.contains("agents[0].client_context_ids = true"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    emulator.assert_requests_conform();
+}
+
+fn oauth_sim(ttl_secs: u64) -> SimConfig {
+    SimConfig {
+        oauth: Some(agentgate_sim::a2a::OAuthClient {
+            client_id: "agentgate-test".into(),
+            client_secret: "client-secret-value".into(),
+            token_ttl: std::time::Duration::from_secs(ttl_secs),
+        }),
+        step_delay: std::time::Duration::from_millis(5),
+        ..SimConfig::default()
+    }
+}
+
+fn oauth_env(name: &str) -> Option<String> {
+    (name == "EMU_CLIENT_SECRET").then(|| "client-secret-value".to_owned())
+}
+
+/// OAuth client credentials from the card: one token for many calls, a new
+/// one after the agent answers 401, the secret and tokens shown nowhere.
+#[tokio::test]
+async fn oauth_client_credentials_from_the_card_are_cached_and_renewed_on_401() {
+    let emulator = Emulator::start(oauth_sim(3600)).await;
+    let (backend, counts) = backend(
+        json!([{"name": "emu", "url": emulator.url,
+            "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET"}}]),
+        &oauth_env,
+    )
+    .await;
+    assert!(!format!("{backend:?}").contains("client-secret-value"));
+    let tools = backend.tools();
+    for i in 0..2 {
+        let result = Driver::new(&tools[0])
+            .run(args(&format!("q{i}"), "quick-answer"), no_answers)
+            .await
+            .result();
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+    }
+    assert_eq!(emulator.sim.stats().tokens_issued, 1, "one token, cached");
+    assert_eq!(counts.get("OAuthToken", "ok"), 1);
+    let bearer: Vec<String> = emulator
+        .sent()
+        .iter()
+        .filter_map(|s| s.authorization.clone())
+        .collect();
+    assert!(!bearer.is_empty() && bearer.iter().all(|b| b.starts_with("Bearer sim-at-")));
+
+    // The agent forgets every token: the next call is refused once, a new
+    // token is fetched and the call goes through.
+    emulator.sim.revoke_tokens();
+    let result = Driver::new(&tools[0])
+        .run(args("after revoke", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let stats = emulator.sim.stats();
+    assert_eq!(stats.tokens_issued, 2, "renewed after the 401");
+    assert_eq!(stats.unauthorized, 1);
+    assert_eq!(
+        counts.get("SendMessage", "client_error"),
+        1,
+        "the 401, counted"
+    );
+    emulator.assert_requests_conform();
+}
+
+/// A token whose `expires_in` ran out is not sent again: a new one is
+/// fetched before the call.
+#[tokio::test]
+async fn an_expired_token_is_replaced_before_the_call() {
+    // 1 s tokens: the margin keeps each for half of that.
+    let emulator = Emulator::start(oauth_sim(1)).await;
+    let (tool, _) = {
+        let (backend, counts) = backend(
+            json!([{"name": "emu", "url": emulator.url,
+                "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET",
+                          "token_url": format!("{}{}", emulator.url, agentgate_sim::a2a::TOKEN_PATH),
+                          "scopes": ["a2a.invoke"]}}]),
+            &oauth_env,
+        )
+        .await;
+        (backend.tools().remove(0), counts)
+    };
+    let first = Driver::new(&tool)
+        .run(args("one", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(first.is_error, Some(false));
+    assert_eq!(emulator.sim.stats().tokens_issued, 1);
+    // Expiry is what this test is about: the token must age past its
+    // `expires_in` (1 s); nothing else is waited for.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let second = Driver::new(&tool)
+        .run(args("two", "quick-answer"), no_answers)
+        .await
+        .result();
+    assert_eq!(second.is_error, Some(false));
+    let stats = emulator.sim.stats();
+    assert_eq!(stats.tokens_issued, 2);
+    assert_eq!(stats.unauthorized, 0, "the expired token was never sent");
+}
+
+/// A wrong client secret fails the call with the RFC 6749 error code and
+/// what to check, never the secret; a token endpoint that answers 5xx is
+/// worth a retry.
+#[tokio::test]
+async fn refused_client_credentials_name_the_fix_and_not_the_secret() {
+    let emulator = Emulator::start(oauth_sim(3600)).await;
+    let wrong = |name: &str| (name == "EMU_CLIENT_SECRET").then(|| "wrong-secret-xyz".to_owned());
+    let (backend, counts) = backend(
+        json!([{"name": "emu", "url": emulator.url,
+            "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET"}}]),
+        &wrong,
+    )
+    .await;
+    let tools = backend.tools();
+    match Driver::new(&tools[0])
+        .run(args("q", "quick-answer"), no_answers)
+        .await
+    {
+        Ending::Failed(e) => {
+            assert!(e.message.contains("invalid_client"), "{}", e.message);
+            assert!(
+                e.message.contains("agents[0].oauth.client_id"),
+                "{}",
+                e.message
+            );
+            assert!(e.message.contains("EMU_CLIENT_SECRET"), "{}", e.message);
+            assert!(!e.message.contains("wrong-secret-xyz"), "{}", e.message);
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert_eq!(counts.get("OAuthToken", "client_error"), 1);
+    assert!(
+        emulator.sent_of("SendMessage").is_empty(),
+        "nothing sent without a token"
     );
 }

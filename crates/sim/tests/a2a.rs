@@ -870,10 +870,315 @@ fn the_validator_knows_every_method_the_emulator_serves() {
         "ListTasks",
         "CancelTask",
         "SubscribeToTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
     ] {
         let result = A2aContract::result_message(method).expect("known");
         assert!(a2a().message(result).is_some(), "{result}");
         let params = A2aContract::params_message(method).expect("known");
         assert!(a2a().message(params).is_some(), "{params}");
     }
+}
+
+fn oauth_config() -> A2aConfig {
+    A2aConfig {
+        step_delay: Duration::from_millis(5),
+        oauth: Some(agentgate_sim::a2a::OAuthClient {
+            client_id: "client-1".into(),
+            client_secret: "s3cret&=:".into(),
+            token_ttl: Duration::from_secs(60),
+        }),
+        ..A2aConfig::default()
+    }
+}
+
+/// RFC 6749 §2.3.1: Basic credentials are the form-urlencoded id and secret.
+fn basic(id: &str, secret: &str) -> String {
+    let encode = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", encode(id), encode(secret)))
+}
+
+#[tokio::test]
+async fn the_oauth_card_names_a_token_endpoint_whose_tokens_json_rpc_takes() {
+    let mut h = start_with(oauth_config()).await;
+    let card: Value = h
+        .http
+        .get(format!("{}{AGENT_CARD_PATH}", h.base))
+        .send()
+        .await
+        .expect("GET card")
+        .json()
+        .await
+        .expect("card");
+    assert!(a2a().problems("AgentCard", &card).is_empty(), "{card:#}");
+    let flow =
+        &card["securitySchemes"]["oauth"]["oauth2SecurityScheme"]["flows"]["clientCredentials"];
+    let token_url = flow["tokenUrl"].as_str().expect("tokenUrl").to_owned();
+    assert_eq!(
+        token_url,
+        format!("{}{}", h.base, agentgate_sim::a2a::TOKEN_PATH)
+    );
+    assert_eq!(
+        card["securityRequirements"][0]["schemes"]["oauth"]["list"][0],
+        agentgate_sim::a2a::OAUTH_SCOPE
+    );
+
+    let token = |secret: &'static str, body: &'static str| {
+        let http = h.http.clone();
+        let url = token_url.clone();
+        async move {
+            http.post(url)
+                .header(
+                    "Authorization",
+                    format!("Basic {}", basic("client-1", secret)),
+                )
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .expect("POST token")
+        }
+    };
+    let granted = token(
+        "s3cret&=:",
+        "grant_type=client_credentials&scope=a2a.invoke",
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+    assert_eq!(
+        granted
+            .headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("no-store"),
+        "§5.1: tokens are not cached by intermediaries"
+    );
+    let granted: Value = granted.json().await.expect("JSON");
+    assert_eq!(granted["token_type"], "Bearer");
+    assert_eq!(granted["expires_in"], 60);
+    let access = granted["access_token"]
+        .as_str()
+        .expect("a token")
+        .to_owned();
+
+    let refused = token("wrong", "grant_type=client_credentials").await;
+    assert_eq!(refused.status(), 401);
+    assert!(refused.headers().contains_key("www-authenticate"));
+    let refused: Value = refused.json().await.expect("JSON");
+    assert_eq!(refused["error"], "invalid_client");
+    let bad_grant = token("s3cret&=:", "grant_type=authorization_code").await;
+    assert_eq!(bad_grant.status(), 400);
+    let bad_grant: Value = bad_grant.json().await.expect("JSON");
+    assert_eq!(bad_grant["error"], "unsupported_grant_type");
+
+    // JSON-RPC with the access token; none, or a revoked one, is 401.
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": { "id": "x" } });
+    assert_eq!(h.post(&body).send().await.expect("POST").status(), 401);
+    h.token = Some(access);
+    assert_eq!(h.error_code("GetTask", json!({ "id": "x" })).await, -32001);
+    h.sim.revoke_tokens();
+    assert_eq!(h.post(&body).send().await.expect("POST").status(), 401);
+    let stats = h.sim.stats();
+    assert_eq!(stats.tokens_issued, 1);
+    assert_eq!(stats.token_errors, 2);
+    assert_eq!(stats.unauthorized, 2);
+}
+
+/// A webhook on a port of its own that records what it receives and
+/// answers `status`.
+async fn webhook(
+    status: u16,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, Value)>>>,
+    CancellationToken,
+) {
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, Value)>>> =
+        std::sync::Arc::default();
+    let kept = seen.clone();
+    let router = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let kept = kept.clone();
+                async move {
+                    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    kept.lock().expect("lock").push((headers, body));
+                    axum::http::StatusCode::from_u16(status).expect("status")
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    let stop = CancellationToken::new();
+    tokio::spawn(serve(listener, router, stop.clone()));
+    (url, seen, stop)
+}
+
+#[tokio::test]
+async fn push_notifications_deliver_every_update_in_order_with_the_configured_auth() {
+    let h = start_with(A2aConfig {
+        step_delay: Duration::from_millis(5),
+        push_notifications: true,
+        ..A2aConfig::default()
+    })
+    .await;
+    let (url, seen, stop) = webhook(204).await;
+    let result = h
+        .result(
+            "SendMessage",
+            json!({
+                "message": message(&new_id(), "work", Some(json!({ "skill": "long-running", "steps": 2 }))),
+                "configuration": {
+                    "returnImmediately": true,
+                    "taskPushNotificationConfig": {
+                        "url": url, "token": "tok-1",
+                        "authentication": { "scheme": "Bearer", "credentials": "cred-1" },
+                    },
+                },
+            }),
+        )
+        .await;
+    let task_id = result["task"]["id"].as_str().expect("id").to_owned();
+    let delivered = agentgate_testkit::eventually(
+        "the completion to be pushed",
+        Duration::from_secs(10),
+        || {
+            let seen = seen.lock().expect("lock").clone();
+            seen.iter()
+                .any(|(_, b)| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+                .then_some(seen)
+        },
+    )
+    .await;
+    // Starting, step 1/2, step 2/2, the artifact, completed: in order.
+    let kinds: Vec<String> = delivered
+        .iter()
+        .map(|(_, b)| {
+            b["statusUpdate"]["status"]["state"]
+                .as_str()
+                .map_or_else(|| "artifact".to_owned(), str::to_owned)
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "TASK_STATE_WORKING",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_WORKING",
+            "artifact",
+            "TASK_STATE_COMPLETED"
+        ],
+        "{delivered:#?}"
+    );
+    for (headers, body) in &delivered {
+        let problems = a2a().problems("StreamResponse", body);
+        assert!(problems.is_empty(), "{problems:?}\n{body:#}");
+        let header = |n: &str| {
+            headers
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert_eq!(header("authorization").as_deref(), Some("Bearer cred-1"));
+        assert_eq!(header("x-a2a-notification-token").as_deref(), Some("tok-1"));
+        assert_eq!(
+            header("content-type").as_deref(),
+            Some("application/a2a+json")
+        );
+        let id = body["statusUpdate"]["taskId"]
+            .as_str()
+            .or_else(|| body["artifactUpdate"]["taskId"].as_str());
+        assert_eq!(id, Some(task_id.as_str()));
+    }
+    // The config methods answer per the contract.
+    let listed = h
+        .result(
+            "ListTaskPushNotificationConfigs",
+            json!({ "taskId": task_id }),
+        )
+        .await;
+    let config_id = listed["configs"][0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    assert_eq!(listed["configs"][0]["url"], url.as_str());
+    h.result(
+        "GetTaskPushNotificationConfig",
+        json!({ "taskId": task_id, "id": config_id }),
+    )
+    .await;
+    h.result(
+        "DeleteTaskPushNotificationConfig",
+        json!({ "taskId": task_id, "id": config_id }),
+    )
+    .await;
+    let listed = h
+        .result(
+            "ListTaskPushNotificationConfigs",
+            json!({ "taskId": task_id }),
+        )
+        .await;
+    assert!(
+        listed
+            .get("configs")
+            .is_none_or(|c| c.as_array().is_some_and(Vec::is_empty))
+    );
+    assert_eq!(h.sim.stats().pushes_delivered, 5);
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_failing_webhook_is_retried_then_given_up_and_dropped_pushes_are_counted() {
+    let h = start_with(A2aConfig {
+        step_delay: Duration::from_millis(5),
+        push_notifications: true,
+        ..A2aConfig::default()
+    })
+    .await;
+    let (url, seen, stop) = webhook(500).await;
+    // Created after the task exists, through the config method.
+    let task = h
+        .result(
+            "SendMessage",
+            json!({
+                "message": message(&new_id(), "hi", Some(json!({ "skill": "ask-input" }))),
+                "configuration": { "returnImmediately": true },
+            }),
+        )
+        .await["task"]
+        .clone();
+    let task_id = task["id"].as_str().expect("id").to_owned();
+    let created = h
+        .result(
+            "CreateTaskPushNotificationConfig",
+            json!({ "taskId": task_id, "url": url }),
+        )
+        .await;
+    assert!(created["id"].as_str().is_some_and(|id| !id.is_empty()));
+    h.sim.faults().drop_next_pushes(1);
+    let mut reply = message(&new_id(), "Ada", None);
+    reply["taskId"] = json!(task_id);
+    h.result("SendMessage", json!({ "message": reply })).await;
+    let stats =
+        agentgate_testkit::eventually("the pushes to be given up", Duration::from_secs(20), || {
+            let stats = h.sim.stats();
+            // Three updates (working, the greeting, completed): one dropped, two
+            // given up.
+            (stats.pushes_failed == 2 && stats.pushes_dropped == 1).then_some(stats)
+        })
+        .await;
+    assert_eq!(stats.pushes_delivered, 0);
+    assert_eq!(
+        stats.push_attempts,
+        4 * stats.pushes_failed,
+        "each failed notification was tried four times: {stats:?}"
+    );
+    assert_eq!(seen.lock().expect("lock").len() as u64, stats.push_attempts);
+    stop.cancel();
 }

@@ -26,20 +26,20 @@ use tokio_util::sync::CancellationToken;
 
 /// One request the emulator received.
 #[derive(Debug, Clone)]
-pub struct Sent {
+pub(crate) struct Sent {
     pub version: Option<String>,
     pub authorization: Option<String>,
     pub body: Value,
 }
 
 impl Sent {
-    pub fn method(&self) -> &str {
+    pub(crate) fn method(&self) -> &str {
         self.body["method"].as_str().unwrap_or_default()
     }
 }
 
 /// A running emulator.
-pub struct Emulator {
+pub(crate) struct Emulator {
     pub sim: A2aSim,
     pub url: String,
     sent: Arc<Mutex<Vec<Sent>>>,
@@ -71,7 +71,10 @@ async fn record(
     let bytes = axum::body::to_bytes(body, 8 * 1024 * 1024)
         .await
         .unwrap_or_default();
-    if parts.method == axum::http::Method::POST {
+    // JSON-RPC only: the OAuth token endpoint takes a form, not A2A.
+    if parts.method == axum::http::Method::POST
+        && parts.uri.path() != agentgate_sim::a2a::TOKEN_PATH
+    {
         let header = |name: &str| {
             parts
                 .headers
@@ -90,7 +93,7 @@ async fn record(
 }
 
 impl Emulator {
-    pub async fn start(config: SimConfig) -> Self {
+    pub(crate) async fn start(config: SimConfig) -> Self {
         let sim = A2aSim::new(config);
         let sent = Arc::new(Mutex::new(Vec::new()));
         let recorder = sent.clone();
@@ -121,12 +124,12 @@ impl Emulator {
     }
 
     /// Makes the card answer 503 (`true`) or be served again.
-    pub fn card_down(&self, down: bool) {
+    pub(crate) fn card_down(&self, down: bool) {
         self.card_down.store(down, Ordering::SeqCst);
     }
 
     /// The default emulator, with quick progress steps.
-    pub async fn quick() -> Self {
+    pub(crate) async fn quick() -> Self {
         Self::start(SimConfig {
             step_delay: Duration::from_millis(20),
             ..SimConfig::default()
@@ -134,11 +137,11 @@ impl Emulator {
         .await
     }
 
-    pub fn sent(&self) -> Vec<Sent> {
+    pub(crate) fn sent(&self) -> Vec<Sent> {
         self.sent.lock().expect("recording lock").clone()
     }
 
-    pub fn sent_of(&self, method: &str) -> Vec<Sent> {
+    pub(crate) fn sent_of(&self, method: &str) -> Vec<Sent> {
         self.sent()
             .into_iter()
             .filter(|s| s.method() == method)
@@ -147,7 +150,7 @@ impl Emulator {
 
     /// Every request so far: a JSON-RPC 2.0 envelope of an A2A method, with
     /// `A2A-Version: 1.0` and params valid against the vendored a2a.proto.
-    pub fn assert_requests_conform(&self) {
+    pub(crate) fn assert_requests_conform(&self) {
         let sent = self.sent();
         assert!(!sent.is_empty(), "no request was sent");
         for (n, request) in sent.iter().enumerate() {
@@ -172,7 +175,7 @@ impl Emulator {
 
 /// Counts of upstream calls by (operation, outcome).
 #[derive(Debug, Default)]
-pub struct Counts(Mutex<BTreeMap<(String, &'static str), u64>>);
+pub(crate) struct Counts(Mutex<BTreeMap<(String, &'static str), u64>>);
 
 impl UpstreamRecorder for Counts {
     fn record(&self, backend: &str, operation: &str, outcome: UpstreamOutcome) {
@@ -187,7 +190,7 @@ impl UpstreamRecorder for Counts {
 }
 
 impl Counts {
-    pub fn get(&self, operation: &str, outcome: &str) -> u64 {
+    pub(crate) fn get(&self, operation: &str, outcome: &str) -> u64 {
         self.0
             .lock()
             .expect("counts lock")
@@ -199,17 +202,29 @@ impl Counts {
 }
 
 /// A backend over `agents` (each `{name, url, ...}`), polling every 10 ms.
-pub async fn backend(
+pub(crate) async fn backend(
     agents: Value,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> (A2aBackend, Arc<Counts>) {
-    let config: A2aConfig = A2aBackend::parse(Some(json!({
+    backend_with(agents, json!({}), env).await
+}
+
+/// [`backend`] with more `[a2a]` keys (`section`, an object).
+pub(crate) async fn backend_with(
+    agents: Value,
+    section: Value,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> (A2aBackend, Arc<Counts>) {
+    let mut table = json!({
         "agents": agents,
         "poll_interval_ms": 10,
         "refresh_seconds": 0,
         "request_timeout_seconds": 10,
-    })))
-    .expect("the test config parses");
+    });
+    if let (Some(table), Some(extra)) = (table.as_object_mut(), section.as_object()) {
+        table.extend(extra.clone());
+    }
+    let config: A2aConfig = A2aBackend::parse(Some(table)).expect("the test config parses");
     let counts = Arc::new(Counts::default());
     let metrics = UpstreamMetrics::new("a2a", counts.clone());
     let backend = A2aBackend::with_env(config, metrics, env)
@@ -218,13 +233,23 @@ pub async fn backend(
     (backend, counts)
 }
 
-pub fn no_env(_: &str) -> Option<String> {
+pub(crate) fn no_env(_: &str) -> Option<String> {
     None
 }
 
 /// The one tool of a one-agent backend over `emulator`.
-pub async fn tool_for(emulator: &Emulator) -> (ToolSpec, Arc<Counts>) {
-    let (backend, counts) = backend(json!([{"name": "emu", "url": emulator.url}]), &no_env).await;
+pub(crate) async fn tool_for(emulator: &Emulator) -> (ToolSpec, Arc<Counts>) {
+    tool_with(emulator, json!({})).await
+}
+
+/// The one tool of a one-agent backend over `emulator`, the agent's table
+/// with `extra` keys (an object).
+pub(crate) async fn tool_with(emulator: &Emulator, extra: Value) -> (ToolSpec, Arc<Counts>) {
+    let mut agent = json!({"name": "emu", "url": emulator.url});
+    if let (Some(agent), Some(extra)) = (agent.as_object_mut(), extra.as_object()) {
+        agent.extend(extra.clone());
+    }
+    let (backend, counts) = backend(json!([agent]), &no_env).await;
     let mut tools = backend.tools();
     assert_eq!(tools.len(), 1);
     (tools.remove(0), counts)
@@ -232,14 +257,14 @@ pub async fn tool_for(emulator: &Emulator) -> (ToolSpec, Arc<Counts>) {
 
 /// How a driven task ended.
 #[derive(Debug)]
-pub enum Ending {
+pub(crate) enum Ending {
     Done(CallToolResult),
     Cancelled,
     Failed(rmcp::model::ErrorData),
 }
 
 impl Ending {
-    pub fn result(self) -> CallToolResult {
+    pub(crate) fn result(self) -> CallToolResult {
         match self {
             Ending::Done(result) => result,
             other => panic!("expected a tool result, got {other:?}"),
@@ -249,7 +274,7 @@ impl Ending {
 
 /// What a driven task went through.
 #[derive(Debug, Default)]
-pub struct Trace {
+pub(crate) struct Trace {
     pub statuses: Vec<String>,
     pub asks: Vec<InputRequests>,
 }
@@ -258,7 +283,7 @@ pub struct Trace {
 /// Ask → `answer`'s responses. A retryable error is retried at once with
 /// the same step number (so the same idempotency key), as the engine's
 /// retry does. Ends at Done / Cancelled / Fail.
-pub struct Driver<'a> {
+pub(crate) struct Driver<'a> {
     pub spec: &'a ToolSpec,
     pub task_id: TaskId,
     pub step: i64,
@@ -267,7 +292,7 @@ pub struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    pub fn new(spec: &'a ToolSpec) -> Self {
+    pub(crate) fn new(spec: &'a ToolSpec) -> Self {
         Self {
             spec,
             task_id: TaskId::generate(),
@@ -277,16 +302,16 @@ impl<'a> Driver<'a> {
         }
     }
 
-    pub fn cx(&self) -> JobContext {
+    pub(crate) fn cx(&self) -> JobContext {
         JobContext {
             task_id: self.task_id.clone(),
             step: self.step,
-            now: 0,
+            now: agentgate_backend::Millis::EPOCH,
         }
     }
 
     /// Runs one step; on a checkpoint, keeps the state and counts the step.
-    pub async fn step(&mut self, input: Input) -> Result<Step<Value>, JobError> {
+    pub(crate) async fn step(&mut self, input: Input) -> Result<Step<Value>, JobError> {
         let cx = self.cx();
         let step = self.spec.step(input, &cx).await?;
         Ok(match step {
@@ -324,7 +349,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Runs from `first` to the end.
-    pub async fn run(
+    pub(crate) async fn run(
         &mut self,
         first: Input,
         mut answer: impl FnMut(&InputRequests) -> InputResponses,
@@ -360,17 +385,17 @@ impl<'a> Driver<'a> {
 }
 
 /// Answers nothing: for tasks that must not ask.
-pub fn no_answers(requests: &InputRequests) -> InputResponses {
+pub(crate) fn no_answers(requests: &InputRequests) -> InputResponses {
     panic!("unexpected question: {requests:?}")
 }
 
 /// The tool arguments choosing `skill` of the emulator.
-pub fn args(text: &str, skill: &str) -> Input {
+pub(crate) fn args(text: &str, skill: &str) -> Input {
     Input::Start(json!({"message": text, "metadata": {"skill": skill}}))
 }
 
 /// All text blocks of a result, joined.
-pub fn texts(result: &CallToolResult) -> String {
+pub(crate) fn texts(result: &CallToolResult) -> String {
     result
         .content
         .iter()

@@ -146,10 +146,13 @@ pub(crate) fn steps(message: &Message) -> Result<u64, RpcError> {
         Some(value) => value
             .as_u64()
             .or_else(|| {
-                value
-                    .as_f64()
-                    .filter(|f| f.fract() == 0.0 && (1.0..=100.0).contains(f))
-                    .map(|f| f as u64)
+                let f = value.as_f64()?;
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "f is whole and between 1 and 100, so the cast is exact"
+                )]
+                (f.fract() == 0.0 && (1.0..=100.0).contains(&f)).then_some(f as u64)
             })
             .filter(|n| (1..=100).contains(n))
             .ok_or_else(|| {
@@ -204,7 +207,7 @@ impl Run {
 
     /// Plays the skill's script. Each step stops the script once the task is terminal
     /// (canceled): the store refuses changes to terminal tasks.
-    pub async fn play(mut self) {
+    pub(super) async fn play(mut self) {
         let step_delay = self.sim.inner.config.step_delay;
         match self.skill {
             Skill::QuickAnswer => {

@@ -1,12 +1,16 @@
 //! The Agent Card (`lf.a2a.v1.AgentCard`) served at `/.well-known/agent-card.json`
 //! (§8.2): one JSON-RPC interface at the emulator's root, protocol version 1.0,
-//! streaming on, push notifications and the extended card off, one skill per
-//! scripted agent, and a bearer `securitySchemes` entry when a token is configured.
+//! streaming on, push notifications as configured, the extended card off, one skill
+//! per scripted agent, and `securitySchemes` for what is configured: a bearer token
+//! (`httpAuthSecurityScheme`), an OAuth client (`oauth2SecurityScheme` with the
+//! client-credentials flow, §4.5.4/§4.5.9), each a `securityRequirements` entry (any
+//! one of them suffices, as OpenAPI reads a list of requirements).
 
 use serde_json::{Value, json};
 
 use super::A2aConfig;
 use super::agents::Skill;
+use super::oauth::{OAUTH_SCHEME, SCOPE, TOKEN_PATH};
 
 /// The path of the card (§8.2 well-known URI).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -42,18 +46,38 @@ pub(crate) fn agent_card(config: &A2aConfig, base_url: &str) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": {
             "streaming": true,
-            "pushNotifications": false,
+            "pushNotifications": config.push_notifications,
             "extendedAgentCard": false,
         },
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain", "application/json"],
         "skills": skills,
     });
+    let mut schemes = serde_json::Map::new();
+    let mut requirements = Vec::new();
     if config.token.is_some() {
-        card["securitySchemes"] = json!({
-            BEARER_SCHEME: { "httpAuthSecurityScheme": { "scheme": "Bearer" } }
-        });
-        card["securityRequirements"] = json!([{ "schemes": { BEARER_SCHEME: { "list": [] } } }]);
+        schemes.insert(
+            BEARER_SCHEME.into(),
+            json!({ "httpAuthSecurityScheme": { "scheme": "Bearer" } }),
+        );
+        requirements.push(json!({ "schemes": { BEARER_SCHEME: { "list": [] } } }));
+    }
+    if config.oauth.is_some() {
+        schemes.insert(
+            OAUTH_SCHEME.into(),
+            json!({ "oauth2SecurityScheme": {
+                "description": "OAuth 2.0 client credentials (RFC 6749 §4.4)",
+                "flows": { "clientCredentials": {
+                    "tokenUrl": format!("{base_url}{TOKEN_PATH}"),
+                    "scopes": { SCOPE: "Send messages to the agent and read its tasks" },
+                } },
+            } }),
+        );
+        requirements.push(json!({ "schemes": { OAUTH_SCHEME: { "list": [SCOPE] } } }));
+    }
+    if !schemes.is_empty() {
+        card["securitySchemes"] = Value::Object(schemes);
+        card["securityRequirements"] = Value::Array(requirements);
     }
     card
 }

@@ -10,7 +10,7 @@ const DOMAIN: &str = "a2a-protocol.org";
 
 /// A JSON-RPC error the emulator answers with.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RpcError {
+pub(super) struct RpcError {
     /// The JSON-RPC `code`.
     pub code: i64,
     /// The human-readable `message`.
@@ -34,7 +34,7 @@ impl RpcError {
     }
 
     /// -32700: the body is not JSON.
-    pub fn parse_error(detail: impl std::fmt::Display) -> Self {
+    pub(super) fn parse_error(detail: impl std::fmt::Display) -> Self {
         Self::info(
             -32700,
             "JSON_PARSE_ERROR",
@@ -44,7 +44,7 @@ impl RpcError {
     }
 
     /// -32600: not a JSON-RPC 2.0 request object.
-    pub fn invalid_request(detail: impl Into<String>) -> Self {
+    pub(super) fn invalid_request(detail: impl Into<String>) -> Self {
         Self::info(
             -32600,
             "INVALID_REQUEST",
@@ -54,7 +54,7 @@ impl RpcError {
     }
 
     /// -32601.
-    pub fn method_not_found(method: &str) -> Self {
+    pub(super) fn method_not_found(method: &str) -> Self {
         Self::info(
             -32601,
             "METHOD_NOT_FOUND",
@@ -66,7 +66,7 @@ impl RpcError {
     }
 
     /// -32602 naming the field and what is wrong with it.
-    pub fn invalid_params(field: &str, description: impl Into<String>) -> Self {
+    pub(super) fn invalid_params(field: &str, description: impl Into<String>) -> Self {
         let description = description.into();
         Self {
             code: -32602,
@@ -79,7 +79,7 @@ impl RpcError {
     }
 
     /// -32603.
-    pub fn internal(detail: impl Into<String>) -> Self {
+    pub(super) fn internal(detail: impl Into<String>) -> Self {
         Self::info(
             -32603,
             "INTERNAL",
@@ -89,7 +89,7 @@ impl RpcError {
     }
 
     /// -32001 TaskNotFoundError.
-    pub fn task_not_found(task_id: &str) -> Self {
+    pub(super) fn task_not_found(task_id: &str) -> Self {
         Self::info(
             -32001,
             "TASK_NOT_FOUND",
@@ -99,7 +99,7 @@ impl RpcError {
     }
 
     /// -32002 TaskNotCancelableError.
-    pub fn task_not_cancelable(task_id: &str, why: &str) -> Self {
+    pub(super) fn task_not_cancelable(task_id: &str, why: &str) -> Self {
         Self::info(
             -32002,
             "TASK_NOT_CANCELABLE",
@@ -109,7 +109,7 @@ impl RpcError {
     }
 
     /// -32003 PushNotificationNotSupportedError.
-    pub fn push_not_supported() -> Self {
+    pub(super) fn push_not_supported() -> Self {
         Self::info(
             -32003,
             "PUSH_NOTIFICATION_NOT_SUPPORTED",
@@ -119,7 +119,7 @@ impl RpcError {
     }
 
     /// -32004 UnsupportedOperationError.
-    pub fn unsupported(detail: impl Into<String>) -> Self {
+    pub(super) fn unsupported(detail: impl Into<String>) -> Self {
         Self::info(
             -32004,
             "UNSUPPORTED_OPERATION",
@@ -129,7 +129,7 @@ impl RpcError {
     }
 
     /// -32009 VersionNotSupportedError.
-    pub fn version_not_supported(requested: &str) -> Self {
+    pub(super) fn version_not_supported(requested: &str) -> Self {
         Self::info(
             -32009,
             "VERSION_NOT_SUPPORTED",
@@ -142,7 +142,7 @@ impl RpcError {
     }
 
     /// The JSON-RPC `error` member.
-    pub fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         json!({ "code": self.code, "message": self.message, "data": self.data })
     }
 }

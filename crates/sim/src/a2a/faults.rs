@@ -10,7 +10,10 @@
 //!   `SubscribeToTask`) are cut after `after_events` events: when the next event is
 //!   due, the connection ends without the chunked body's terminator, as when a proxy
 //!   drops it. The task goes on; other streams of it are unaffected (§3.5.2). A
-//!   stream that ends (terminal state) before then is not cut.
+//!   stream that ends (terminal state) before then is not cut;
+//! - [`A2aFaults::drop_next_pushes`]: the next N push notifications are not sent at
+//!   all, as by an agent that gave up delivering (§4.3.3: agents MAY stop after
+//!   failures), so a client must not depend on every notification arriving.
 
 use std::sync::Mutex;
 
@@ -20,6 +23,7 @@ struct Counters {
     lose: u64,
     drop_streams: u64,
     drop_after: usize,
+    drop_pushes: u64,
 }
 
 /// The fault knobs of an [`A2aSim`](super::A2aSim).
@@ -52,6 +56,11 @@ impl A2aFaults {
         counters.drop_after = after_events;
     }
 
+    /// The next `n` push notifications are skipped.
+    pub fn drop_next_pushes(&self, n: u64) {
+        self.counters().drop_pushes = n;
+    }
+
     /// Clears every knob.
     pub fn reset(&self) {
         *self.counters() = Counters::default();
@@ -59,6 +68,10 @@ impl A2aFaults {
 
     pub(crate) fn take_failure(&self) -> bool {
         take(&mut self.counters().fail)
+    }
+
+    pub(crate) fn take_push_drop(&self) -> bool {
+        take(&mut self.counters().drop_pushes)
     }
 
     pub(crate) fn take_lost_answer(&self) -> bool {

@@ -3,7 +3,7 @@
 use rand::Rng;
 
 /// A random UUID v4 string (the form the official SDKs generate).
-pub fn new_id() -> String {
+pub(super) fn new_id() -> String {
     let mut bytes: [u8; 16] = rand::rng().random();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
@@ -19,7 +19,7 @@ pub fn new_id() -> String {
 }
 
 /// Now, as the specification's timestamp form (§5.6.1: UTC, `Z`, milliseconds).
-pub fn now() -> String {
+pub(super) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

@@ -16,11 +16,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Data flow: `routes` checks the bearer token and the `A2A-Version` header, parses
-//! the JSON-RPC envelope and hands it to `rpc`, which parses the params into `wire`
-//! types and runs the method; `send` starts or continues tasks in the `store` and
-//! spawns the `agents` script that drives each task; answers are JSON, or SSE from
-//! `stream` for the streaming methods. `faults` can fail, lose or cut answers.
+//! Data flow: `routes` checks the bearer token (or an `oauth` access token) and the
+//! `A2A-Version` header, parses the JSON-RPC envelope and hands it to `rpc`, which
+//! parses the params into `wire` types and runs the method; `send` starts or continues
+//! tasks in the `store` and spawns the `agents` script that drives each task; answers
+//! are JSON, or SSE from `stream` for the streaming methods; `push` POSTs each task
+//! event to the task's webhooks. `faults` can fail, lose or cut answers and drop
+//! pushes.
 //!
 //! Behaviour the specification leaves open, and what the emulator does:
 //! - **messageId idempotency** (§3.3.1: SendMessage MAY be idempotent; agents may use
@@ -40,12 +42,22 @@
 //!   oldest first; the current status message is in `status` only (as the official
 //!   Python SDK keeps it).
 //! - **Tenant** fields are accepted and ignored (the card declares no tenant).
+//! - **Client-provided contextIds** (§3.4.1: agents MAY accept them) are accepted and
+//!   kept, as the official Python SDK's server does; with
+//!   [`A2aConfig::accept_client_context_ids`] off, a contextId the emulator did not
+//!   generate is refused with -32602 naming `message.contextId` (the MUST of §3.4.1).
+//! - **OAuth** ([`A2aConfig::oauth`]): a client-credentials token endpoint at
+//!   [`TOKEN_PATH`] (`oauth`), declared in the card.
+//! - **Push notifications** ([`A2aConfig::push_notifications`]): what `push`'s module
+//!   docs say (the `token` header, no screening of loopback webhook URLs).
 
 mod agents;
 mod card;
 mod errors;
 mod faults;
 mod ids;
+mod oauth;
+mod push;
 mod routes;
 mod rpc;
 mod send;
@@ -63,6 +75,8 @@ use tokio_util::sync::CancellationToken;
 pub use agents::Skill;
 pub use card::{AGENT_CARD_PATH, BEARER_SCHEME};
 pub use faults::A2aFaults;
+pub use oauth::{OAUTH_SCHEME, OAuthClient, SCOPE as OAUTH_SCOPE, TOKEN_PATH};
+pub use push::NOTIFICATION_TOKEN_HEADER;
 
 /// The protocol version served (`A2A-Version` must name it).
 pub const PROTOCOL_VERSION: &str = "1.0";
@@ -83,6 +97,15 @@ pub struct A2aConfig {
     /// Origin of the card's interface URL and of sign-in URLs (no trailing slash).
     /// `None`: `http://` plus the request's `Host`.
     pub public_base_url: Option<String>,
+    /// An OAuth 2.0 client: the card then asks for the client-credentials flow and
+    /// JSON-RPC needs an access token from [`TOKEN_PATH`] (a configured `token` is
+    /// accepted too).
+    pub oauth: Option<OAuthClient>,
+    /// Serve push notifications (`capabilities.pushNotifications`); off, the push
+    /// methods answer PushNotificationNotSupported (-32003).
+    pub push_notifications: bool,
+    /// Accept a contextId the client chose (§3.4.1 MAY); off, refuse it.
+    pub accept_client_context_ids: bool,
 }
 
 impl std::fmt::Debug for A2aConfig {
@@ -93,6 +116,9 @@ impl std::fmt::Debug for A2aConfig {
             .field("step_delay", &self.step_delay)
             .field("dedupe_message_ids", &self.dedupe_message_ids)
             .field("public_base_url", &self.public_base_url)
+            .field("oauth", &self.oauth)
+            .field("push_notifications", &self.push_notifications)
+            .field("accept_client_context_ids", &self.accept_client_context_ids)
             .finish()
     }
 }
@@ -105,6 +131,9 @@ impl Default for A2aConfig {
             step_delay: Duration::from_millis(200),
             dedupe_message_ids: true,
             public_base_url: None,
+            oauth: None,
+            push_notifications: false,
+            accept_client_context_ids: true,
         }
     }
 }
@@ -120,8 +149,32 @@ pub struct A2aStats {
     pub answers_lost: u64,
     /// Streams cut by [`A2aFaults::drop_next_streams`].
     pub streams_dropped: u64,
+    /// SSE streams opened (SendStreamingMessage, SubscribeToTask).
+    pub streams_opened: u64,
+    /// SSE streams open now.
+    pub open_streams: u64,
+    /// The most SSE streams that were open at once.
+    pub max_open_streams: u64,
+    /// CancelTask calls that canceled a task.
+    pub cancels: u64,
+    /// Requests refused 401 (no, a wrong or an expired token).
+    pub unauthorized: u64,
+    /// Access tokens the token endpoint issued.
+    pub tokens_issued: u64,
+    /// Token requests the endpoint refused.
+    pub token_errors: u64,
+    /// Webhook POSTs tried, including retries.
+    pub push_attempts: u64,
+    /// Notifications a webhook took (2xx).
+    pub pushes_delivered: u64,
+    /// Notifications given up after every retry failed.
+    pub pushes_failed: u64,
+    /// Notifications skipped by [`A2aFaults::drop_next_pushes`].
+    pub pushes_dropped: u64,
     sends_by_message_id: HashMap<String, u64>,
     effects_by_message_id: HashMap<String, u64>,
+    pub(crate) tasks_by_context_id: HashMap<String, u64>,
+    pub(crate) lists_by_context_id: HashMap<String, u64>,
 }
 
 impl A2aStats {
@@ -139,6 +192,36 @@ impl A2aStats {
             .get(message_id)
             .copied()
             .unwrap_or(0)
+    }
+
+    /// How many tasks were created in this contextId.
+    pub fn tasks_in_context(&self, context_id: &str) -> u64 {
+        self.tasks_by_context_id
+            .get(context_id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// How many ListTasks calls filtered by this contextId.
+    pub fn lists_of_context(&self, context_id: &str) -> u64 {
+        self.lists_by_context_id
+            .get(context_id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The largest number of tasks any contextId got.
+    pub fn max_tasks_per_context(&self) -> u64 {
+        self.tasks_by_context_id
+            .values()
+            .copied()
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How many messageIds had an effect.
+    pub fn effects_by_message_id_count(&self) -> usize {
+        self.effects_by_message_id.len()
     }
 
     /// The largest number of effects any messageId had.
@@ -162,6 +245,8 @@ struct Inner {
     config: A2aConfig,
     faults: A2aFaults,
     store: Mutex<store::Store>,
+    /// Sends push notifications.
+    http: reqwest::Client,
 }
 
 impl Inner {
@@ -178,11 +263,17 @@ impl A2aSim {
                 config,
                 faults: A2aFaults::default(),
                 store: Mutex::new(store::Store::default()),
+                http: reqwest::Client::builder()
+                    .timeout(push::TIMEOUT)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .unwrap_or_default(),
             }),
         }
     }
 
-    /// All routes: the card, JSON-RPC at `/`, the sign-in page `/auth/{taskId}`.
+    /// All routes: the card, JSON-RPC at `/`, the sign-in page `/auth/{taskId}`, and
+    /// the OAuth token endpoint [`TOKEN_PATH`].
     pub fn router(&self) -> axum::Router {
         routes::router(self.clone())
     }
@@ -200,6 +291,12 @@ impl A2aSim {
     /// A snapshot of the counters.
     pub fn stats(&self) -> A2aStats {
         self.inner.store().stats.clone()
+    }
+
+    /// Makes every issued access token invalid, as a token store that lost them or
+    /// a key rotation would: the next JSON-RPC call with one is refused 401.
+    pub fn revoke_tokens(&self) {
+        self.inner.store().tokens.revoke_all();
     }
 
     /// Completes the out-of-band sign-in of a `needs-auth` task, as a GET of its

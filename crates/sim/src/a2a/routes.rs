@@ -2,9 +2,10 @@
 //! bearer token and the `A2A-Version` check (§3.6.2: an absent or empty version is
 //! 0.3, which is refused with VersionNotSupportedError -32009), and the sign-in page
 //! of `needs-auth` tasks (no token and no version header: it stands for the page a
-//! person opens in a browser, out of band, §7.6). JSON-RPC errors are answered with
-//! HTTP 200 (the official Python SDK's server does the same); only a missing or wrong
-//! token (401) and injected faults (503, 500) change the HTTP status.
+//! person opens in a browser, out of band, §7.6), and the OAuth token endpoint
+//! (`oauth`). JSON-RPC errors are answered with HTTP 200 (the official Python SDK's
+//! server does the same); only a missing, wrong or expired token (401) and injected
+//! faults (503, 500) change the HTTP status.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -17,10 +18,11 @@ use std::collections::HashMap;
 
 use super::card::{AGENT_CARD_PATH, agent_card};
 use super::errors::RpcError;
+use super::oauth::{self, TOKEN_PATH};
 use super::{A2aSim, PROTOCOL_VERSION, rpc};
 
 /// The largest request body accepted (an A2A message with inline files fits).
-pub const MAX_BODY: usize = 4 * 1024 * 1024;
+pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// The service-parameter header (§3.2.6) and query parameter (§3.6.1) naming the version.
 const VERSION_HEADER: &str = "a2a-version";
@@ -31,6 +33,7 @@ pub(crate) fn router(sim: A2aSim) -> Router {
         .route(AGENT_CARD_PATH, get(card))
         .route("/", post(jsonrpc))
         .route("/auth/{task_id}", get(sign_in))
+        .route(TOKEN_PATH, post(token))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(sim)
 }
@@ -63,19 +66,48 @@ async fn sign_in(State(sim): State<A2aSim>, Path(task_id): Path<String>) -> Resp
     }
 }
 
-/// Whether `Authorization` carries the configured bearer token.
+async fn token(State(sim): State<A2aSim>, headers: HeaderMap, body: Bytes) -> Response {
+    let mut store = sim.inner.store();
+    let store = &mut *store;
+    let (response, issued) = oauth::token_request(
+        sim.config().oauth.as_ref(),
+        &mut store.tokens,
+        &headers,
+        &body,
+    );
+    if issued {
+        store.stats.tokens_issued += 1;
+    } else {
+        store.stats.token_errors += 1;
+    }
+    response
+}
+
+/// Whether `Authorization` carries the configured bearer token or a valid access
+/// token from the token endpoint (anything goes when neither is configured).
 fn authorized(sim: &A2aSim, headers: &HeaderMap) -> bool {
-    let Some(token) = &sim.config().token else {
+    let config = sim.config();
+    if config.token.is_none() && config.oauth.is_none() {
         return true;
-    };
-    headers
+    }
+    let Some(given) = headers
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
         .and_then(|h| {
             h.strip_prefix("Bearer ")
                 .or_else(|| h.strip_prefix("bearer "))
         })
-        .is_some_and(|given| given.as_bytes() == token.as_bytes())
+    else {
+        return false;
+    };
+    if config
+        .token
+        .as_ref()
+        .is_some_and(|token| given.as_bytes() == token.as_bytes())
+    {
+        return true;
+    }
+    config.oauth.is_some() && sim.inner.store().tokens.valid(given)
 }
 
 /// The version the request names: the header, else the query parameter, else "0.3".
@@ -109,6 +141,7 @@ async fn jsonrpc(
     body: Bytes,
 ) -> Response {
     if !authorized(&sim, &headers) {
+        sim.inner.store().stats.unauthorized += 1;
         return (
             StatusCode::UNAUTHORIZED,
             [(
@@ -116,8 +149,8 @@ async fn jsonrpc(
                 "Bearer realm=\"agentgate-sim-a2a\"",
             )],
             axum::Json(json!({
-                "error": "missing or wrong bearer token: send `Authorization: Bearer <token>` \
-                          (the card's securitySchemes.bearer)"
+                "error": "missing, wrong or expired bearer token: send `Authorization: Bearer \
+                          <token>` as the card's securitySchemes say"
             })),
         )
             .into_response();

@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::A2aSim;
 use super::errors::RpcError;
-use super::send::{self, Outcome};
+use super::push;
+use super::send::{self, SendReply};
 use super::stream;
 use super::wire::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
@@ -31,7 +32,7 @@ pub(crate) struct Envelope {
 
 impl Envelope {
     /// Parses the body; on failure, the id to answer with (null when unknown) and why.
-    pub fn parse(body: &[u8]) -> Result<Self, (Value, RpcError)> {
+    pub(super) fn parse(body: &[u8]) -> Result<Self, (Value, RpcError)> {
         let value: Value =
             serde_json::from_slice(body).map_err(|e| (Value::Null, RpcError::parse_error(e)))?;
         let Value::Object(mut object) = value else {
@@ -122,17 +123,17 @@ pub(crate) async fn dispatch(sim: A2aSim, base_url: String, envelope: Envelope) 
             };
             if streaming {
                 return match outcome {
-                    Outcome::Message(message) => {
+                    SendReply::Message(message) => {
                         stream::single(&id, StreamResponse::Message(message))
                     }
-                    Outcome::Task {
+                    SendReply::Task {
                         snapshot, events, ..
                     } => stream::task_stream(&sim, id, snapshot, events),
                 };
             }
             let result = match outcome {
-                Outcome::Message(message) => to_value(StreamResponse::Message(message)),
-                Outcome::Task {
+                SendReply::Message(message) => to_value(StreamResponse::Message(message)),
+                SendReply::Task {
                     snapshot,
                     events,
                     blocking,
@@ -179,9 +180,27 @@ pub(crate) async fn dispatch(sim: A2aSim, base_url: String, envelope: Envelope) 
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => {
+        | "DeleteTaskPushNotificationConfig"
+            if !sim.config().push_notifications =>
+        {
             error_response(&id, &RpcError::push_not_supported())
         }
+        "CreateTaskPushNotificationConfig" => result_response(
+            &id,
+            params(raw).and_then(|config| push::create(&sim, config)),
+        ),
+        "GetTaskPushNotificationConfig" => result_response(
+            &id,
+            params(raw).and_then(|request| push::get(&sim, request)),
+        ),
+        "ListTaskPushNotificationConfigs" => result_response(
+            &id,
+            params(raw).and_then(|request| push::list(&sim, request)),
+        ),
+        "DeleteTaskPushNotificationConfig" => result_response(
+            &id,
+            params(raw).and_then(|request| push::delete(&sim, request)),
+        ),
         "GetExtendedAgentCard" => error_response(
             &id,
             &RpcError::unsupported("capabilities.extendedAgentCard is false"),
@@ -237,6 +256,7 @@ fn cancel_task(sim: &A2aSim, raw: Value) -> Result<Value, RpcError> {
         TaskState::Canceled,
         Some("Canceled at the client's request.".into()),
     );
+    store.stats.cancels += 1;
     let record = store
         .tasks
         .get(&request.id)
@@ -274,7 +294,14 @@ fn list_tasks(sim: &A2aSim, raw: Value) -> Result<Value, RpcError> {
         })?),
     };
     let status = request.status.filter(|s| *s != TaskState::Unspecified);
-    let store = sim.inner.store();
+    let mut store = sim.inner.store();
+    if !request.context_id.is_empty() {
+        *store
+            .stats
+            .lists_by_context_id
+            .entry(request.context_id.clone())
+            .or_default() += 1;
+    }
     let mut matching: Vec<_> = store
         .tasks
         .values()

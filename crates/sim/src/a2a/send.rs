@@ -10,12 +10,13 @@ use super::A2aSim;
 use super::agents::{self, Run, Skill};
 use super::errors::RpcError;
 use super::ids;
+use super::push;
 use super::store::Prior;
 use super::wire::{Message, Role, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 
 /// What a send produced.
 #[derive(Debug)]
-pub(crate) enum Outcome {
+pub(crate) enum SendReply {
     /// A direct reply, no task.
     Message(Message),
     /// A task: its snapshot now and every later event.
@@ -74,10 +75,22 @@ pub(crate) async fn send_message(
     sim: &A2aSim,
     base_url: &str,
     request: SendMessageRequest,
-) -> Result<Outcome, RpcError> {
+) -> Result<SendReply, RpcError> {
     let configuration = request.configuration.clone().unwrap_or_default();
-    if configuration.task_push_notification_config.is_some() {
-        return Err(RpcError::push_not_supported());
+    let push_config = configuration.task_push_notification_config.clone();
+    if let Some(config) = &push_config {
+        if !sim.inner.config.push_notifications {
+            return Err(RpcError::push_not_supported());
+        }
+        push::check(config, "configuration.taskPushNotificationConfig")?;
+        // a2a.proto: "Task id should be empty when sending this configuration in a
+        // SendMessage request" (the task it is for is the message's).
+        if !config.task_id.is_empty() && config.task_id != request.message.task_id {
+            return Err(RpcError::invalid_params(
+                "configuration.taskPushNotificationConfig.taskId",
+                "must be empty (or the message's taskId) in SendMessage",
+            ));
+        }
     }
     if let Some(n) = configuration.history_length.filter(|n| *n < 0) {
         return Err(RpcError::invalid_params(
@@ -89,7 +102,7 @@ pub(crate) async fn send_message(
     check_message(&message)?;
     let blocking = !configuration.return_immediately;
     let history_length = configuration.history_length;
-    let task_outcome = |snapshot, events| Outcome::Task {
+    let task_outcome = |snapshot, events| SendReply::Task {
         snapshot,
         events,
         blocking,
@@ -111,7 +124,7 @@ pub(crate) async fn send_message(
     };
     if let Some(prior) = prior {
         return match prior {
-            Prior::Message(reply) => Ok(Outcome::Message(reply)),
+            Prior::Message(reply) => Ok(SendReply::Message(reply)),
             Prior::Task(task_id) => {
                 let (snapshot, events) = store
                     .subscribe(&task_id)
@@ -149,6 +162,10 @@ pub(crate) async fn send_message(
             )));
         }
         message.context_id = record.task.context_id.clone();
+        // Attached before the agent hears the message, so its webhook misses nothing.
+        let attached = push_config
+            .map(|config| push::attach(&mut store, &task_id, config))
+            .transpose()?;
         if state == TaskState::InputRequired {
             // First, so that the question moves into the history before the answer.
             store.set_status(&task_id, TaskState::Working, None);
@@ -169,6 +186,10 @@ pub(crate) async fn send_message(
         let (snapshot, events) = store
             .subscribe(&task_id)
             .ok_or_else(|| RpcError::task_not_found(&task_id))?;
+        drop(store);
+        if let Some(attached) = attached {
+            push::start(sim, attached);
+        }
         return Ok(task_outcome(snapshot, events));
     }
 
@@ -177,15 +198,29 @@ pub(crate) async fn send_message(
     let steps = agents::steps(&message)?;
     if message.context_id.is_empty() {
         message.context_id = ids::new_id();
+    } else if !sim.inner.config.accept_client_context_ids
+        && !store.contexts.contains(&message.context_id)
+    {
+        // §3.4.1: an agent that cannot accept a client-provided contextId MUST reject
+        // the request (and MUST NOT make up another one).
+        return Err(RpcError::invalid_params(
+            "message.contextId",
+            format!(
+                "{:?} is not a context of this agent, which does not accept contextIds chosen \
+                 by clients; leave it out to start a new context",
+                message.context_id
+            ),
+        ));
     }
     if skill == Skill::DirectMessage {
+        store.contexts.insert(message.context_id.clone());
         let reply = agents::direct_reply(&message.context_id, &message.text());
         record_effect(
             &mut store,
             &message.message_id,
             Prior::Message(reply.clone()),
         );
-        return Ok(Outcome::Message(reply));
+        return Ok(SendReply::Message(reply));
     }
     let task_id = ids::new_id();
     message.task_id = task_id.clone();
@@ -206,10 +241,17 @@ pub(crate) async fn send_message(
         &message.message_id,
         Prior::Task(task_id.clone()),
     );
+    // Before the agent runs, so its webhook misses none of its updates.
+    let attached = push_config
+        .map(|config| push::attach(&mut store, &task_id, config))
+        .transpose()?;
     let (snapshot, events) = store
         .subscribe(&task_id)
         .ok_or_else(|| RpcError::task_not_found(&task_id))?;
     drop(store);
+    if let Some(attached) = attached {
+        push::start(sim, attached);
+    }
     tokio::spawn(
         Run {
             sim: sim.clone(),

@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::ids;
 use super::wire::{
-    Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
+    Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig,
+    TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 /// Events buffered per task for slow subscribers (a scripted run emits fewer than 20).
@@ -25,7 +25,7 @@ const EVENT_BUFFER: usize = 256;
 
 /// One task and its agent's handles.
 #[derive(Debug)]
-pub(crate) struct TaskRecord {
+pub(crate) struct LiveTask {
     pub task: Task,
     /// Store-wide sequence number of the last status change (ListTasks order).
     pub updated: u64,
@@ -35,6 +35,8 @@ pub(crate) struct TaskRecord {
     pub signed_in: Arc<Notify>,
     /// Whether CancelTask may cancel it (false for the `refuses-cancel` agent).
     pub cancelable: bool,
+    /// Its webhooks (push notification configs), each with an id.
+    pub push: Vec<TaskPushNotificationConfig>,
 }
 
 /// What the agent of a new task listens to.
@@ -57,9 +59,14 @@ pub(crate) enum Prior {
 /// All tasks and the per-messageId record.
 #[derive(Debug, Default)]
 pub(crate) struct Store {
-    pub tasks: HashMap<String, TaskRecord>,
+    pub tasks: HashMap<String, LiveTask>,
     pub by_message_id: HashMap<String, Prior>,
+    /// Every contextId a task or reply was created in (for
+    /// [`A2aConfig::accept_client_context_ids`](super::A2aConfig::accept_client_context_ids)).
+    pub contexts: std::collections::HashSet<String>,
     pub stats: super::A2aStats,
+    /// Access tokens issued by the OAuth token endpoint.
+    pub tokens: super::oauth::Tokens,
     sequence: u64,
 }
 
@@ -70,15 +77,21 @@ impl Store {
     }
 
     /// Stores a new task (its snapshot as given) and returns its agent's handles.
-    pub fn create(&mut self, task: Task, cancelable: bool) -> AgentHandles {
+    pub(super) fn create(&mut self, task: Task, cancelable: bool) -> AgentHandles {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let (inbox_tx, inbox) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
         let signed_in = Arc::new(Notify::new());
         let updated = self.next_sequence();
+        self.contexts.insert(task.context_id.clone());
+        *self
+            .stats
+            .tasks_by_context_id
+            .entry(task.context_id.clone())
+            .or_default() += 1;
         self.tasks.insert(
             task.id.clone(),
-            TaskRecord {
+            LiveTask {
                 task,
                 updated,
                 events,
@@ -86,6 +99,7 @@ impl Store {
                 cancel: cancel.clone(),
                 signed_in: signed_in.clone(),
                 cancelable,
+                push: Vec::new(),
             },
         );
         AgentHandles {
@@ -96,13 +110,21 @@ impl Store {
     }
 
     /// The snapshot and a subscription to every later event.
-    pub fn subscribe(&self, task_id: &str) -> Option<(Task, broadcast::Receiver<StreamResponse>)> {
+    pub(super) fn subscribe(
+        &self,
+        task_id: &str,
+    ) -> Option<(Task, broadcast::Receiver<StreamResponse>)> {
         let record = self.tasks.get(task_id)?;
         Some((record.task.clone(), record.events.subscribe()))
     }
 
     /// Moves the task to `state`, with an agent message saying `text`. False, and nothing changes, when the task is unknown or terminal.
-    pub fn set_status(&mut self, task_id: &str, state: TaskState, text: Option<String>) -> bool {
+    pub(super) fn set_status(
+        &mut self,
+        task_id: &str,
+        state: TaskState,
+        text: Option<String>,
+    ) -> bool {
         let sequence = self.next_sequence();
         let Some(record) = self.tasks.get_mut(task_id) else {
             return false;
@@ -139,7 +161,7 @@ impl Store {
     }
 
     /// Adds a whole artifact. False when the task is unknown or terminal.
-    pub fn add_artifact(&mut self, task_id: &str, artifact: Artifact) -> bool {
+    pub(super) fn add_artifact(&mut self, task_id: &str, artifact: Artifact) -> bool {
         let Some(record) = self.tasks.get_mut(task_id) else {
             return false;
         };

@@ -22,6 +22,28 @@ use super::wire::{StreamResponse, Task};
 #[error("stream dropped (injected fault)")]
 struct Dropped;
 
+/// Counts a stream as open from its start until its body is dropped (it ended, or
+/// the client went away), for [`A2aStats::open_streams`](super::A2aStats).
+struct OpenStream(A2aSim);
+
+impl OpenStream {
+    fn new(sim: &A2aSim) -> Self {
+        let mut store = sim.inner.store();
+        let stats = &mut store.stats;
+        stats.streams_opened += 1;
+        stats.open_streams += 1;
+        stats.max_open_streams = stats.max_open_streams.max(stats.open_streams);
+        Self(sim.clone())
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        let mut store = self.0.inner.store();
+        store.stats.open_streams = store.stats.open_streams.saturating_sub(1);
+    }
+}
+
 fn event(id: &Value, response: &StreamResponse) -> Event {
     let body = json!({ "jsonrpc": "2.0", "id": id, "result": response });
     Event::default().data(body.to_string())
@@ -59,6 +81,7 @@ pub(crate) fn task_stream(
         }
     });
     let responses = stream::once(async move { first }).chain(later);
+    let open = OpenStream::new(sim);
     let cut_after = sim.faults().take_stream_drop();
     let events: BoxStream<'static, Result<Event, Dropped>> = match cut_after {
         None => responses.map(move |r| Ok(event(&id, &r))).boxed(),
@@ -79,6 +102,11 @@ pub(crate) fn task_stream(
                 .boxed()
         }
     };
+    // The guard lives as long as the body does.
+    let events = events.map(move |event| {
+        let _open = &open;
+        event
+    });
     Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response()

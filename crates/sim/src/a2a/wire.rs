@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 /// `lf.a2a.v1.TaskState`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(clippy::enum_variant_names)]
-pub enum TaskState {
+pub(super) enum TaskState {
     /// `TASK_STATE_UNSPECIFIED`: never written by the emulator; accepted as "no filter".
     #[serde(rename = "TASK_STATE_UNSPECIFIED")]
     Unspecified,
@@ -45,7 +45,7 @@ pub enum TaskState {
 
 impl TaskState {
     /// Completed, failed, canceled or rejected: the task takes no more messages.
-    pub fn is_terminal(self) -> bool {
+    pub(super) fn is_terminal(self) -> bool {
         matches!(
             self,
             Self::Completed | Self::Failed | Self::Canceled | Self::Rejected
@@ -53,14 +53,14 @@ impl TaskState {
     }
 
     /// Input or auth required: the agent waits for the client (§3.2.2 "interrupted").
-    pub fn is_interrupted(self) -> bool {
+    pub(super) fn is_interrupted(self) -> bool {
         matches!(self, Self::InputRequired | Self::AuthRequired)
     }
 }
 
 /// `lf.a2a.v1.Role`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Role {
+pub(super) enum Role {
     /// `ROLE_UNSPECIFIED`: refused in requests.
     #[serde(rename = "ROLE_UNSPECIFIED")]
     Unspecified,
@@ -77,7 +77,7 @@ pub enum Role {
 /// refusal).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Part {
+pub(super) struct Part {
     /// Plain text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -103,7 +103,7 @@ pub struct Part {
 
 impl Part {
     /// A text part.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub(super) fn text(text: impl Into<String>) -> Self {
         Self {
             text: Some(text.into()),
             ..Self::default()
@@ -111,7 +111,7 @@ impl Part {
     }
 
     /// How many of the oneof members are set (a valid part has exactly one).
-    pub fn content_count(&self) -> usize {
+    pub(super) fn content_count(&self) -> usize {
         usize::from(self.text.is_some())
             + usize::from(self.raw.is_some())
             + usize::from(self.url.is_some())
@@ -122,7 +122,7 @@ impl Part {
 /// `lf.a2a.v1.Message`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Message {
+pub(super) struct Message {
     /// Client- or agent-chosen id; the emulator's idempotency key (see `agents`).
     pub message_id: String,
     /// The conversation.
@@ -148,7 +148,7 @@ pub struct Message {
 
 impl Message {
     /// An agent message in a task.
-    pub fn agent(task_id: &str, context_id: &str, text: impl Into<String>) -> Self {
+    pub(super) fn agent(task_id: &str, context_id: &str, text: impl Into<String>) -> Self {
         Self {
             message_id: super::ids::new_id(),
             context_id: context_id.to_owned(),
@@ -162,7 +162,7 @@ impl Message {
     }
 
     /// The text parts, joined by newlines.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.parts
             .iter()
             .filter_map(|p| p.text.as_deref())
@@ -174,7 +174,7 @@ impl Message {
 /// `lf.a2a.v1.TaskStatus`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskStatus {
+pub(super) struct TaskStatus {
     /// The state.
     pub state: TaskState,
     /// What the agent says about it (the question for INPUT_REQUIRED, the sign-in URL
@@ -188,7 +188,7 @@ pub struct TaskStatus {
 /// `lf.a2a.v1.Artifact`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Artifact {
+pub(super) struct Artifact {
     /// Unique within the task.
     pub artifact_id: String,
     /// Human-readable name.
@@ -204,7 +204,7 @@ pub struct Artifact {
 /// `lf.a2a.v1.Task`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Task {
+pub(super) struct Task {
     /// Server-generated id.
     pub id: String,
     /// The conversation.
@@ -223,7 +223,7 @@ pub struct Task {
 impl Task {
     /// A copy with at most the `history_length` newest messages (§3.2.4: unset = all,
     /// 0 = none).
-    pub fn with_history(&self, history_length: Option<i32>) -> Self {
+    pub(super) fn with_history(&self, history_length: Option<i32>) -> Self {
         let mut task = self.clone();
         if let Some(n) = history_length {
             let keep = usize::try_from(n.max(0)).unwrap_or(0);
@@ -237,7 +237,7 @@ impl Task {
 /// `lf.a2a.v1.TaskStatusUpdateEvent`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskStatusUpdateEvent {
+pub(super) struct TaskStatusUpdateEvent {
     /// The task.
     pub task_id: String,
     /// Its context.
@@ -249,7 +249,7 @@ pub struct TaskStatusUpdateEvent {
 /// `lf.a2a.v1.TaskArtifactUpdateEvent`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskArtifactUpdateEvent {
+pub(super) struct TaskArtifactUpdateEvent {
     /// The task.
     pub task_id: String,
     /// Its context.
@@ -263,7 +263,7 @@ pub struct TaskArtifactUpdateEvent {
 /// `lf.a2a.v1.StreamResponse` (and, with its first two members, `SendMessageResponse`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum StreamResponse {
+pub(super) enum StreamResponse {
     /// A task snapshot.
     Task(Task),
     /// A direct message (no task).
@@ -279,7 +279,7 @@ impl StreamResponse {
     /// or INPUT_REQUIRED (the turn is over; the client answers with a new message).
     /// AUTH_REQUIRED keeps the stream open: §7.6.1 says the agent SHOULD keep streams
     /// while the credential arrives out of band.
-    pub fn closes_stream(&self) -> bool {
+    pub(super) fn closes_stream(&self) -> bool {
         let state = match self {
             Self::Message(_) => return true,
             Self::Task(task) => task.status.state,
@@ -293,15 +293,16 @@ impl StreamResponse {
 /// `lf.a2a.v1.SendMessageConfiguration`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SendMessageConfiguration {
+pub(super) struct SendMessageConfiguration {
     /// Accepted output media types (recorded, not enforced: every scripted agent
     /// answers in text, JSON and a text file).
     #[serde(default)]
     #[allow(dead_code)] // read so that an ignored field is not an unknown one
     pub accepted_output_modes: Vec<String>,
-    /// Push notifications are not supported: present means PushNotificationNotSupported.
+    /// Where to push this task's updates (refused with PushNotificationNotSupported
+    /// unless the emulator serves push notifications).
     #[serde(default)]
-    pub task_push_notification_config: Option<Value>,
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// History in the answered task.
     #[serde(default)]
     pub history_length: Option<i32>,
@@ -313,7 +314,7 @@ pub struct SendMessageConfiguration {
 /// `lf.a2a.v1.SendMessageRequest`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SendMessageRequest {
+pub(super) struct SendMessageRequest {
     /// Ignored: the emulator serves one tenant (its card declares none).
     #[serde(default)]
     #[allow(dead_code)] // read so that an ignored field is not an unknown one
@@ -331,7 +332,7 @@ pub struct SendMessageRequest {
 /// `lf.a2a.v1.GetTaskRequest`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetTaskRequest {
+pub(super) struct GetTaskRequest {
     /// Ignored (one tenant).
     #[serde(default)]
     #[allow(dead_code)] // read so that an ignored field is not an unknown one
@@ -346,7 +347,7 @@ pub struct GetTaskRequest {
 /// `lf.a2a.v1.CancelTaskRequest`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CancelTaskRequest {
+pub(super) struct CancelTaskRequest {
     /// Ignored (one tenant).
     #[serde(default)]
     #[allow(dead_code)] // read so that an ignored field is not an unknown one
@@ -362,7 +363,7 @@ pub struct CancelTaskRequest {
 /// `lf.a2a.v1.SubscribeToTaskRequest`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SubscribeToTaskRequest {
+pub(super) struct SubscribeToTaskRequest {
     /// Ignored (one tenant).
     #[serde(default)]
     #[allow(dead_code)] // read so that an ignored field is not an unknown one
@@ -374,7 +375,7 @@ pub struct SubscribeToTaskRequest {
 /// `lf.a2a.v1.ListTasksRequest`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListTasksRequest {
+pub(super) struct ListTasksRequest {
     /// Ignored (one tenant).
     #[serde(default)]
     #[allow(dead_code)] // read so that an ignored field is not an unknown one
@@ -402,10 +403,91 @@ pub struct ListTasksRequest {
     pub include_artifacts: Option<bool>,
 }
 
+/// `lf.a2a.v1.AuthenticationInfo`: what the agent puts in a webhook request's
+/// `Authorization` header (`{scheme} {credentials}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct AuthenticationInfo {
+    /// An HTTP authentication scheme, e.g. `Bearer` (REQUIRED).
+    pub scheme: String,
+    /// The credentials for that scheme.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub credentials: String,
+}
+
+/// `lf.a2a.v1.TaskPushNotificationConfig`: a webhook for one task's updates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct TaskPushNotificationConfig {
+    /// Ignored (one tenant).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    /// The config's id (the emulator assigns one when empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    /// The task it belongs to (empty inside a SendMessage that creates the task).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    /// Where notifications are POSTed (REQUIRED).
+    pub url: String,
+    /// A token for this task or session, sent as `X-A2A-Notification-Token` (the
+    /// official Python SDK's header for it; the specification names none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+    /// The `Authorization` header of every notification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<AuthenticationInfo>,
+}
+
+/// `lf.a2a.v1.GetTaskPushNotificationConfigRequest` and
+/// `DeleteTaskPushNotificationConfigRequest`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct PushConfigIdRequest {
+    /// Ignored (one tenant).
+    #[serde(default)]
+    #[allow(dead_code)] // read so that an ignored field is not an unknown one
+    pub tenant: String,
+    /// The task.
+    pub task_id: String,
+    /// The config.
+    pub id: String,
+}
+
+/// `lf.a2a.v1.ListTaskPushNotificationConfigsRequest`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct ListPushConfigsRequest {
+    /// Ignored (one tenant).
+    #[serde(default)]
+    #[allow(dead_code)] // read so that an ignored field is not an unknown one
+    pub tenant: String,
+    /// The task.
+    pub task_id: String,
+    /// Ignored: a task has few configs, all on one page.
+    #[serde(default)]
+    #[allow(dead_code)] // read so that an ignored field is not an unknown one
+    pub page_size: i32,
+    /// Ignored (one page).
+    #[serde(default)]
+    #[allow(dead_code)] // read so that an ignored field is not an unknown one
+    pub page_token: String,
+}
+
+/// `lf.a2a.v1.ListTaskPushNotificationConfigsResponse`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ListPushConfigsResponse {
+    /// Every config of the task.
+    pub configs: Vec<TaskPushNotificationConfig>,
+    /// Always empty: one page.
+    pub next_page_token: String,
+}
+
 /// `lf.a2a.v1.ListTasksResponse`.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListTasksResponse {
+pub(super) struct ListTasksResponse {
     /// The page, newest status first.
     pub tasks: Vec<Task>,
     /// Always present; empty on the last page (§3.1.4).

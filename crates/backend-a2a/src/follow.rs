@@ -1,0 +1,384 @@
+//! Following A2A tasks without a connection each: a bounded set of
+//! `SubscribeToTask` streams shared by every agent of this process, and the
+//! nudges that turn a stream's events into the task's next step.
+//!
+//! ```text
+//! step (task working) ── watch(task, agent client, endpoint, A2A task) ──▶ Follower
+//!     true: a stream is held for it (≤ max_streams at once) → the step waits long
+//!     false: no stream (limit reached, agent said no, not running) → the step polls
+//! stream task: SubscribeToTask ─ event ─▶ nudge(task), at most once per `gap`
+//!              (a nudge the task could not take, because a step was running, is
+//!              repeated a few times while the task is still followed)
+//!              ─ stream ends (terminal, INPUT_REQUIRED) or breaks ─▶ a last nudge
+//! step (task asks, ends) ── forget(task) ──▶ the stream is dropped
+//! sweep (every `sweep`) ─▶ drops registrations no step refreshed for long
+//! ```
+//!
+//! A nudge only makes the task due: its step reads the task with `GetTask`
+//! and maps that, so a stream event is never the source of truth and a missed
+//! or repeated event costs one read at most. Nothing here is durable: a step
+//! registers again each time it runs, so another instance that takes the task
+//! over rebuilds the stream, and a stale one here is swept.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use agentgate_backend::{Nudge, TaskId};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::AgentClient;
+
+/// A nudge a task could not take (a step was running) is tried again after
+/// this long, up to [`RENUDGES`] times.
+const RENUDGE_AFTER: Duration = Duration::from_millis(200);
+const RENUDGES: u32 = 15;
+
+/// Counters, for tests and the README's connection arithmetic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FollowerStats {
+    /// Streams held now.
+    pub held: u64,
+    /// The most streams held at once.
+    pub max_held: u64,
+    /// Streams opened (SubscribeToTask answered with a stream).
+    pub opened: u64,
+    /// Streams that could not be opened or broke off.
+    pub failed: u64,
+    /// Events received.
+    pub events: u64,
+    /// Nudges the engine took.
+    pub nudges: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    a2a_task: String,
+    /// Set while a stream task runs for it.
+    stream: Option<CancellationToken>,
+    /// Which stream task is the entry's (an ended older one leaves it alone).
+    generation: u64,
+    /// No stream before this (after one failed or broke).
+    not_before: Option<Instant>,
+    refreshed: Instant,
+}
+
+/// The process's streams; one per backend, shared by its agents.
+#[derive(Debug)]
+pub struct Follower {
+    max_streams: usize,
+    /// Registrations older than this are dropped.
+    stale_after: Duration,
+    /// Set by [`Follower::run`]; without it nothing is streamed.
+    nudge: RwLock<Option<(Nudge, CancellationToken)>>,
+    entries: Mutex<HashMap<TaskId, Entry>>,
+    /// Numbers stream tasks, process-wide.
+    generations: AtomicU64,
+    held: AtomicU64,
+    max_held: AtomicU64,
+    opened: AtomicU64,
+    failed: AtomicU64,
+    events: AtomicU64,
+    nudges: AtomicU64,
+}
+
+impl Follower {
+    /// A follower holding at most `max_streams`; `safety` is how long a
+    /// followed task waits between its own reads (registrations not
+    /// refreshed for three times that are dropped).
+    pub fn new(max_streams: usize, safety: Duration) -> Self {
+        Self {
+            max_streams,
+            stale_after: safety.saturating_mul(3).max(Duration::from_secs(10)),
+            nudge: RwLock::new(None),
+            entries: Mutex::new(HashMap::new()),
+            generations: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+            max_held: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            events: AtomicU64::new(0),
+            nudges: AtomicU64::new(0),
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<TaskId, Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The engine's nudge, once [`Follower::run`] started.
+    pub fn nudger(&self) -> Option<Nudge> {
+        self.nudge
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|(n, _)| n.clone())
+    }
+
+    pub fn stats(&self) -> FollowerStats {
+        FollowerStats {
+            held: self.held.load(Ordering::Relaxed),
+            max_held: self.max_held.load(Ordering::Relaxed),
+            opened: self.opened.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            events: self.events.load(Ordering::Relaxed),
+            nudges: self.nudges.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Registers (or refreshes) `task`, which waits on A2A task `a2a_task`
+    /// of the agent `client` calls at `endpoint`; returns whether a stream
+    /// is held (or being opened) for it. `gap` is the least time between
+    /// two nudges of the task.
+    pub fn watch(
+        self: &std::sync::Arc<Self>,
+        task: &TaskId,
+        client: &AgentClient,
+        endpoint: &str,
+        a2a_task: &str,
+        gap: Duration,
+    ) -> bool {
+        let Some(shutdown) = self
+            .nudge
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|(_, s)| s.clone())
+        else {
+            return false;
+        };
+        let now = Instant::now();
+        let mut entries = self.entries();
+        let entry = entries.entry(task.clone()).or_insert_with(|| Entry {
+            a2a_task: a2a_task.to_owned(),
+            stream: None,
+            generation: 0,
+            not_before: None,
+            refreshed: now,
+        });
+        entry.refreshed = now;
+        if entry.a2a_task != a2a_task {
+            if let Some(old) = entry.stream.take() {
+                old.cancel();
+            }
+            entry.a2a_task = a2a_task.to_owned();
+            entry.not_before = None;
+        }
+        if entry.stream.is_some() {
+            return true;
+        }
+        // `held` counts stream tasks until they have ended (a cancelled one
+        // may still be closing its connection), and is raised under the
+        // lock: the limit holds for connections, not only registrations.
+        let held = self.held.load(Ordering::Relaxed);
+        let limit = u64::try_from(self.max_streams).unwrap_or(u64::MAX);
+        if entry.not_before.is_some_and(|t| now < t) || held >= limit {
+            return false;
+        }
+        let cancel = shutdown.child_token();
+        entry.stream = Some(cancel.clone());
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+        entry.generation = generation;
+        let held = self.held.fetch_add(1, Ordering::Relaxed) + 1;
+        drop(entries);
+        self.max_held.fetch_max(held, Ordering::Relaxed);
+        tokio::spawn(self.clone().stream(
+            task.clone(),
+            generation,
+            client.clone(),
+            endpoint.to_owned(),
+            a2a_task.to_owned(),
+            gap,
+            cancel,
+        ));
+        true
+    }
+
+    /// Stops following `task` (it asks the client, or ended).
+    pub fn forget(&self, task: &TaskId) {
+        if let Some(entry) = self.entries().remove(task)
+            && let Some(stream) = entry.stream
+        {
+            stream.cancel();
+        }
+    }
+
+    /// Whether `task` is still registered (a step may still need a nudge).
+    fn followed(&self, task: &TaskId) -> bool {
+        self.entries().contains_key(task)
+    }
+
+    /// Nudges `task`: whether the engine took it.
+    async fn nudge(&self, task: &TaskId) -> bool {
+        let Some(nudge) = self.nudger() else {
+            return false;
+        };
+        match nudge.nudge(task).await {
+            Ok(true) => {
+                self.nudges.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                tracing::warn!(task = %task, error = %e, "could not nudge an A2A task");
+                false
+            }
+        }
+    }
+
+    /// One stream: opens it, nudges the task on its events (the first is
+    /// the task as it is now, which may be newer than the step's read), and
+    /// once more when the stream ends or breaks.
+    #[allow(clippy::too_many_arguments)]
+    fn stream(
+        self: std::sync::Arc<Self>,
+        task: TaskId,
+        generation: u64,
+        client: AgentClient,
+        endpoint: String,
+        a2a_task: String,
+        gap: Duration,
+        cancel: CancellationToken,
+    ) -> agentgate_backend::BoxFuture<'static, ()> {
+        // Boxed as `Send` here: the borrows across the select's awaits are
+        // then checked at one concrete type.
+        Box::pin(async move {
+            self.stream_loop(task, generation, client, endpoint, a2a_task, gap, cancel)
+                .await;
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn stream_loop(
+        &self,
+        task: TaskId,
+        generation: u64,
+        client: AgentClient,
+        endpoint: String,
+        a2a_task: String,
+        gap: Duration,
+        cancel: CancellationToken,
+    ) {
+        let opened = tokio::select! {
+            () = cancel.cancelled() => return self.ended(&task, generation, None),
+            opened = client.subscribe(&endpoint, &a2a_task) => opened,
+        };
+        // When to nudge next.
+        let mut due: Option<Instant> = None;
+        let mut broke = false;
+        let mut stream = match opened {
+            Ok(stream) => {
+                self.opened.fetch_add(1, Ordering::Relaxed);
+                Some(stream)
+            }
+            Err(e) => {
+                // Not offered for this task (ended meanwhile, or no
+                // streaming after all): the task must poll, now.
+                tracing::info!(%task, error = %e, "SubscribeToTask failed; the task is polled");
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                broke = true;
+                due = Some(Instant::now());
+                None
+            }
+        };
+        let opened_at = Instant::now();
+        let mut last_taken: Option<Instant> = None;
+        let mut misses = 0;
+        while stream.is_some() || due.is_some() {
+            let wake = due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                () = cancel.cancelled() => return self.ended(&task, generation, None),
+                () = tokio::time::sleep_until(wake), if due.is_some() => {
+                    if self.nudge(&task).await {
+                        last_taken = Some(Instant::now());
+                        due = None;
+                        misses = 0;
+                    } else {
+                        // A step was running (or the task asks the client
+                        // now): again shortly, while it is still followed.
+                        misses += 1;
+                        due = (misses < RENUDGES && self.followed(&task))
+                            .then(|| Instant::now() + RENUDGE_AFTER);
+                    }
+                }
+                event = async {
+                    match stream.as_mut() {
+                        Some(s) => s.next().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    match event {
+                        Ok(Some(_)) => {
+                            self.events.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(None) => stream = None,
+                        Err(e) => {
+                            tracing::info!(%task, error = %e, "an A2A stream broke off");
+                            self.failed.fetch_add(1, Ordering::Relaxed);
+                            broke = true;
+                            stream = None;
+                        }
+                    }
+                    if due.is_none() {
+                        let earliest = last_taken.map_or_else(Instant::now, |t| t + gap);
+                        due = Some(earliest.max(Instant::now()));
+                    }
+                }
+            }
+        }
+        // A broken stream is not opened again at once: the task polls a
+        // while. Nor is one the agent closed right away (an agent that
+        // ends every stream after its first event would otherwise be
+        // subscribed to in a loop).
+        let pause = gap.max(Duration::from_secs(1));
+        let short = opened_at.elapsed() < pause;
+        self.ended(
+            &task,
+            generation,
+            (broke || short).then(|| Instant::now() + pause),
+        );
+    }
+
+    /// A stream ended: its slot is free; `not_before` keeps the next one off.
+    fn ended(&self, task: &TaskId, generation: u64, not_before: Option<Instant>) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+        if let Some(entry) = self.entries().get_mut(task)
+            && entry.generation == generation
+        {
+            entry.stream = None;
+            if not_before.is_some() {
+                entry.not_before = not_before;
+            }
+        }
+    }
+
+    /// Keeps the nudge handle and sweeps stale registrations until
+    /// `shutdown`; then drops every stream.
+    pub async fn run(&self, nudge: Nudge, shutdown: CancellationToken) {
+        *self.nudge.write().unwrap_or_else(PoisonError::into_inner) =
+            Some((nudge, shutdown.clone()));
+        let sweep = (self.stale_after / 3).max(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(sweep) => {}
+            }
+            let stale = self.stale_after;
+            self.entries().retain(|_, e| {
+                let keep = e.refreshed.elapsed() < stale;
+                if !keep && let Some(stream) = &e.stream {
+                    stream.cancel();
+                }
+                keep
+            });
+        }
+        *self.nudge.write().unwrap_or_else(PoisonError::into_inner) = None;
+        for (_, entry) in self.entries().drain() {
+            if let Some(stream) = entry.stream {
+                stream.cancel();
+            }
+        }
+    }
+}
