@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Runs every README.md code block marked as a quick start, as written.
+# Runs every code block of the docs marked as a quick start, as written.
 #
-#   scripts/readme-quickstart.sh [README.md]
+#   scripts/readme-quickstart.sh [PAGE.md ...]
+#
+# The pages default to README.md and every page under docs/, in that order
+# (.ci/run names them). Their blocks run in the order given.
 #
 # A block is marked by the line `<!-- quick-start -->` right before its
 # ```sh fence. Each marked block runs in order, line by line (a line ending in
@@ -22,7 +25,15 @@
 # directory, so nothing of the developer's is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-readme="${1:-README.md}"
+if [ "$#" -gt 0 ]; then
+    pages=("$@")
+else
+    pages=(README.md)
+    while IFS= read -r page; do pages+=("$page"); done < <(find docs -name '*.md' | LC_ALL=C sort)
+fi
+for page in "${pages[@]}"; do
+    [ -f "$page" ] || { echo "readme: no such page: $page" >&2; exit 1; }
+done
 
 [ -x target/release/agentgate ] || {
     echo "target/release/agentgate is missing: run cargo build --release -p agentgate first" >&2
@@ -52,8 +63,8 @@ stop_servers() {
 }
 trap 'stop_servers; rm -rf "$work"' EXIT
 
-# The marked blocks, one command per line (continuations joined), blocks
-# separated by a line holding only `--end-of-block--`.
+# The marked blocks of one page, one command per line (continuations
+# joined), blocks separated by a line holding only `--end-of-block--`.
 blocks() {
     awk '
         /^<!-- quick-start -->$/ { marked = 1; next }
@@ -128,10 +139,10 @@ while IFS= read -r line; do
             exit 1
         fi
     fi
-done < <(blocks "$readme")
+done < <(for page in "${pages[@]}"; do blocks "$page"; done)
 
 if [ "$count" -eq 0 ]; then
-    echo "readme: no block marked <!-- quick-start --> in $readme" >&2
+    echo "readme: no block marked <!-- quick-start --> in ${pages[*]}" >&2
     exit 1
 fi
-echo "readme: $count quick-start blocks ran as written"
+echo "readme: $count quick-start blocks ran as written (${pages[*]})"
