@@ -45,9 +45,9 @@ async fn closed_by_server(mut socket: TcpStream) -> bool {
     loop {
         match tokio::time::timeout_at(deadline, socket.read(&mut buf)).await {
             Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(0) | Err(_)) => return true,
             // A 408 from hyper's header timeout, then the close.
-            Ok(Ok(_)) => continue,
+            Ok(Ok(_)) => {}
         }
     }
 }
@@ -78,10 +78,10 @@ async fn a_connection_flood_does_not_stop_normal_clients_and_idle_sockets_are_cl
                     return true;
                 }
                 let mut probe = [0u8; 64];
-                match tokio::time::timeout(Duration::from_millis(1), socket.read(&mut probe)).await
+                if let Ok(Ok(0) | Err(_)) =
+                    tokio::time::timeout(Duration::from_millis(1), socket.read(&mut probe)).await
                 {
-                    Ok(Ok(0)) | Ok(Err(_)) => return true,
-                    _ => {}
+                    return true;
                 }
             }
         }));

@@ -1,18 +1,18 @@
-//! The scheduler with real jobs on an in-memory store: retries, give-up, and
-//! fencing of a worker whose lease was taken over.
+//! The scheduler with real jobs on an in-memory store and a manual clock:
+//! retries wait exactly their backoff (no real time passes), a tool's retry
+//! policy sets its curve and its cap, and give-up names the reason.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, SystemClock};
+use agentgate_core::clock::{Clock as _, ManualClock, Millis};
 use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
-use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{
-    NewTask, Owner, RetryPolicy, TaskId, TaskRecord, TaskStatus, ToolPolicy,
-};
+use agentgate_core::store::SqliteStore;
+use agentgate_core::task::{NewTask, Owner, RetryPolicy, TaskId, TaskStatus, ToolPolicy};
+use agentgate_testkit::engine::{Driven, drive_to_end};
 use rmcp::model::{CallToolResult, ContentBlock};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 struct Args {
     /// Fail this many times (retryably) before succeeding.
     failures: usize,
+    /// Each failure's `Retry-After`, in milliseconds.
+    retry_after_ms: Option<u64>,
 }
 
 /// Counts its runs; fails retryably `failures` times, then completes.
@@ -31,18 +33,24 @@ struct Flaky(Arc<AtomicUsize>);
 
 impl Job for Flaky {
     type Args = Args;
-    type State = usize;
+    type State = (usize, Option<u64>);
 
-    async fn start(&self, args: Args, cx: &JobContext) -> StepResult<usize> {
-        self.resume(args.failures, Event::Tick, cx).await
+    async fn start(&self, args: Args, cx: &JobContext) -> StepResult<Self::State> {
+        self.resume((args.failures, args.retry_after_ms), Event::Tick, cx)
+            .await
     }
 
-    async fn resume(&self, failures: usize, _: Event, _: &JobContext) -> StepResult<usize> {
+    async fn resume(
+        &self,
+        (failures, retry_after_ms): Self::State,
+        _: Event,
+        _: &JobContext,
+    ) -> StepResult<Self::State> {
         let run = self.0.fetch_add(1, Ordering::SeqCst);
         if run < failures {
             return Err(JobError::Retryable {
                 message: format!("upstream said 503 (run {run})"),
-                retry_after: None,
+                retry_after: retry_after_ms.map(Duration::from_millis),
             });
         }
         Ok(Step::Done(CallToolResult::success(vec![
@@ -51,89 +59,94 @@ impl Job for Flaky {
     }
 }
 
-async fn engine(job: Flaky, max_retries: i64) -> (Engine, CancellationToken) {
+const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
+
+/// An engine running on an in-memory store and a clock that stands still
+/// until the test moves it.
+struct Running {
+    engine: Engine,
+    clock: ManualClock,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn engine(job: Flaky, max_retries: i64) -> Running {
     engine_with(job, max_retries, ToolPolicy::default()).await
 }
 
-async fn engine_with(
-    job: Flaky,
-    max_retries: i64,
-    policy: ToolPolicy,
-) -> (Engine, CancellationToken) {
+async fn engine_with(job: Flaky, max_retries: i64, policy: ToolPolicy) -> Running {
     let store = SqliteStore::open("sqlite::memory:").await.expect("store");
     let tools = ToolRegistry::new().with(ToolSpec::new("flaky", "test", policy, job));
     let config = EngineConfig {
         max_retries,
-        idle_poll: Duration::from_millis(50),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(Arc::new(store), tools, Arc::new(SystemClock), config);
+    let clock = ManualClock::starting_at(T0);
+    let engine = Engine::new(Arc::new(store), tools, Arc::new(clock.clone()), config);
     let shutdown = CancellationToken::new();
     tokio::spawn(engine.clone().run(shutdown.clone()));
-    (engine, shutdown)
+    Running {
+        engine,
+        clock,
+        shutdown,
+    }
 }
 
-async fn create(engine: &Engine, failures: usize) -> TaskId {
-    let id = TaskId::generate();
-    engine
-        .store()
-        .create(NewTask {
-            id: id.clone(),
-            owner: Owner::new("t"),
-            tool: "flaky".into(),
-            args: json!({ "failures": failures }),
-            status_message: None,
-            ttl_ms: None,
-            now: engine.clock().now(),
-        })
-        .await
-        .expect("create");
-    engine.wake();
-    id
-}
+impl Running {
+    /// Creates a `flaky` task and drives it to its end.
+    async fn run(&self, failures: usize) -> Driven {
+        self.run_with(failures, None).await
+    }
 
-/// Waits for the engine to announce changes until the task ends.
-async fn until_terminal(engine: &Engine, id: &TaskId) -> TaskRecord {
-    let mut changes = engine.subscribe();
-    loop {
-        let task = engine
+    async fn run_with(&self, failures: usize, retry_after_ms: Option<u64>) -> Driven {
+        let id = TaskId::generate();
+        let owner = Owner::new("t");
+        self.engine
             .store()
-            .get(&Owner::new("t"), id, engine.clock().now())
+            .create(NewTask {
+                id: id.clone(),
+                owner: owner.clone(),
+                tool: "flaky".into(),
+                args: json!({ "failures": failures, "retry_after_ms": retry_after_ms }),
+                status_message: None,
+                ttl_ms: None,
+                now: self.clock.now(),
+            })
             .await
-            .expect("get")
-            .expect("task");
-        if task.status.is_terminal() {
-            return task;
-        }
-        // Retries back off by whole seconds: allow for that, bounded.
-        tokio::time::timeout(Duration::from_secs(20), changes.recv())
-            .await
-            .expect("no change within 20s")
-            .expect("engine alive");
+            .expect("create");
+        self.engine.wake();
+        drive_to_end(&self.engine, &self.clock, &owner, &id).await
     }
 }
 
 #[tokio::test]
 async fn retryable_failures_are_retried_then_succeed() {
     let job = Flaky::default();
-    let (engine, shutdown) = engine(job.clone(), 5).await;
-    let id = create(&engine, 1).await;
-    let task = until_terminal(&engine, &id).await;
+    let running = engine(job.clone(), 5).await;
+    let Driven { task, waits } = running.run(1).await;
     assert_eq!(task.status, TaskStatus::Completed);
     assert_eq!(
         task.result.expect("result")["content"][0]["text"],
         json!("ok after 1 failures")
     );
     assert_eq!(job.0.load(Ordering::SeqCst), 2, "one failure, one success");
-    shutdown.cancel();
+    assert_eq!(
+        waits,
+        [Duration::from_secs(1)],
+        "the default policy's first backoff, waited once"
+    );
 }
 
 #[tokio::test]
 async fn too_many_retryable_failures_fail_the_task_with_the_reason() {
     let job = Flaky::default();
-    let (engine, shutdown) = engine(job.clone(), 2).await;
-    let id = create(&engine, 10).await;
-    let task = until_terminal(&engine, &id).await;
+    let running = engine(job.clone(), 2).await;
+    let Driven { task, waits } = running.run(10).await;
     assert_eq!(task.status, TaskStatus::Failed);
     let message = task.error.expect("error")["message"]
         .as_str()
@@ -142,7 +155,7 @@ async fn too_many_retryable_failures_fail_the_task_with_the_reason() {
     assert!(message.contains("gave up after 2 attempts"), "{message}");
     assert!(message.contains("upstream said 503"), "{message}");
     assert_eq!(job.0.load(Ordering::SeqCst), 2);
-    shutdown.cancel();
+    assert_eq!(waits.len(), 1, "one backoff between the two attempts");
 }
 
 #[tokio::test]
@@ -150,12 +163,10 @@ async fn a_tools_retry_policy_sets_its_backoff_and_its_cap() {
     let job = Flaky::default();
     let retry = RetryPolicy::default()
         .first_backoff(Duration::from_millis(20))
-        .max_failures(Some(3));
-    // The engine would allow 50 failures; the tool allows 3.
-    let (engine, shutdown) = engine_with(job.clone(), 50, ToolPolicy::default().retry(retry)).await;
-    let id = create(&engine, 100).await;
-    let task = until_terminal(&engine, &id).await;
-    shutdown.cancel();
+        .max_failures(Some(4));
+    // The engine would allow 50 failures; the tool allows 4.
+    let running = engine_with(job.clone(), 50, ToolPolicy::default().retry(retry)).await;
+    let Driven { task, waits } = running.run(100).await;
     assert_eq!(
         task.status,
         TaskStatus::Failed,
@@ -164,60 +175,31 @@ async fn a_tools_retry_policy_sets_its_backoff_and_its_cap() {
     );
     assert_eq!(
         job.0.load(Ordering::SeqCst),
-        3,
-        "three runs, then it gave up"
+        4,
+        "four runs, then it gave up"
+    );
+    assert_eq!(
+        waits,
+        [20, 40, 80].map(Duration::from_millis),
+        "the tool's first backoff, doubling"
     );
     let message = task.error.expect("error")["message"]
         .as_str()
         .expect("message")
         .to_owned();
-    assert!(message.starts_with("gave up after 3 attempts"), "{message}");
+    assert!(message.starts_with("gave up after 4 attempts"), "{message}");
 }
 
 #[tokio::test]
-async fn shutdown_releases_leases_for_other_workers() {
-    let store: Arc<dyn TaskStore> =
-        Arc::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
-    let now = SystemClock.now();
-    let id = TaskId::generate();
-    store
-        .create(NewTask {
-            id: id.clone(),
-            owner: Owner::new("t"),
-            tool: "flaky".into(),
-            args: json!({"failures": 0}),
-            status_message: None,
-            ttl_ms: None,
-            now,
-        })
-        .await
-        .expect("create");
-    let held = store
-        .claim("dead-worker", 1, Duration::from_secs(600), now)
-        .await
-        .expect("claim");
-    assert_eq!(held.len(), 1);
-    assert!(
-        store
-            .claim("other", 1, Duration::from_secs(1), now)
-            .await
-            .expect("claim")
-            .is_empty()
-    );
-    assert_eq!(
-        store
-            .release_all("dead-worker", now)
-            .await
-            .expect("release"),
-        1
-    );
+async fn an_upstream_retry_after_longer_than_the_backoff_wins() {
     let job = Flaky::default();
-    let tools = ToolRegistry::new().with(ToolSpec::new("flaky", "t", ToolPolicy::default(), job));
-    let engine = Engine::new(store, tools, Arc::new(SystemClock), EngineConfig::default());
-    let shutdown = CancellationToken::new();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
-    engine.wake();
-    let task = until_terminal(&engine, &id).await;
+    let retry = RetryPolicy::default().first_backoff(Duration::from_millis(20));
+    let running = engine_with(job.clone(), 50, ToolPolicy::default().retry(retry)).await;
+    let Driven { task, waits } = running.run_with(2, Some(5_000)).await;
     assert_eq!(task.status, TaskStatus::Completed);
-    shutdown.cancel();
+    assert_eq!(
+        waits,
+        [Duration::from_secs(5), Duration::from_secs(5)],
+        "Retry-After (5 s) over the 20 ms and 40 ms backoffs"
+    );
 }

@@ -14,151 +14,27 @@ use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::{
-    Claimed, InputAck, SqliteStore, StoreError, StoreResult, SweepReport, TaskChange, TaskCount,
-    TaskStore,
+    Claimed, InputAck, SqliteStore, StoreError, StoreResult, SweepReport, TaskCount, TaskStore,
 };
-use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy};
+use agentgate_core::task::{
+    Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy,
+};
+use agentgate_testkit::spy::{StoreSpy, outage};
 use async_trait::async_trait;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// A SQLite store that fails chosen calls the way an outage would.
-#[derive(Debug)]
-struct Faulty {
-    inner: SqliteStore,
-    /// Fail this many checkpoints with an outage, then work.
-    fail_checkpoints: AtomicU64,
-    /// Fail this many checkpoints with an error no retry cures.
-    corrupt_checkpoints: AtomicU64,
-    checkpoints: AtomicU64,
-    releases: AtomicU64,
-}
-
-impl Faulty {
-    async fn new(fail: u64, corrupt: u64) -> Arc<Self> {
-        Arc::new(Self {
-            inner: SqliteStore::open("sqlite::memory:").await.expect("store"),
-            fail_checkpoints: AtomicU64::new(fail),
-            corrupt_checkpoints: AtomicU64::new(corrupt),
-            checkpoints: AtomicU64::new(0),
-            releases: AtomicU64::new(0),
-        })
-    }
-}
-
-fn outage() -> StoreError {
-    StoreError::from(sqlx::Error::Io(std::io::Error::other("injected outage")))
-}
-
-fn take_one(counter: &AtomicU64) -> bool {
-    counter
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok()
-}
-
-#[async_trait]
-impl TaskStore for Faulty {
-    async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
-        self.inner.create(task).await
-    }
-    async fn get(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        now: Millis,
-    ) -> StoreResult<Option<TaskRecord>> {
-        self.inner.get(owner, id, now).await
-    }
-    async fn record_input(
-        &self,
-        owner: &Owner,
-        id: &TaskId,
-        responses: BTreeMap<String, Value>,
-        now: Millis,
-    ) -> StoreResult<InputAck> {
-        self.inner.record_input(owner, id, responses, now).await
-    }
-    async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()> {
-        self.inner.request_cancel(owner, id, now).await
-    }
-    async fn claim(
-        &self,
-        worker: &str,
-        limit: usize,
-        lease: Duration,
-        now: Millis,
-    ) -> StoreResult<Vec<Claimed>> {
-        self.inner.claim(worker, limit, lease, now).await
-    }
-    async fn heartbeat(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        attempt: i64,
-        lease_until: Millis,
-    ) -> StoreResult<()> {
-        self.inner.heartbeat(id, worker, attempt, lease_until).await
-    }
-    async fn checkpoint(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        attempt: i64,
-        outcome: Outcome,
-        now: Millis,
-    ) -> StoreResult<TaskRecord> {
-        self.checkpoints.fetch_add(1, Ordering::SeqCst);
-        if take_one(&self.fail_checkpoints) {
-            return Err(outage());
-        }
-        if take_one(&self.corrupt_checkpoints) {
-            return Err(StoreError::Corrupt {
-                task: id.to_string(),
-                reason: "injected".into(),
-            });
-        }
-        self.inner
-            .checkpoint(id, worker, attempt, outcome, now)
-            .await
-    }
-    async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
-        self.inner.nudge(id, now).await
-    }
-    async fn release(
-        &self,
-        id: &TaskId,
-        worker: &str,
-        attempt: i64,
-        now: Millis,
-    ) -> StoreResult<()> {
-        self.releases.fetch_add(1, Ordering::SeqCst);
-        self.inner.release(id, worker, attempt, now).await
-    }
-    async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
-        self.inner.release_all(worker, now).await
-    }
-    async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        self.inner.next_due().await
-    }
-    async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
-        self.inner.count_by_tool_and_status().await
-    }
-    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
-        self.inner.count_active(owner, now).await
-    }
-    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
-        self.inner.sweep(now, retention).await
-    }
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
-        self.inner.changes()
-    }
-    async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
-        self.inner.secret(name, fresh).await
-    }
-    async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
-        self.inner.replace_secret(name, old, new).await
-    }
+/// A SQLite store whose next `fail` checkpoints fail the way an outage
+/// would, and the `corrupt` ones after them with an error no retry cures.
+async fn faulty(fail: usize, corrupt: usize) -> Arc<StoreSpy<SqliteStore>> {
+    let store = StoreSpy::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
+    store.fail_next("checkpoint", fail, outage);
+    store.fail_next("checkpoint", corrupt, || StoreError::Corrupt {
+        task: "injected".into(),
+        reason: "injected".into(),
+    });
+    Arc::new(store)
 }
 
 /// Counts its runs and completes at once.
@@ -181,7 +57,7 @@ impl Job for Once {
     }
 }
 
-fn engine(store: Arc<Faulty>, job: Once) -> (Engine, CancellationToken) {
+fn engine(store: Arc<StoreSpy<SqliteStore>>, job: Once) -> (Engine, CancellationToken) {
     let tools = ToolRegistry::new().with(ToolSpec::new("once", "test", ToolPolicy::default(), job));
     let config = EngineConfig {
         idle_poll: Duration::from_millis(50),
@@ -233,44 +109,38 @@ async fn until_terminal(engine: &Engine, id: &TaskId) -> TaskRecord {
     }
 }
 
-#[tokio::test]
 async fn a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once() {
-    let store = Faulty::new(3, 0).await;
+    let store = faulty(3, 0).await;
     let job = Once::default();
     let (engine, shutdown) = engine(store.clone(), job.clone());
     let id = create(&engine).await;
     let task = until_terminal(&engine, &id).await;
     assert_eq!(task.status, TaskStatus::Completed);
     assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
-    assert_eq!(
-        store.checkpoints.load(Ordering::SeqCst),
-        4,
-        "3 failed saves, then one"
-    );
-    assert_eq!(store.releases.load(Ordering::SeqCst), 0);
-    assert_eq!(task.attempt, 1, "never claimed again");
+    assert_eq!(store.calls("checkpoint"), 4, "3 failed saves, then one");
+    assert_eq!(store.calls("release"), 0);
+    assert_eq!(task.fence, Fence::from_raw(1), "never claimed again");
     shutdown.cancel();
 }
 
-#[tokio::test]
 async fn a_save_that_cannot_be_made_gives_the_lease_up_at_once() {
-    let store = Faulty::new(0, 1).await;
+    let store = faulty(0, 1).await;
     let job = Once::default();
     let (engine, shutdown) = engine(store.clone(), job.clone());
     let id = create(&engine).await;
     let task = until_terminal(&engine, &id).await;
     assert_eq!(task.status, TaskStatus::Completed);
-    assert_eq!(
-        store.releases.load(Ordering::SeqCst),
-        1,
-        "the lease was released"
-    );
+    assert_eq!(store.calls("release"), 1, "the lease was released");
     assert_eq!(
         job.0.load(Ordering::SeqCst),
         2,
         "the step ran again at once"
     );
-    assert_eq!(task.attempt, 2, "claimed a second time, not taken over");
+    assert_eq!(
+        task.fence,
+        Fence::from_raw(2),
+        "claimed a second time, not taken over"
+    );
     shutdown.cancel();
 }
 
@@ -306,20 +176,20 @@ impl TaskStore for Full {
         self.claims.fetch_add(1, Ordering::SeqCst);
         Err(outage())
     }
-    async fn heartbeat(&self, _: &TaskId, _: &str, _: i64, _: Millis) -> StoreResult<()> {
+    async fn heartbeat(&self, _: &TaskId, _: &str, _: Fence, _: Millis) -> StoreResult<()> {
         Err(outage())
     }
     async fn checkpoint(
         &self,
         _: &TaskId,
         _: &str,
-        _: i64,
+        _: Fence,
         _: Outcome,
         _: Millis,
     ) -> StoreResult<TaskRecord> {
         Err(outage())
     }
-    async fn release(&self, _: &TaskId, _: &str, _: i64, _: Millis) -> StoreResult<()> {
+    async fn release(&self, _: &TaskId, _: &str, _: Fence, _: Millis) -> StoreResult<()> {
         Err(outage())
     }
     async fn nudge(&self, _: &TaskId, _: Millis) -> StoreResult<bool> {
@@ -329,7 +199,7 @@ impl TaskStore for Full {
         Err(outage())
     }
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        Ok(Some(0))
+        Ok(Some(Millis::EPOCH))
     }
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
         Ok(Vec::new())
@@ -348,7 +218,6 @@ impl TaskStore for Full {
     }
 }
 
-#[tokio::test(start_paused = true)]
 async fn failing_claims_back_off_instead_of_spinning() {
     let store = Arc::new(Full::default());
     let tools = ToolRegistry::new().with(ToolSpec::new(
@@ -406,18 +275,9 @@ impl Job for Effect {
     }
 }
 
-#[tokio::test]
 async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect() {
     use agentgate_testkit::faults::{PgCluster, unavailable};
-    let pg = match PgCluster::start() {
-        Ok(pg) => pg,
-        Err(why) => {
-            return unavailable(
-                "postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect",
-                &why,
-            );
-        }
-    };
+    let pg = PgCluster::start().unwrap_or_else(|why| unavailable(&why));
     let store: Arc<dyn TaskStore> = Arc::new(
         agentgate_core::store::PostgresStore::open(&pg.url())
             .await
@@ -537,4 +397,25 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
     assert!(repeated.is_empty(), "side effects repeated: {repeated:?}");
     shutdown.cancel();
     running.await.expect("engine");
+}
+
+fn main() -> std::process::ExitCode {
+    agentgate_testkit::harness::Tests::new()
+        .test(
+            "a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once",
+            a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once,
+        )
+        .test(
+            "a_save_that_cannot_be_made_gives_the_lease_up_at_once",
+            a_save_that_cannot_be_made_gives_the_lease_up_at_once,
+        )
+        .paused(
+            "failing_claims_back_off_instead_of_spinning",
+            failing_claims_back_off_instead_of_spinning,
+        )
+        .test(
+            "postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect",
+            postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect,
+        )
+        .run()
 }

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const T0: Millis = 1_800_000_000_000;
+const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 /// `PollPolicy::default()`'s interval for a young `working` task.
 const WORKING_POLL_MS: u64 = 500;
 

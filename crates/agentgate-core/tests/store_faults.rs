@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentgate_core::clock::Clock as _;
+use agentgate_core::clock::{Clock as _, Millis};
 use agentgate_core::store::{Outage, PostgresStore, SqliteStore, StoreError, TaskStore};
 use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskStatus};
 use agentgate_testkit::faults::{PgCluster, SmallDisk, unavailable};
@@ -20,7 +20,7 @@ fn owner() -> Owner {
     Owner::new("alice")
 }
 
-fn new_task(now: i64) -> NewTask {
+fn new_task(now: Millis) -> NewTask {
     NewTask {
         id: TaskId::generate(),
         owner: owner(),
@@ -33,7 +33,7 @@ fn new_task(now: i64) -> NewTask {
     }
 }
 
-fn now() -> i64 {
+fn now() -> Millis {
     agentgate_core::clock::SystemClock.now()
 }
 
@@ -54,17 +54,8 @@ async fn create_until_refused(store: &dyn TaskStore, acked: &mut Vec<TaskId>) ->
     panic!("the small disk never filled up");
 }
 
-#[tokio::test]
 async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself() {
-    let disk = match SmallDisk::mount(4 * 1024 * 1024) {
-        Ok(disk) => disk,
-        Err(why) => {
-            return unavailable(
-                "sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself",
-                &why,
-            );
-        }
-    };
+    let disk = SmallDisk::mount(4 * 1024 * 1024).unwrap_or_else(|why| unavailable(&why));
     let url = format!("sqlite://{}", disk.path().join("tasks.db").display());
     let store = SqliteStore::open(&url).await.expect("open");
 
@@ -78,13 +69,7 @@ async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itse
     store.create(waiting).await.expect("create");
     let claimed = store.claim("w1", 10, LEASE, now()).await.expect("claim");
     assert_eq!(claimed.len(), 2);
-    let attempt_of = |id: &TaskId| {
-        claimed
-            .iter()
-            .find(|c| &c.id == id)
-            .expect("claimed")
-            .attempt
-    };
+    let attempt_of = |id: &TaskId| claimed.iter().find(|c| &c.id == id).expect("claimed").fence;
     store
         .checkpoint(
             &waiting_id,
@@ -241,7 +226,6 @@ async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itse
     assert_eq!(resumed.status, TaskStatus::Working);
 }
 
-#[tokio::test]
 async fn sqlite_reads_of_a_foreign_task_never_decode_its_row() {
     // Another owner's id must cost what an unknown id costs: the row is not
     // even read. Shown by damaging the row: its owner sees the damage,
@@ -281,23 +265,14 @@ async fn assert_foreign_is_unknown(store: &dyn TaskStore, id: &TaskId) {
     ));
 }
 
-/// A PostgreSQL cluster of this test's own, or `None` (reported) where one
-/// cannot be started.
-fn cluster(test: &str) -> Option<PgCluster> {
-    match PgCluster::start() {
-        Ok(cluster) => Some(cluster),
-        Err(why) => {
-            unavailable(test, &why);
-            None
-        }
-    }
+/// A PostgreSQL cluster of this test's own; where one cannot be started,
+/// the test ends as skipped.
+fn cluster() -> PgCluster {
+    PgCluster::start().unwrap_or_else(|why| unavailable(&why))
 }
 
-#[tokio::test]
 async fn postgres_reads_of_a_foreign_task_never_decode_its_row() {
-    let Some(pg) = cluster("postgres_reads_of_a_foreign_task_never_decode_its_row") else {
-        return;
-    };
+    let pg = cluster();
     let store = PostgresStore::open(&pg.url()).await.expect("open");
     let task = new_task(now());
     let id = task.id.clone();
@@ -311,13 +286,8 @@ async fn postgres_reads_of_a_foreign_task_never_decode_its_row() {
     assert_foreign_is_unknown(&store, &id).await;
 }
 
-#[tokio::test]
 async fn postgres_outage_gets_fast_clear_refusals_and_recovers_without_reopening() {
-    let Some(pg) =
-        cluster("postgres_outage_gets_fast_clear_refusals_and_recovers_without_reopening")
-    else {
-        return;
-    };
+    let pg = cluster();
     let store: Arc<dyn TaskStore> = Arc::new(
         PostgresStore::open(&format!("{}?max_connections=4", pg.url()))
             .await
@@ -358,13 +328,8 @@ async fn postgres_outage_gets_fast_clear_refusals_and_recovers_without_reopening
     }
 }
 
-#[tokio::test]
 async fn postgres_connections_killed_mid_transaction_lose_no_acknowledged_write() {
-    let Some(pg) =
-        cluster("postgres_connections_killed_mid_transaction_lose_no_acknowledged_write")
-    else {
-        return;
-    };
+    let pg = cluster();
     let url = format!(
         "{}?max_connections=6&application_name=agentgate-victim",
         pg.url()
@@ -396,7 +361,7 @@ async fn postgres_connections_killed_mid_transaction_lose_no_acknowledged_write(
                             .checkpoint(
                                 &task.id,
                                 &worker,
-                                task.attempt,
+                                task.fence,
                                 Outcome::Completed {
                                     result: json!({ "content": [] }),
                                 },
@@ -462,4 +427,29 @@ async fn postgres_connections_killed_mid_transaction_lose_no_acknowledged_write(
         acked.len(),
         completed.len()
     );
+}
+
+fn main() -> std::process::ExitCode {
+    agentgate_testkit::harness::Tests::new()
+        .test(
+            "sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself",
+            sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself,
+        )
+        .test(
+            "sqlite_reads_of_a_foreign_task_never_decode_its_row",
+            sqlite_reads_of_a_foreign_task_never_decode_its_row,
+        )
+        .test(
+            "postgres_reads_of_a_foreign_task_never_decode_its_row",
+            postgres_reads_of_a_foreign_task_never_decode_its_row,
+        )
+        .test(
+            "postgres_outage_gets_fast_clear_refusals_and_recovers_without_reopening",
+            postgres_outage_gets_fast_clear_refusals_and_recovers_without_reopening,
+        )
+        .test(
+            "postgres_connections_killed_mid_transaction_lose_no_acknowledged_write",
+            postgres_connections_killed_mid_transaction_lose_no_acknowledged_write,
+        )
+        .run()
 }

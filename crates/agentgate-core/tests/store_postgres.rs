@@ -7,19 +7,22 @@
 //! its stores reach through `search_path`; the schema is dropped when the test
 //! ends, passed or failed, so tests run in parallel and leave nothing behind.
 //!
-//! Without a server each test says on stderr that it was skipped, and passes,
-//! unless `AGENTGATE_REQUIRE_POSTGRES=1` (as in CI): then it fails.
+//! Without a server each test is reported ignored, with the reason, unless
+//! `AGENTGATE_REQUIRE_POSTGRES=1` (as in CI): then it fails. (This file has
+//! the harness of `agentgate_testkit::harness`, which can say so at run
+//! time.)
 
 use std::collections::HashSet;
 use std::time::Duration;
 
+use agentgate_core::clock::Millis;
 use agentgate_core::store::{PostgresStore, TaskStore};
-use agentgate_core::task::{NewTask, Owner, TaskId};
+use agentgate_core::task::{Fence, NewTask, Owner, TaskId};
 use agentgate_testkit::pg::{self, TestSchema};
 use serde_json::json;
 use sqlx::postgres::PgPoolOptions;
 
-const T0: i64 = 1_800_000_000_000;
+const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 const LEASE: Duration = Duration::from_secs(300);
 
 /// A store in a fresh schema of the test server (the shared harness's
@@ -31,12 +34,12 @@ struct SchemaStore {
 }
 
 impl SchemaStore {
-    /// A fresh schema and a store in it, or `None` (said on stderr) when no
-    /// server answers and none is required.
-    async fn create() -> Option<Self> {
-        let schema = TestSchema::create("agentgate_test").await?;
+    /// A fresh schema and a store in it; without a server the test ends
+    /// as skipped.
+    async fn create() -> Self {
+        let schema = TestSchema::create("agentgate_test").await;
         let store = open_in(&schema).await;
-        Some(Self { store, schema })
+        Self { store, schema }
     }
 
     /// Another store on the same schema, with a pool of its own, as a second
@@ -60,8 +63,6 @@ impl std::ops::Deref for SchemaStore {
     }
 }
 
-agentgate_core::store_suite!(skippable: SchemaStore::create());
-
 fn new_task() -> NewTask {
     NewTask {
         id: TaskId::generate(),
@@ -74,11 +75,8 @@ fn new_task() -> NewTask {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_claiming_at_once_never_share_a_task() {
-    let Some(schema) = SchemaStore::create().await else {
-        return;
-    };
+    let schema = SchemaStore::create().await;
     let instances = [schema.open().await, schema.open().await];
     for _ in 0..200 {
         instances[0].create(new_task()).await.expect("create");
@@ -110,7 +108,7 @@ async fn two_instances_claiming_at_once_never_share_a_task() {
     assert_eq!(distinct.len(), all.len(), "a task was handed out twice");
     assert_eq!(all.len(), 200, "every due task is claimed");
     assert!(
-        all.iter().all(|t| t.attempt == 1),
+        all.iter().all(|t| t.fence == Fence::from_raw(1)),
         "each task was leased exactly once"
     );
     let left = instances[1]
@@ -120,11 +118,8 @@ async fn two_instances_claiming_at_once_never_share_a_task() {
     assert!(left.is_empty());
 }
 
-#[tokio::test]
 async fn store_url_opens_postgres_with_pool_settings() {
-    let Some(schema) = SchemaStore::create().await else {
-        return;
-    };
+    let schema = SchemaStore::create().await;
     let mut url = url::Url::parse(&pg::server_url()).expect("test URL");
     url.query_pairs_mut()
         .append_pair("max_connections", "2")
@@ -153,19 +148,20 @@ async fn store_url_opens_postgres_with_pool_settings() {
     assert!(seen.is_some());
 }
 
-#[tokio::test]
 async fn changes_made_by_one_instance_are_heard_by_another() {
     use agentgate_core::store::ChangeKind;
-    let Some(schema) = SchemaStore::create().await else {
-        return;
-    };
+    let schema = SchemaStore::create().await;
     let (writer, listener) = (schema.open().await, schema.open().await);
     let mut heard = listener.changes().expect("PostgreSQL relays changes");
     let task = new_task();
     let id = task.id.clone();
     writer.create(task).await.expect("create");
     writer
-        .request_cancel(&Owner::new("alice"), &id, T0 + 1)
+        .request_cancel(
+            &Owner::new("alice"),
+            &id,
+            T0.saturating_add(Duration::from_millis(1)),
+        )
         .await
         .expect("cancel");
     // NOTIFY is database-wide: other tests' changes may arrive too.
@@ -181,4 +177,25 @@ async fn changes_made_by_one_instance_are_heard_by_another() {
     .await
     .expect("the cancel is heard by the other instance");
     assert_eq!(wanted, ChangeKind::CancelRequested);
+}
+
+fn main() -> std::process::ExitCode {
+    let mut tests = agentgate_testkit::harness::Tests::new();
+    for (name, case) in agentgate_core::store_suite!(cases: SchemaStore::create) {
+        tests = tests.test(name, case);
+    }
+    tests
+        .multi_thread(
+            "two_instances_claiming_at_once_never_share_a_task",
+            two_instances_claiming_at_once_never_share_a_task,
+        )
+        .test(
+            "store_url_opens_postgres_with_pool_settings",
+            store_url_opens_postgres_with_pool_settings,
+        )
+        .test(
+            "changes_made_by_one_instance_are_heard_by_another",
+            changes_made_by_one_instance_are_heard_by_another,
+        )
+        .run()
 }

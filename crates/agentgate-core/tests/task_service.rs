@@ -4,12 +4,17 @@
 //! runtime around it: stopping frees leases at once for another worker, a
 //! worker whose lease was taken over cannot save, a tool served twice is
 //! refused.
+//!
+//! The engine's clock is a manual one that no test moves: nothing here waits
+//! for time to pass, every wait is for an event (a wake-up, a change, an
+//! interrupt), and a lease or timeout cannot run out by accident on a slow
+//! machine.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{Backend, BoxFuture, Nudge};
-use agentgate_core::clock::SystemClock;
+use agentgate_core::clock::{ManualClock, Millis};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::runtime::Runtime;
@@ -110,6 +115,8 @@ impl Drop for Fixture {
 
 /// An engine whose tool has a 2-hour TTL and an hour-long step timeout (so
 /// only an interrupt ends a hanging step); `run` starts its scheduler.
+const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
+
 async fn fixture(run: bool) -> Fixture {
     let store = SqliteStore::open("sqlite::memory:").await.expect("store");
     let probe = Probe::default();
@@ -120,11 +127,8 @@ async fn fixture(run: bool) -> Fixture {
     let engine = Engine::new(
         Arc::new(store),
         tools,
-        Arc::new(SystemClock),
-        EngineConfig {
-            idle_poll: Duration::from_millis(50),
-            ..EngineConfig::default()
-        },
+        Arc::new(ManualClock::starting_at(T0)),
+        EngineConfig::default(),
     );
     let shutdown = CancellationToken::new();
     if run {
@@ -375,6 +379,7 @@ async fn stopping_a_runtime_interrupts_its_steps_and_frees_their_leases_at_once(
         backend.returned.clone(),
     );
     let runtime = Runtime::builder(store.clone())
+        .clock(Arc::new(ManualClock::starting_at(T0)))
         .config(EngineConfig {
             worker_id: "first".to_owned(),
             // A long lease: only releasing it lets another worker in now.
@@ -450,6 +455,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
     };
     let (started, release) = (backend.probe.started.clone(), backend.probe.release.clone());
     let runtime = Runtime::builder(store.clone())
+        .clock(Arc::new(ManualClock::starting_at(T0)))
         .config(EngineConfig {
             worker_id: "stalled".to_owned(),
             // No heartbeat falls due during the test.
@@ -473,7 +479,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
     started.notified().await;
     // Two hours later, as another worker sees it, the lease has run out:
     // it takes the task over.
-    let later = engine.now() + 2 * 3600 * 1000;
+    let later = engine.now().saturating_add(Duration::from_secs(2 * 3600));
     let taken = store
         .claim("thief", 10, Duration::from_secs(30), later)
         .await
@@ -501,5 +507,5 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
         Some("thief"),
         "the new lease holds"
     );
-    assert_eq!(now.attempt, taken.task.attempt);
+    assert_eq!(now.fence, taken.task.fence);
 }

@@ -519,7 +519,7 @@ async fn ctrl_c_in_a_script_detaches_and_the_task_can_be_resumed() {
         seen.push_str(&line);
         seen.push('\n');
     }
-    let pid = Pid::from_raw(child.id().expect("pid") as i32);
+    let pid = Pid::from_raw(i32::try_from(child.id().expect("pid")).expect("a pid fits an i32"));
     kill(pid, Signal::SIGINT).expect("SIGINT");
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await

@@ -1,15 +1,19 @@
 //! Chaos: flaky upstreams, an upstream that is down, and a server killed over
 //! and over. The real `agentgate serve` binary (SQLite file store) runs
-//! against both emulators in this process; the emulators inject failures —
+//! against the emulators in this process; the emulators inject failures —
 //! including the dangerous kind, a 5xx *after* the effect was applied — and
-//! count effects (ChatSync turns, Copilot assignments, comments) apart from
-//! requests, so a duplicated side effect shows up as a count above one.
+//! count effects (ChatSync turns, Copilot assignments, comments, A2A messages
+//! acted on) apart from requests, so a duplicated side effect shows up as a
+//! count above one. The A2A agent does not deduplicate by messageId (as the
+//! official SDK's server does not): only agentgate's lookup keeps a repeated
+//! step from running its message twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use agentgate_sim::a2a::{A2aConfig, A2aSim};
 use agentgate_sim::github::seed::IssueSeed;
 use agentgate_sim::github::{COPILOT_LOGIN, GithubConfig, GithubSim, Scenario, Seed};
 use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
@@ -23,10 +27,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 /// Issues seeded for Copilot assignments: 101, 102, …
 const FIRST_ISSUE: u64 = 101;
 
-/// Both emulators on free loopback ports.
+/// The emulators on free loopback ports.
 struct Upstreams {
     qbusiness: Emulator<QBusinessSim>,
     github: Emulator<GithubSim>,
+    /// An A2A agent that does not deduplicate messageIds.
+    a2a: Emulator<A2aSim>,
 }
 
 impl Upstreams {
@@ -92,7 +98,20 @@ impl Upstreams {
         .answer_late_up_to(gh_late)
         .start()
         .await;
-        Self { qbusiness, github }
+        // Not behind the door: every (re)started server reads its card first.
+        let a2a = emulators::a2a(A2aConfig {
+            dedupe_message_ids: false,
+            step_delay: Duration::from_millis(200),
+            ..A2aConfig::default()
+        })
+        .answer_late_up_to(q_late)
+        .start()
+        .await;
+        Self {
+            qbusiness,
+            github,
+            a2a,
+        }
     }
 
     /// Takes Q Business off the network: its listener closes, so
@@ -121,12 +140,17 @@ impl Upstreams {
 }
 
 /// The shortest lease the binary accepts, so a killed server's tasks are
-/// taken over soon; `concurrency` bounds the steps in flight. Retries wait
+/// taken over soon; `concurrency` bounds the steps in flight; the kill test
+/// keeps 220 tasks live at once (the default cap is 200). Retries wait
 /// at most 2 s: at 30% faults some step fails seven times in a row, and the
 /// default curve would then wait minutes (which is right for a real
 /// upstream, and not what these tests measure).
-fn config(concurrency: usize) -> String {
-    format!("[engine]\nlease_seconds = 3\nconcurrency = {concurrency}\nmax_backoff_seconds = 2\n")
+fn config(concurrency: usize, up: &Upstreams) -> String {
+    format!(
+        "[engine]\nlease_seconds = 3\nconcurrency = {concurrency}\nmax_backoff_seconds = 2\n\
+         [limits]\nmax_active_tasks = 400\n[a2a]\npoll_interval_ms = 100\n{}",
+        up.a2a.a2a_agent("chaos", "client_context_ids = true")
+    )
 }
 
 async fn start_server(up: &Upstreams, dir: &Path) -> Gate {
@@ -136,7 +160,7 @@ async fn start_server(up: &Upstreams, dir: &Path) -> Gate {
 /// One `agentgate serve --listen` process on a SQLite file in `dir`.
 async fn start_server_with(up: &Upstreams, dir: &Path, concurrency: usize) -> Gate {
     GateBuilder::agentgate(BIN, dir)
-        .config(&config(concurrency))
+        .config(&config(concurrency, up))
         .upstream(&up.qbusiness)
         .upstream(&up.github)
         // Retries are expected here; warnings would only be noise.
@@ -159,6 +183,8 @@ enum Expect {
     CouldNotStart(u64),
     /// Cancelled by the client while Copilot worked on this issue.
     Cancelled(u64),
+    /// An A2A agent's answer, its first text.
+    A2a(&'static str),
 }
 
 async fn get(client: &Client, id: &str) -> (TaskPayload, Option<String>) {
@@ -194,6 +220,20 @@ fn check(id: &str, payload: &TaskPayload, expect: &Expect) -> Value {
         panic!("task {id} ({expect:?}) ended {payload:?}");
     };
     let result: &Map<String, Value> = result;
+    if let Expect::A2a(text) = expect {
+        assert_ne!(
+            result.get("isError"),
+            Some(&json!(true)),
+            "{id}: {result:?}"
+        );
+        assert_eq!(first_text(result), *text, "{id}");
+        assert_eq!(
+            result["structuredContent"]["task"]["contextId"],
+            json!(format!("agentgate-{id}")),
+            "{id}: the task is in the context agentgate chose"
+        );
+        return result["structuredContent"].clone();
+    }
     if let Expect::CouldNotStart(n) = expect {
         assert_eq!(
             result.get("isError"),
@@ -245,7 +285,7 @@ fn check(id: &str, payload: &TaskPayload, expect: &Expect) -> Value {
             let text = first_text(result);
             assert!(text.contains(&named), "{id}: `{named}` not in {text}");
         }
-        Expect::CouldNotStart(_) | Expect::Cancelled(_) => {}
+        Expect::CouldNotStart(_) | Expect::Cancelled(_) | Expect::A2a(_) => {}
     }
     structured
 }
@@ -486,6 +526,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     const FAILING: u64 = 201;
     const NEVER: u64 = 301;
     const KILLS: usize = 10;
+    const A2A_TASKS: usize = 20;
     let seed: u64 = std::env::var("AGENTGATE_CHAOS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -517,10 +558,32 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     let mut server = start_server_with(&up, dir.path(), 12).await;
     let client = TestClient::tasks().http(&server.url).await;
     let mut tasks: Vec<(String, Expect)> = Vec::new();
+    let mut a2a_tasks = 0;
     for i in 0..QUESTIONS {
         let t = start_task(&client, "QBusinessQueryTool", question(i)).await;
         tasks.push((t.task.task_id, Expect::Answer));
+        // A2A tasks among the questions, after the first slots are taken
+        // by steps held at the door (the agent is not behind it): they run
+        // while the kills happen, each of their steps waiting up to 1.5 s
+        // for its answer, so kills land between the agent acting on a
+        // message and the checkpoint.
+        if i >= 12 && i % 7 == 5 && a2a_tasks < A2A_TASKS {
+            let (skill, text) = if a2a_tasks % 2 == 0 {
+                ("quick-answer", "The answer is 42.")
+            } else {
+                ("long-running", "Finished 4 steps.")
+            };
+            let t = start_task(
+                &client,
+                "chaos_send_message",
+                json!({"message": format!("chaos {i}"), "metadata": {"skill": skill, "steps": 4}}),
+            )
+            .await;
+            tasks.push((t.task.task_id, Expect::A2a(text)));
+            a2a_tasks += 1;
+        }
     }
+    assert_eq!(a2a_tasks, A2A_TASKS);
     let issues: Vec<u64> = (FIRST_ISSUE..FIRST_ISSUE + ISSUES).collect();
     for &n in &issues {
         let t = start_task(&client, "assign_copilot_to_issue", assign(n)).await;
@@ -539,7 +602,7 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
             .expect("tasks/cancel");
         tasks.push((t.task.task_id, Expect::Cancelled(n)));
     }
-    assert_eq!(tasks.len(), 200);
+    assert_eq!(tasks.len(), 200 + A2A_TASKS);
     let _ = client.cancel().await;
 
     // Ten SIGKILLs at random moments (seeded), each followed by a fresh
@@ -594,6 +657,27 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
         }
     }
     let summary = assert_one_effect_each(&up, &answers, &issues, &[]);
+    // A2A: no message acted on twice, one task per context agentgate chose,
+    // though the agent deduplicates nothing.
+    let a2a = up.a2a.sim.stats();
+    assert!(
+        a2a.max_effects_per_message_id() <= 1,
+        "an A2A message ran twice: {a2a:?}"
+    );
+    let mut relooked = 0;
+    for (id, expect) in &tasks {
+        if let Expect::A2a(_) = expect {
+            let context = format!("agentgate-{id}");
+            assert_eq!(a2a.tasks_in_context(&context), 1, "{id}: {a2a:?}");
+            if a2a.lists_of_context(&context) > 1 {
+                relooked += 1;
+            }
+        }
+    }
+    assert!(
+        relooked > 0,
+        "no A2A first step was repeated after a kill: the kills met no A2A send"
+    );
     let gh = up.github.sim.stats();
     for n in (FAILING..FAILING + 5).chain(NEVER..NEVER + 5) {
         assert!(
@@ -614,7 +698,8 @@ async fn a_server_killed_ten_times_finishes_every_task_once() {
     let _ = writeln!(
         std::io::stderr(),
         "{} tasks done {:?} after the start of the kills; {} unfinished at the last kill; \
-         {} ChatSync requests for {} turns; {summary}",
+         {} ChatSync requests for {} turns; {relooked} A2A first steps repeated and \
+         looked up; {summary}",
         tasks.len(),
         started.elapsed(),
         unfinished_at_last_kill,

@@ -1031,7 +1031,7 @@ async fn an_idle_agent_task_is_reported_as_idle_and_followed_on() {
 /// every body it wrote validates (strictly) against that operation's request
 /// schema (`contracts/github/rest/operations.json`).
 fn assert_rest_calls_documented(gh: &Gh) {
-    let rest = agentgate_testkit::contracts::github_rest();
+    let rest = contracts::github_rest();
     let stats = gh.sim.stats();
     assert!(!stats.rest_requests.is_empty(), "the client used REST");
     let undocumented: Vec<&String> = stats

@@ -56,7 +56,12 @@ async fn the_walkthrough_shows_every_step_and_exits_zero() {
     // 5: the cancelled task.
     expect("tasks/cancel ");
     expect("status: cancelled");
-    expect("All 5 steps worked");
+    // 6: the A2A agent's question, answered in its task.
+    expect("input_required [a2a-input-");
+    expect("What is your name?");
+    expect("answering \"Ada\" with tasks/update");
+    expect("the agent answered: Hello, Ada!");
+    expect("All 6 steps worked");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     // Not a terminal: no colour codes, no spinner.
     assert!(!stdout.contains('\u{1b}'), "escape codes in plain output");
@@ -122,7 +127,7 @@ async fn the_demo_keeps_serving_and_its_connect_snippets_work() {
     assert!(answer.contains("Qbiz response:"), "{answer}");
 
     // Ctrl-C stops it cleanly.
-    let pid = demo.id().expect("running") as i32;
+    let pid = i32::try_from(demo.id().expect("running")).expect("a pid fits an i32");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGINT,

@@ -1,18 +1,21 @@
 //! Losing an instance on PostgreSQL: three real `agentgate serve` processes
-//! share one database and both emulators; the one holding the most leases is
-//! killed with SIGKILL mid-step. Every task still ends correctly, the dead
-//! instance's tasks are taken over as soon as their leases run out, and no
-//! step's upstream side effect happens twice (the emulators count them).
+//! share one database and the three emulators (Q Business, GitHub, an A2A
+//! agent that does not deduplicate messageIds); the one holding the most
+//! leases is killed with SIGKILL mid-step. Every task still ends correctly,
+//! the dead instance's tasks are taken over as soon as their leases run out,
+//! and no step's upstream side effect happens twice (the emulators count
+//! them).
 //!
 //! Needs a PostgreSQL server (`AGENTGATE_TEST_POSTGRES_URL`, default
-//! `postgres://postgres@127.0.0.1:5432/postgres`); without one the test says
-//! on stderr that it skipped, unless `AGENTGATE_REQUIRE_POSTGRES=1`.
+//! `postgres://postgres@127.0.0.1:5432/postgres`); without one the test is reported
+//! ignored, with the reason, unless `AGENTGATE_REQUIRE_POSTGRES=1` (then it fails).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use agentgate_sim::a2a::{A2aConfig, A2aSim};
 use agentgate_sim::github::seed::IssueSeed;
 use agentgate_sim::github::{GithubConfig, GithubSim, Seed};
 use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
@@ -43,6 +46,8 @@ const MARGIN: Duration = Duration::from_secs(2);
 const QUESTIONS: usize = 24;
 /// Issues Copilot is assigned to (numbers 101…).
 const ISSUES: u64 = 6;
+/// Long-running A2A tasks (each about two seconds of agent work).
+const A2A_TASKS: usize = 6;
 
 /// One `agentgate serve` process and its name in `tasks.lease_owner`.
 struct Instance {
@@ -53,6 +58,7 @@ struct Instance {
 struct Upstreams {
     qbusiness: Emulator<QBusinessSim>,
     github: Emulator<GithubSim>,
+    a2a: Emulator<A2aSim>,
 }
 
 async fn start_instance(db: &str, config: &str, up: &Upstreams, home: &Path) -> Instance {
@@ -70,18 +76,15 @@ async fn start_instance(db: &str, config: &str, up: &Upstreams, home: &Path) -> 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn ms(duration: Duration) -> i64 {
-    duration.as_millis() as i64
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-#[tokio::test]
 async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect() {
-    let Some(db) = TestDatabase::create("agentgate_failover").await else {
-        return;
-    };
+    let db = TestDatabase::create("agentgate_failover").await;
     // Every answer leaves after the emulator acted (see CHATSYNC_LATENCY):
     // an instance killed meanwhile leaves a side effect to not repeat.
     let qbusiness = emulators::qbusiness(QBusinessConfig::default())
@@ -110,10 +113,29 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     .answer_late(GITHUB_LATENCY)
     .start()
     .await;
-    let up = Upstreams { qbusiness, github };
+    // Its answers leave late too; it deduplicates nothing, so a repeated
+    // send would run twice: agentgate's lookup (client_context_ids) must
+    // find the task instead.
+    let a2a = emulators::a2a(A2aConfig {
+        dedupe_message_ids: false,
+        step_delay: Duration::from_millis(300),
+        ..A2aConfig::default()
+    })
+    .answer_late(GITHUB_LATENCY)
+    .start()
+    .await;
+    let up = Upstreams {
+        qbusiness,
+        github,
+        a2a,
+    };
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = format!("[engine]\nlease_seconds = {}\n", LEASE.as_secs());
+    let config = format!(
+        "[engine]\nlease_seconds = {}\n[a2a]\npoll_interval_ms = 200\n{}",
+        LEASE.as_secs(),
+        up.a2a.a2a_agent("agent", "client_context_ids = true")
+    );
     let mut instances = Vec::new();
     for _ in 0..INSTANCES {
         instances.push(start_instance(db.url(), &config, &up, dir.path()).await);
@@ -143,6 +165,18 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
         )
         .await;
         assignments.insert(task.task.task_id, n);
+    }
+
+    let mut agent_tasks = Vec::new();
+    for i in 0..A2A_TASKS {
+        let task = start_task(
+            &clients[i % INSTANCES],
+            "agent_send_message",
+            json!({"message": format!("failover {i}"),
+                   "metadata": {"skill": "long-running", "steps": 6}}),
+        )
+        .await;
+        agent_tasks.push(task.task.task_id);
     }
 
     // The busiest instance: most live leases, read from the store.
@@ -251,6 +285,34 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
         }
     }
 
+    // The A2A tasks end with the agent's report, each its one task in the
+    // context agentgate chose, no message acted on twice.
+    for (n, id) in agent_tasks.iter().enumerate() {
+        let client = &clients[survivors[n % survivors.len()]];
+        let payload = watch_task(client, id, Duration::from_secs(120), |got| {
+            got.task.payload.status().is_terminal()
+        })
+        .await
+        .task
+        .payload;
+        let TaskPayload::Completed { result } = &payload else {
+            panic!("A2A task {id} ended {payload:?}");
+        };
+        assert_eq!(first_text(result), "Finished 6 steps.", "{id}: {result:?}");
+    }
+    let a2a = up.a2a.sim.stats();
+    assert!(
+        a2a.max_effects_per_message_id() <= 1,
+        "an A2A message was acted on twice: {a2a:?}"
+    );
+    for id in &agent_tasks {
+        assert_eq!(
+            a2a.tasks_in_context(&format!("agentgate-{id}")),
+            1,
+            "{id}: {a2a:?}"
+        );
+    }
+
     // A question the dead instance was asking is answered by one more
     // ChatSync step: within lease + poll interval + one ChatSync + margin of
     // the kill.
@@ -319,13 +381,19 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
             "question {id} was never orphaned, yet asked twice"
         );
     }
+    let orphan_agents = agent_tasks
+        .iter()
+        .filter(|id| orphan_until.contains_key(*id))
+        .count();
     let _ = writeln!(
         std::io::stderr(),
-        "killed an instance holding {} leases ({orphan_questions} questions, {} assignments); \
-         {repeated} ChatSync requests repeated with their token; {} turns",
+        "killed an instance holding {} leases ({orphan_questions} questions, {} assignments, \
+         {orphan_agents} A2A tasks); {repeated} ChatSync requests repeated with their token; \
+         {} turns; A2A: {} messages, each acted on once",
         orphans.len(),
-        orphans.len() - orphan_questions,
-        q.chat_sync_effects
+        orphans.len() - orphan_questions - orphan_agents,
+        q.chat_sync_effects,
+        a2a.effects_by_message_id_count()
     );
 
     // The survivors counted each takeover once.
@@ -355,4 +423,13 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     drop(instances);
     drop(conn);
     drop(db);
+}
+
+fn main() -> std::process::ExitCode {
+    harness::Tests::new()
+        .test(
+            "sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect",
+            sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect,
+        )
+        .run()
 }

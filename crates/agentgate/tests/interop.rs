@@ -11,9 +11,15 @@
 //! those lines, and the emulators' own records of what happened upstream
 //! (exactly one ticket, one assignment per issue).
 //!
+//! A third test puts an agent built on the official A2A SDK (`a2a-sdk`
+//! 1.3.0, `interop/a2a/server.py`) behind agentgate as `[[a2a.agents]]` and
+//! drives it with the same Python clients: a quick answer, an input round
+//! trip and a cancel, so agentgate's A2A client and its A2A emulator cannot
+//! agree on a private dialect.
+//!
 //! The clients are installed by `scripts/interop-setup.sh` (`.ci/run` runs
-//! it). Without them the test says `skipped: …` and passes, unless
-//! `AGENTGATE_REQUIRE_INTEROP=1` (set in CI), where it fails.
+//! it). Without them the tests are reported ignored, with the reason, unless
+//! `AGENTGATE_REQUIRE_INTEROP=1` (set in CI), where they fail.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +28,7 @@ use std::time::Duration;
 
 use agentgate_sim::github::{GithubConfig, GithubSim};
 use agentgate_sim::qbusiness::{QBusinessConfig, QBusinessSim};
-use agentgate_testkit::{Emulator, Gate, GateBuilder, emulators};
+use agentgate_testkit::{Emulator, Gate, GateBuilder, emulators, harness};
 use serde_json::Value;
 use tokio::process::Command;
 
@@ -318,25 +324,193 @@ fn check_cancel(driver: &Driver, what: &str, line: &Value, up: &Upstreams) {
 async fn each_client(transport: Transport) {
     let drivers = match drivers() {
         Ok(drivers) => drivers,
-        Err(why) => {
-            if std::env::var_os("AGENTGATE_REQUIRE_INTEROP").is_some_and(|v| v == "1") {
-                panic!("AGENTGATE_REQUIRE_INTEROP=1, but {why}");
-            }
-            eprintln!("skipped: {why}");
-            return;
-        }
+        Err(why) => harness::skip(harness::Need::Interop, &why),
     };
     for driver in &drivers {
         drive(driver, transport).await;
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn third_party_clients_over_stdio() {
     each_client(Transport::Stdio).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn third_party_clients_over_http() {
     each_client(Transport::Http).await;
+}
+
+/// The official A2A SDK's server on a free port; killed when dropped.
+async fn a2a_sdk_agent() -> Result<(tokio::process::Child, u16), String> {
+    use tokio::io::AsyncBufReadExt as _;
+    let dir = interop_dir().join("a2a");
+    let python = dir.join(".venv/bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "the official A2A SDK is not installed ({} is missing): run scripts/interop-setup.sh",
+            python.display()
+        ));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut server = Command::new(&python)
+        .arg(dir.join("server.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the SDK agent starts");
+    let stdout = server.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(DRIVER_TIMEOUT, lines.next_line())
+        .await
+        .expect("the SDK agent is ready in time")
+        .expect("stdout");
+    assert_eq!(ready.as_deref(), Some("READY"));
+    Ok((server, port))
+}
+
+/// The SDK agent behind `agentgate serve --listen` (streams, push to the
+/// server's own `/hooks/a2a`, contexts it chooses), driven by fastmcp-tasks
+/// (a task client) and the official `mcp` SDK (inline, then the task tools).
+async fn the_official_a2a_sdk_agent_through_agentgate() {
+    let drivers = drivers().unwrap_or_else(|why| harness::skip(harness::Need::Interop, &why));
+    let (_agent, agent_port) = a2a_sdk_agent()
+        .await
+        .unwrap_or_else(|why| harness::skip(harness::Need::Interop, &why));
+    for driver in drivers
+        .iter()
+        .filter(|d| d.name.contains("fastmcp") || d.name == "mcp-legacy")
+    {
+        let what = format!("{} against the A2A SDK agent", driver.name);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let config = format!(
+            "[a2a]\npoll_interval_ms = 200\nsync_budget_seconds = 2\nrefresh_seconds = 0\n\
+             push_url = \"http://127.0.0.1:{port}/hooks/a2a\"\npush_secret_env = \"PUSH_SECRET\"\n\
+             [[a2a.agents]]\nname = \"sdk\"\nurl = \"http://127.0.0.1:{agent_port}\"\n\
+             client_context_ids = true\n"
+        );
+        let server = GateBuilder::agentgate(BIN, dir.path())
+            .config(&config)
+            .env("PUSH_SECRET", "interop-push-secret-0123456789abcdef")
+            .no_listen()
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .start()
+            .await;
+        let output = tokio::time::timeout(
+            DRIVER_TIMEOUT,
+            Command::new(&driver.program)
+                .args(&driver.args)
+                .args(["--scenarios", "a2a", "--url", &server.url])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the driver did not finish"))
+        .expect("driver output");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{what}: the driver failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}\nagentgate:\n{}",
+            output.status,
+            server.stderr()
+        );
+        let lines: BTreeMap<String, Value> = stdout
+            .lines()
+            .map(|line| {
+                let value: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{what}: not a JSON line ({e}): {line}"));
+                (value["scenario"].as_str().unwrap_or("?").to_owned(), value)
+            })
+            .collect();
+        let get = |name: &str| {
+            lines
+                .get(name)
+                .unwrap_or_else(|| panic!("{what}: no `{name}` in:\n{stdout}\n{stderr}"))
+        };
+        let quick = get("a2a-quick");
+        assert_eq!(quick["status"], "completed", "{what}: {quick}");
+        let result = &quick["result"];
+        assert_ne!(result["isError"], true, "{what}: {quick}");
+        assert!(
+            text(result).contains("The answer is 42."),
+            "{what}: {quick}"
+        );
+        // The SDK's data parts are protobuf `Struct`s: numbers are doubles.
+        assert_eq!(
+            result["structuredContent"]["data"][0]["data"]["answer"].as_f64(),
+            Some(42.0),
+            "{what}: the data part: {quick}"
+        );
+        assert!(
+            result["structuredContent"]["task"]["contextId"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("agentgate-")),
+            "{what}: the SDK kept the contextId agentgate chose: {quick}"
+        );
+        let input = get("a2a-input");
+        assert_eq!(input["status"], "completed", "{what}: {input}");
+        assert_eq!(input["inputRequests"], 1, "{what}: asked once: {input}");
+        assert!(
+            text(&input["result"]).contains("Hello, Grace!"),
+            "{what}: {input}"
+        );
+        let cancel = get("a2a-cancel");
+        assert_eq!(cancel["status"], "cancelled", "{what}: {cancel}");
+        // The SDK's streams and push notifications reached agentgate.
+        let metrics = reqwest::get(server.url.replace("/mcp", "/metrics"))
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("metrics");
+        let count = |operation: &str| -> f64 {
+            metrics
+                .lines()
+                .filter(|l| {
+                    l.starts_with("agentgate_upstream_calls_total{backend=\"a2a\"")
+                        && l.contains(&format!("operation=\"{operation}\",outcome=\"ok\""))
+                })
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum()
+        };
+        assert!(
+            count("SubscribeToTask") >= 1.0,
+            "{what}: no stream opened:\n{metrics}"
+        );
+        assert!(
+            count("PushNotification") >= 1.0,
+            "{what}: no push received:\n{metrics}"
+        );
+        assert!(
+            count("ListTasks") >= 3.0,
+            "{what}: a lookup before each first send"
+        );
+        drop(server);
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    harness::Tests::new()
+        .multi_thread(
+            "third_party_clients_over_stdio",
+            third_party_clients_over_stdio,
+        )
+        .multi_thread(
+            "third_party_clients_over_http",
+            third_party_clients_over_http,
+        )
+        .multi_thread(
+            "the_official_a2a_sdk_agent_through_agentgate",
+            the_official_a2a_sdk_agent_through_agentgate,
+        )
+        .run()
 }

@@ -111,8 +111,8 @@ fn assert_full_answer(result: &CallToolResult) -> Value {
             );
             let slice: String = answer
                 .chars()
-                .skip(b as usize)
-                .take((e - b) as usize)
+                .skip(usize::try_from(b).expect("offset"))
+                .take(usize::try_from(e - b).expect("length"))
                 .collect();
             assert_eq!(segment["text"], json!(slice));
         }

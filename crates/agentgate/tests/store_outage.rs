@@ -57,17 +57,8 @@ async fn tasks_get(client: &reqwest::Client, base: &str, id: &str) -> Value {
     serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-#[tokio::test]
 async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
-    let pg = match PgCluster::start() {
-        Ok(pg) => pg,
-        Err(why) => {
-            return unavailable(
-                "a_database_outage_gets_fast_clear_answers_and_heals_by_itself",
-                &why,
-            );
-        }
-    };
+    let pg = PgCluster::start().unwrap_or_else(|why| unavailable(&why));
     let dir = tempfile::tempdir().expect("tempdir");
     let (_server, base) = serve(dir.path(), &pg.url()).await;
     let client = reqwest::Client::builder()
@@ -135,4 +126,13 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
     .await;
     let unknown = tasks_get(client, &base, "no-such-task").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+fn main() -> std::process::ExitCode {
+    agentgate_testkit::harness::Tests::new()
+        .test(
+            "a_database_outage_gets_fast_clear_answers_and_heals_by_itself",
+            a_database_outage_gets_fast_clear_answers_and_heals_by_itself,
+        )
+        .run()
 }

@@ -4,8 +4,8 @@
 //! `subscriptions/listen` stream on one instance hears what another changed.
 //!
 //! Needs a PostgreSQL server (`AGENTGATE_TEST_POSTGRES_URL`, default
-//! `postgres://postgres@127.0.0.1:5432/postgres`); without one the test says
-//! on stderr that it skipped, unless `AGENTGATE_REQUIRE_POSTGRES=1`.
+//! `postgres://postgres@127.0.0.1:5432/postgres`); without one the test is reported
+//! ignored, with the reason, unless `AGENTGATE_REQUIRE_POSTGRES=1` (then it fails).
 
 mod common;
 
@@ -18,11 +18,8 @@ use serde_json::json;
 
 const INSTANCES: usize = 3;
 
-#[tokio::test]
 async fn three_instances_on_one_database_share_every_task() {
-    let Some(db) = TestDatabase::create("agentgate_it").await else {
-        return;
-    };
+    let db = TestDatabase::create("agentgate_it").await;
     let dir = tempfile::tempdir().expect("tempdir");
     let mut fixtures = Vec::new();
     let mut clients = Vec::new();
@@ -110,11 +107,8 @@ async fn three_instances_on_one_database_share_every_task() {
     drop(db);
 }
 
-#[tokio::test]
 async fn a_listener_hears_changes_another_instance_makes() {
-    let Some(db) = TestDatabase::create("agentgate_it").await else {
-        return;
-    };
+    let db = TestDatabase::create("agentgate_it").await;
     let dir = tempfile::tempdir().expect("tempdir");
     // The front instance runs no steps, so every change its listener hears
     // was made by the worker instance and arrived by NOTIFY.
@@ -195,4 +189,17 @@ fn record(statuses: &mut BTreeMap<String, Vec<String>>, message: &serde_json::Va
         .entry(params["taskId"].as_str().unwrap_or_default().to_owned())
         .or_default()
         .push(params["status"].as_str().unwrap_or_default().to_owned());
+}
+
+fn main() -> std::process::ExitCode {
+    harness::Tests::new()
+        .test(
+            "three_instances_on_one_database_share_every_task",
+            three_instances_on_one_database_share_every_task,
+        )
+        .test(
+            "a_listener_hears_changes_another_instance_makes",
+            a_listener_hears_changes_another_instance_makes,
+        )
+        .run()
 }

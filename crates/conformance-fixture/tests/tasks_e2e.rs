@@ -5,6 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use agentgate_core::clock::{Clock as _, SystemClock};
 use agentgate_core::store::{SqliteStore, TaskStore as _};
 use agentgate_core::task::{NewTask, Owner, TaskId};
 use common::*;
@@ -122,7 +123,7 @@ async fn expired_and_foreign_ids_look_unknown(client: &Client, store_path: &std:
 
     // Someone else's task, written into the same store.
     let foreign = TaskId::generate();
-    let now = chrono_now();
+    let now = SystemClock.now();
     store
         .create(NewTask {
             id: foreign.clone(),
@@ -161,13 +162,6 @@ async fn expired_and_foreign_ids_look_unknown(client: &Client, store_path: &std:
     backdate(store_path, &id, 3_600_001).await;
     let expired = invalid_params_code(client.peer().get_task(GetTaskParams::new(id)).await);
     assert_eq!(expired, unknown);
-}
-
-fn chrono_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }
 
 async fn all_scenarios(client: Client, store_path: &std::path::Path) {

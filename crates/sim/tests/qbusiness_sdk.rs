@@ -78,8 +78,8 @@ async fn answer_cites_sentences_whose_offsets_slice_the_system_message() {
     for a in &attributions {
         assert!(!a.text_message_segments().is_empty());
         for segment in a.text_message_segments() {
-            let begin = segment.begin_offset().expect("begin") as usize;
-            let end = segment.end_offset().expect("end") as usize;
+            let begin = usize::try_from(segment.begin_offset().expect("begin")).expect("offset");
+            let end = usize::try_from(segment.end_offset().expect("end")).expect("offset");
             let sentence = &text[begin..end];
             let excerpt = segment
                 .snippet_excerpt()

@@ -1,7 +1,7 @@
 //! The upstreams' published contracts (`contracts/` at the repository root) as
 //! validators, so tests can hold our requests and our emulators' answers to
 //! what GitHub publishes rather than to what our client expects. The A2A contract
-//! (`contracts/a2a/a2a.proto`) is the [`a2a`] submodule.
+//! (`contracts/a2a/a2a.proto`) is in `contracts/a2a.rs` ([`a2a()`], [`A2aContract`]).
 //!
 //! GitHub's REST description is OpenAPI 3.0: `nullable: true` is turned into
 //! JSON Schema's `null` type, and every object schema that lists its

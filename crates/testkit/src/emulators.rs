@@ -12,11 +12,13 @@
 //! - [`Emulator::go_down`] / [`Emulator::come_up`]: the listener closes and
 //!   reopens on the same address, the state kept.
 //!
-//! [`Emulator::env`] is what `agentgate serve` needs to reach it.
+//! [`Emulator::env`] is what `agentgate serve` needs to reach it (for the
+//! A2A emulator, an `[[a2a.agents]]` table: [`Emulator::a2a_agent`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use agentgate_sim::a2a::{A2aConfig, A2aSim};
 use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
 use agentgate_sim::qbusiness::{
     DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
@@ -72,6 +74,17 @@ impl Emulated for QBusinessSim {
     }
 }
 
+impl Emulated for A2aSim {
+    fn router(&self) -> axum::Router {
+        A2aSim::router(self)
+    }
+    /// An A2A agent is named in the config file, not the environment: see
+    /// [`Emulator::a2a_agent`].
+    fn env(_url: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
 /// When answers leave after the emulator acted.
 #[derive(Debug, Clone, Copy)]
 enum Late {
@@ -99,6 +112,11 @@ impl<S> std::fmt::Debug for EmulatorBuilder<S> {
 /// The GitHub emulator with `config`.
 pub fn github(config: GithubConfig) -> EmulatorBuilder<GithubSim> {
     EmulatorBuilder::new(GithubSim::new(config))
+}
+
+/// The A2A emulator with `config`.
+pub fn a2a(config: A2aConfig) -> EmulatorBuilder<A2aSim> {
+    EmulatorBuilder::new(A2aSim::new(config))
 }
 
 /// The Q Business emulator with `config`.
@@ -222,6 +240,17 @@ impl<S: Emulated> Emulator<S> {
             self.router.clone(),
             self.stop.clone(),
         ));
+    }
+}
+
+impl Emulator<A2aSim> {
+    /// The `[[a2a.agents]]` table naming this emulator as agent `name`, with
+    /// `extra` TOML lines (e.g. `client_context_ids = true`) in it.
+    pub fn a2a_agent(&self, name: &str, extra: &str) -> String {
+        format!(
+            "[[a2a.agents]]\nname = \"{name}\"\nurl = \"{}\"\n{extra}\n",
+            self.url
+        )
     }
 }
 

@@ -2,26 +2,20 @@
 //! cluster of the test's own that it can stop and start.
 //!
 //! Both need what a CI machine has (root for `mount`, PostgreSQL's server
-//! binaries). Where they are missing, [`unavailable`] skips the test visibly
-//! on stderr, or fails it when `AGENTGATE_REQUIRE_FAULTS=1` (as `.ci/run`
-//! sets), so CI can never pass a fault test that did not run.
+//! binaries). Where they are missing, [`unavailable`] ends the test, which
+//! the [`harness`](crate::harness) reports `ignored` with the reason, or
+//! fails it when `AGENTGATE_REQUIRE_FAULTS=1` (as `.ci/run` sets), so CI can
+//! never pass a fault test that did not run.
 
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Reports a fault test that cannot run here: fails when
-/// `AGENTGATE_REQUIRE_FAULTS=1`, else says `SKIPPED: …` on stderr (past the
-/// harness's capture) so the skip is seen.
-pub fn unavailable(test: &str, why: &str) {
-    if std::env::var("AGENTGATE_REQUIRE_FAULTS").as_deref() == Ok("1") {
-        panic!("{test}: {why}, and AGENTGATE_REQUIRE_FAULTS=1 requires it to run");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}: {why} (set AGENTGATE_REQUIRE_FAULTS=1 to make this an error)"
-    );
+/// Ends a fault test that cannot run here because of `why` (see
+/// [`harness::skip`](crate::harness::skip)).
+pub fn unavailable(why: &str) -> ! {
+    crate::harness::skip(crate::harness::Need::Faults, why)
 }
 
 /// A tmpfs of a fixed size, mounted on a fresh directory and unmounted on

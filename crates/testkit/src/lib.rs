@@ -11,16 +11,27 @@
 //! - [`pg`]: a PostgreSQL database per test, dropped even on panic, and the
 //!   visible skip when no server answers;
 //! - [`poll`]: waiting for a predicate instead of sleeping;
+//! - [`engine`]: an engine on a manual clock, driven through a task's waits;
 //! - [`spy`]: a counting wrapper of any `TaskStore`;
 //! - [`sse`]: JSON-RPC messages off an SSE response;
 //! - [`prop`]: the property tests' config, generators and canned upstream;
 //! - [`contracts`]: the upstreams' published contracts as validators;
 //! - [`faults`], [`hold`]: real faults (full disk, stopped PostgreSQL) and a
-//!   swallowed answer.
+//!   swallowed answer;
+//! - [`harness`]: test binaries whose tests need what a machine may lack
+//!   (PostgreSQL, root, the interop clients) and report them *ignored, with
+//!   the reason* when it does.
+//!
+//! The [`guide`] (`docs/testing.md`) says how to run the tests, what they
+//! cover, and how to add one with this harness (its example is compiled).
 
 pub mod contracts;
 pub mod emulators;
+pub mod engine;
 pub mod faults;
+#[doc = include_str!("../../../docs/testing.md")]
+pub mod guide {}
+pub mod harness;
 pub mod hold;
 pub mod pg;
 pub mod poll;

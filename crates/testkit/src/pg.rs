@@ -9,10 +9,10 @@
 //! its own with a runtime of its own, so it works inside or outside any
 //! async runtime and while the test unwinds.
 //!
-//! Without a server: when `AGENTGATE_REQUIRE_POSTGRES=1` (as CI sets) the
-//! test fails; otherwise `create` prints `SKIPPED: no PostgreSQL at …` on
-//! stderr (past the test harness's capture) and returns `None`, and the test
-//! returns early.
+//! Without a server, `create` ends the test through [`harness::skip`]: a
+//! test binary on [`harness::Tests`] reports it `ignored, no PostgreSQL at …`
+//! (or fails it when `AGENTGATE_REQUIRE_POSTGRES=1`, as CI sets). So every
+//! test that uses this module runs on that harness.
 
 use std::io::Write as _;
 use std::str::FromStr as _;
@@ -20,6 +20,8 @@ use std::time::Duration;
 
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
+
+use crate::harness::{self, Need};
 
 const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -57,7 +59,7 @@ async fn connect(server: &PgConnectOptions) -> Result<PgConnection, String> {
 /// on none at all); says on stderr what was left behind if it fails.
 fn clean_up<F>(what: &str, cleanup: impl FnOnce() -> F + Send + 'static)
 where
-    F: std::future::Future<Output = Result<(), String>>,
+    F: Future<Output = Result<(), String>>,
 {
     let done = std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
@@ -73,29 +75,10 @@ where
     }
 }
 
-/// Whether a missing server fails the test rather than skipping it.
-pub fn required() -> bool {
-    std::env::var("AGENTGATE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
-}
-
-/// Reports a PostgreSQL test that cannot run: panics when [`required`],
-/// else prints the skip on stderr, naming the test (libtest names each
-/// test's thread after it).
-pub fn skip(why: &str) {
+/// Ends the test: no PostgreSQL server answered (see [`harness::skip`]).
+fn skip(why: &str) -> ! {
     let shown = agentgate_core::store::redact_url(&server_url());
-    let current = std::thread::current();
-    let test = current.name().unwrap_or("a PostgreSQL test");
-    assert!(
-        !required(),
-        "{test}: no PostgreSQL at {shown} ({why}), and AGENTGATE_REQUIRE_POSTGRES=1 requires it; \
-         run .ci/postgres.sh"
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: no PostgreSQL at {shown} ({why}): {test} did not run; set \
-         AGENTGATE_TEST_POSTGRES_URL or run .ci/postgres.sh (AGENTGATE_REQUIRE_POSTGRES=1 makes \
-         this an error)"
-    );
+    harness::skip(Need::Postgres, &format!("no PostgreSQL at {shown} ({why})"))
 }
 
 /// A fresh database on the test server; dropped on `Drop`.
@@ -107,17 +90,11 @@ pub struct TestDatabase {
 }
 
 impl TestDatabase {
-    /// Creates `<prefix>_<random>`; `None` (after [`skip`]) when no server
-    /// answers.
-    pub async fn create(prefix: &str) -> Option<Self> {
+    /// Creates `<prefix>_<random>`; ends the test as skipped when no
+    /// server answers.
+    pub async fn create(prefix: &str) -> Self {
         let server = server_options();
-        let mut admin = match connect(&server).await {
-            Ok(conn) => conn,
-            Err(why) => {
-                skip(&why);
-                return None;
-            }
-        };
+        let mut admin = connect(&server).await.unwrap_or_else(|why| skip(&why));
         let name = format!("{prefix}_{:016x}", rand::random::<u64>());
         sqlx::query(&format!("CREATE DATABASE {name}"))
             .execute(&mut admin)
@@ -126,11 +103,11 @@ impl TestDatabase {
         let _ = admin.close().await;
         let mut url = url::Url::parse(&server_url()).expect("a URL (sqlx parsed it)");
         url.set_path(&format!("/{name}"));
-        Some(Self {
+        Self {
             server,
             name,
             url: url.to_string(),
-        })
+        }
     }
 
     /// The database's URL, for `--store`.
@@ -172,24 +149,18 @@ pub struct TestSchema {
 }
 
 impl TestSchema {
-    /// Creates `<prefix>_<random>`; `None` (after [`skip`]) when no server
-    /// answers.
-    pub async fn create(prefix: &str) -> Option<Self> {
+    /// Creates `<prefix>_<random>`; ends the test as skipped when no
+    /// server answers.
+    pub async fn create(prefix: &str) -> Self {
         let server = server_options();
-        let mut admin = match connect(&server).await {
-            Ok(conn) => conn,
-            Err(why) => {
-                skip(&why);
-                return None;
-            }
-        };
+        let mut admin = connect(&server).await.unwrap_or_else(|why| skip(&why));
         let name = format!("{prefix}_{:016x}", rand::random::<u64>());
         sqlx::query(&format!("CREATE SCHEMA {name}"))
             .execute(&mut admin)
             .await
             .unwrap_or_else(|e| panic!("CREATE SCHEMA {name}: {e}"));
         let _ = admin.close().await;
-        Some(Self { server, name })
+        Self { server, name }
     }
 
     /// Connect options whose tables live in this schema.

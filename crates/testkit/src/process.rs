@@ -2,7 +2,7 @@
 //! fixture, started on a free port with a chosen config file, environment and
 //! store, killed when dropped.
 //!
-//! [`Gate::start`] spawns the binary with `--listen 127.0.0.1:0`, waits for
+//! [`GateBuilder::start`] spawns the binary with `--listen 127.0.0.1:0`, waits for
 //! the `listening <url>` line on stdout (the one place that line is parsed),
 //! and keeps reading both streams in the background: stdout lines arrive on
 //! [`Gate::next_line`], stderr is kept whole for [`Gate::stderr`] (and shown

@@ -1,30 +1,61 @@
 //! A [`TaskStore`] that forwards every call to another store and counts the
 //! calls by method, so a test can see which requests reach the store (e.g.
-//! which polls a cache answers) without a hand-written forwarding store.
+//! which polls a cache answers) without a hand-written forwarding store; and
+//! that fails chosen calls on request ([`StoreSpy::fail_next`]), the way an
+//! outage or a corrupt row would, to test what the engine does then.
 //!
-//! ```ignore
-//! let store = Arc::new(StoreSpy::new(SqliteStore::open(..).await?));
-//! // … run the gateway on `store.clone()` …
-//! assert_eq!(store.calls("get"), 1);
+//! ```
+//! # use agentgate_core::store::{SqliteStore, TaskStore as _};
+//! # use agentgate_testkit::spy::{StoreSpy, outage};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let store = StoreSpy::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
+//! store.fail_next("next_due", 1, outage);
+//! // … run the engine on it …
+//! assert!(store.next_due().await.is_err(), "the injected outage");
+//! assert!(store.next_due().await.is_ok(), "then the store itself");
+//! assert_eq!(store.calls("next_due"), 2);
+//! # }
 //! ```
 
-use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentgate_core::clock::Millis;
 use agentgate_core::store::{
-    Claimed, InputAck, StoreResult, SweepReport, TaskChange, TaskCount, TaskStore,
+    Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskCount, TaskStore,
 };
-use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskRecord};
+use agentgate_core::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
 use async_trait::async_trait;
 use serde_json::Value;
 
-/// `inner` with a call counter per [`TaskStore`] method.
-#[derive(Debug)]
+/// Makes the error an injected failure returns.
+pub type MakeError = Arc<dyn Fn() -> StoreError + Send + Sync>;
+
+/// `inner` with a call counter per [`TaskStore`] method, and failures to
+/// inject per method.
 pub struct StoreSpy<S> {
     inner: S,
     calls: Mutex<BTreeMap<&'static str, u64>>,
+    failures: Mutex<BTreeMap<&'static str, VecDeque<MakeError>>>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for StoreSpy<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreSpy")
+            .field("inner", &self.inner)
+            .field(
+                "calls",
+                &*self.calls.lock().unwrap_or_else(PoisonError::into_inner),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// An error like a database that does not answer (the engine retries it).
+pub fn outage() -> StoreError {
+    StoreError::from(sqlx::Error::Io(std::io::Error::other("injected outage")))
 }
 
 impl<S: TaskStore> StoreSpy<S> {
@@ -32,7 +63,23 @@ impl<S: TaskStore> StoreSpy<S> {
         Self {
             inner,
             calls: Mutex::default(),
+            failures: Mutex::default(),
         }
+    }
+
+    /// Fails the next `times` calls of `method` (a [`TaskStore`] method's
+    /// name) with `error()`, after any failures queued for it before;
+    /// failed calls are counted, and do not reach the inner store.
+    pub fn fail_next(
+        &self,
+        method: &'static str,
+        times: usize,
+        error: impl Fn() -> StoreError + Send + Sync + 'static,
+    ) {
+        let error: MakeError = Arc::new(error);
+        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        let queue = failures.entry(method).or_default();
+        queue.extend(std::iter::repeat_n(error, times));
     }
 
     /// How many times `method` (a [`TaskStore`] method's name) was called.
@@ -56,12 +103,24 @@ impl<S: TaskStore> StoreSpy<S> {
     fn count(&self, method: &'static str) {
         *self.lock().entry(method).or_default() += 1;
     }
+
+    /// Counts a call of `method`; `Err` if a failure was queued for it.
+    fn enter(&self, method: &'static str) -> StoreResult<()> {
+        self.count(method);
+        let make = self
+            .failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(method)
+            .and_then(VecDeque::pop_front);
+        make.map_or(Ok(()), |make| Err(make()))
+    }
 }
 
 #[async_trait]
 impl<S: TaskStore> TaskStore for StoreSpy<S> {
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
-        self.count("create");
+        self.enter("create")?;
         self.inner.create(task).await
     }
     async fn get(
@@ -70,7 +129,7 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         id: &TaskId,
         now: Millis,
     ) -> StoreResult<Option<TaskRecord>> {
-        self.count("get");
+        self.enter("get")?;
         self.inner.get(owner, id, now).await
     }
     async fn record_input(
@@ -80,11 +139,11 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         responses: BTreeMap<String, Value>,
         now: Millis,
     ) -> StoreResult<InputAck> {
-        self.count("record_input");
+        self.enter("record_input")?;
         self.inner.record_input(owner, id, responses, now).await
     }
     async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()> {
-        self.count("request_cancel");
+        self.enter("request_cancel")?;
         self.inner.request_cancel(owner, id, now).await
     }
     async fn claim(
@@ -94,64 +153,62 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         lease: Duration,
         now: Millis,
     ) -> StoreResult<Vec<Claimed>> {
-        self.count("claim");
+        self.enter("claim")?;
         self.inner.claim(worker, limit, lease, now).await
     }
     async fn heartbeat(
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         lease_until: Millis,
     ) -> StoreResult<()> {
-        self.count("heartbeat");
-        self.inner.heartbeat(id, worker, attempt, lease_until).await
+        self.enter("heartbeat")?;
+        self.inner.heartbeat(id, worker, fence, lease_until).await
     }
     async fn checkpoint(
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        self.count("checkpoint");
-        self.inner
-            .checkpoint(id, worker, attempt, outcome, now)
-            .await
+        self.enter("checkpoint")?;
+        self.inner.checkpoint(id, worker, fence, outcome, now).await
     }
     async fn release(
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         now: Millis,
     ) -> StoreResult<()> {
-        self.count("release");
-        self.inner.release(id, worker, attempt, now).await
+        self.enter("release")?;
+        self.inner.release(id, worker, fence, now).await
     }
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
-        self.count("nudge");
+        self.enter("nudge")?;
         self.inner.nudge(id, now).await
     }
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
-        self.count("release_all");
+        self.enter("release_all")?;
         self.inner.release_all(worker, now).await
     }
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        self.count("next_due");
+        self.enter("next_due")?;
         self.inner.next_due().await
     }
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
-        self.count("count_by_tool_and_status");
+        self.enter("count_by_tool_and_status")?;
         self.inner.count_by_tool_and_status().await
     }
     async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
-        self.count("count_active");
+        self.enter("count_active")?;
         self.inner.count_active(owner, now).await
     }
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
-        self.count("sweep");
+        self.enter("sweep")?;
         self.inner.sweep(now, retention).await
     }
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
@@ -159,11 +216,11 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         self.inner.changes()
     }
     async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
-        self.count("secret");
+        self.enter("secret")?;
         self.inner.secret(name, fresh).await
     }
     async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
-        self.count("replace_secret");
+        self.enter("replace_secret")?;
         self.inner.replace_secret(name, old, new).await
     }
 }

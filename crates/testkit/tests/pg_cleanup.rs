@@ -18,14 +18,9 @@ async fn count(query: &str, name: &str) -> i64 {
         .expect("count")
 }
 
-#[tokio::test]
 async fn a_panicking_test_leaves_no_database_or_schema_behind() {
-    let Some(db) = TestDatabase::create("agentgate_cleanup").await else {
-        return;
-    };
-    let Some(schema) = TestSchema::create("agentgate_cleanup").await else {
-        return;
-    };
+    let db = TestDatabase::create("agentgate_cleanup").await;
+    let schema = TestSchema::create("agentgate_cleanup").await;
     let (db_name, schema_name) = (db.name().to_owned(), schema.name().to_owned());
     let databases = "SELECT COUNT(*) FROM pg_database WHERE datname = $1";
     let schemas = "SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1";
@@ -47,4 +42,13 @@ async fn a_panicking_test_leaves_no_database_or_schema_behind() {
         0,
         "schema {schema_name} left behind"
     );
+}
+
+fn main() -> std::process::ExitCode {
+    agentgate_testkit::harness::Tests::new()
+        .test(
+            "a_panicking_test_leaves_no_database_or_schema_behind",
+            a_panicking_test_leaves_no_database_or_schema_behind,
+        )
+        .run()
 }

@@ -8,13 +8,13 @@
 use std::path::Path;
 
 use agentgate_testkit::sse::SseReader;
-pub use agentgate_testkit::*;
+pub(crate) use agentgate_testkit::*;
 use tokio::process::Command;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_conformance-fixture");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_conformance-fixture");
 
 /// The fixture over HTTP on a free port, on the SQLite file `store_path`.
-pub async fn serve_http(store_path: &Path, extra: &[&str]) -> Gate {
+pub(crate) async fn serve_http(store_path: &Path, extra: &[&str]) -> Gate {
     let dir = store_path.parent().expect("a store file in a directory");
     GateBuilder::fixture(BIN, dir)
         .sqlite(store_path)
@@ -24,7 +24,7 @@ pub async fn serve_http(store_path: &Path, extra: &[&str]) -> Gate {
 }
 
 /// The fixture over HTTP on any store URL (PostgreSQL), working in `dir`.
-pub async fn serve_http_on(store: &str, dir: &Path, extra: &[&str]) -> Gate {
+pub(crate) async fn serve_http_on(store: &str, dir: &Path, extra: &[&str]) -> Gate {
     GateBuilder::fixture(BIN, dir)
         .store(store)
         .args(extra)
@@ -32,12 +32,12 @@ pub async fn serve_http_on(store: &str, dir: &Path, extra: &[&str]) -> Gate {
         .await
 }
 
-pub fn store_url(path: &Path) -> String {
-    agentgate_testkit::process::sqlite_url(path)
+pub(crate) fn store_url(path: &Path) -> String {
+    process::sqlite_url(path)
 }
 
 /// The fixture on stdio, on `store_path`, ready for [`TestClient::stdio`].
-pub fn stdio_command(store_path: &Path, extra: &[&str]) -> Command {
+pub(crate) fn stdio_command(store_path: &Path, extra: &[&str]) -> Command {
     let dir = store_path.parent().expect("a store file in a directory");
     GateBuilder::fixture(BIN, dir)
         .sqlite(store_path)
@@ -49,7 +49,7 @@ pub fn stdio_command(store_path: &Path, extra: &[&str]) -> Command {
 
 /// Moves a task's creation time `ms` into the past, straight in the SQLite
 /// file, to test expiry without waiting for it.
-pub async fn backdate(store_path: &Path, id: &str, ms: i64) {
+pub(crate) async fn backdate(store_path: &Path, id: &str, ms: i64) {
     use sqlx::Connection as _;
     let mut conn = sqlx::SqliteConnection::connect(&store_url(store_path))
         .await
@@ -65,7 +65,7 @@ pub async fn backdate(store_path: &Path, id: &str, ms: i64) {
 
 /// A raw `subscriptions/listen` stream over HTTP (rmcp's client cannot send
 /// `taskIds`): the response's SSE events, one JSON-RPC message at a time.
-pub struct TaskListener {
+pub(crate) struct TaskListener {
     pub status: u16,
     events: SseReader,
 }
@@ -73,7 +73,7 @@ pub struct TaskListener {
 impl TaskListener {
     /// Opens a listen stream for `task_ids`; `tasks_extension` says whether
     /// the request declares the tasks extension.
-    pub async fn open(url: &str, task_ids: &[&str], tasks_extension: bool) -> Self {
+    pub(crate) async fn open(url: &str, task_ids: &[&str], tasks_extension: bool) -> Self {
         let extensions = if tasks_extension {
             serde_json::json!({"io.modelcontextprotocol/tasks": {}})
         } else {
@@ -107,13 +107,13 @@ impl TaskListener {
 
     /// The next JSON-RPC message on the stream (SSE events without data,
     /// like the priming event, are skipped). Panics after 30 s.
-    pub async fn next(&mut self) -> serde_json::Value {
+    pub(crate) async fn next(&mut self) -> serde_json::Value {
         self.events.next().await
     }
 
     /// The next `notifications/tasks` whose status is `status`, skipping
     /// earlier ones for other states; returns its params.
-    pub async fn until_status(&mut self, status: &str) -> serde_json::Value {
+    pub(crate) async fn until_status(&mut self, status: &str) -> serde_json::Value {
         loop {
             let message = self.next().await;
             assert_eq!(message["method"], "notifications/tasks", "{message}");
@@ -124,7 +124,7 @@ impl TaskListener {
     }
 
     /// The whole body, for a listen request that was refused.
-    pub async fn error_body(self) -> serde_json::Value {
+    pub(crate) async fn error_body(self) -> serde_json::Value {
         let text = self.events.into_response().text().await.expect("body");
         serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
     }

@@ -20,17 +20,17 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 
 /// A running emulator (the shared harness's); stops when dropped.
-pub struct Harness {
+pub(crate) struct Harness {
     pub sim: QBusinessSim,
     pub endpoint: String,
     _emulator: Emulator<QBusinessSim>,
 }
 
-pub async fn start() -> Harness {
+pub(crate) async fn start() -> Harness {
     start_with(QBusinessConfig::default()).await
 }
 
-pub async fn start_with(config: QBusinessConfig) -> Harness {
+pub(crate) async fn start_with(config: QBusinessConfig) -> Harness {
     let emulator = emulators::qbusiness(config).start().await;
     Harness {
         sim: emulator.sim.clone(),
@@ -41,7 +41,7 @@ pub async fn start_with(config: QBusinessConfig) -> Harness {
 
 impl Harness {
     /// A client with the right credentials and retries disabled.
-    pub fn client(&self) -> aws_sdk_qbusiness::Client {
+    pub(crate) fn client(&self) -> aws_sdk_qbusiness::Client {
         self.client_with(
             DEFAULT_ACCESS_KEY_ID,
             DEFAULT_SECRET_ACCESS_KEY,
@@ -50,7 +50,7 @@ impl Harness {
     }
 
     /// A client (retries disabled) that records every raw answer it reads.
-    pub fn recording_client(&self) -> (aws_sdk_qbusiness::Client, Recorder) {
+    pub(crate) fn recording_client(&self) -> (aws_sdk_qbusiness::Client, Recorder) {
         let recorder = Recorder::default();
         let conf = aws_sdk_qbusiness::Config::builder()
             .behavior_version(BehaviorVersion::latest())
@@ -69,7 +69,7 @@ impl Harness {
         (aws_sdk_qbusiness::Client::from_conf(conf), recorder)
     }
 
-    pub fn client_with(
+    pub(crate) fn client_with(
         &self,
         access_key: &str,
         secret: &str,
@@ -86,7 +86,7 @@ impl Harness {
     }
 
     /// A raw request signed with the default credentials (for what the SDK cannot send).
-    pub fn signed(
+    pub(crate) fn signed(
         &self,
         method: &str,
         path_and_query: &str,
@@ -134,7 +134,7 @@ impl Harness {
 
 /// One answer as the SDK received it, before it parsed it.
 #[derive(Clone, Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     pub operation: String,
     pub status: u16,
     /// `x-amzn-ErrorType`, without any `:…` suffix.
@@ -144,10 +144,10 @@ pub struct Exchange {
 
 /// An SDK interceptor that keeps every raw answer.
 #[derive(Clone, Debug, Default)]
-pub struct Recorder(Arc<Mutex<Vec<Exchange>>>);
+pub(crate) struct Recorder(Arc<Mutex<Vec<Exchange>>>);
 
 impl Recorder {
-    pub fn exchanges(&self) -> Vec<Exchange> {
+    pub(crate) fn exchanges(&self) -> Vec<Exchange> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -22,7 +22,7 @@ use prost_reflect::{
 use serde_json::Value;
 
 /// The proto package of A2A v1.0.
-pub const PACKAGE: &str = "lf.a2a.v1";
+pub(super) const PACKAGE: &str = "lf.a2a.v1";
 
 /// `google.api.FieldBehavior.REQUIRED`.
 const REQUIRED: i32 = 2;
@@ -102,6 +102,7 @@ impl A2aContract {
                 "TaskPushNotificationConfig"
             }
             "ListTaskPushNotificationConfigs" => "ListTaskPushNotificationConfigsResponse",
+            "DeleteTaskPushNotificationConfig" => "google.protobuf.Empty",
             "GetExtendedAgentCard" => "AgentCard",
             _ => return None,
         })
@@ -203,7 +204,7 @@ impl A2aContract {
                     }
                 }
             } else if inner.package_name() != PACKAGE {
-                continue;
+                // Another package's message (a google.protobuf type): not ours to check.
             } else if field.is_list() {
                 for (i, item) in value.as_array().into_iter().flatten().enumerate() {
                     self.walk(&inner, item, &format!("{path}[{i}]"), out);
