@@ -7,6 +7,7 @@
 //!          spawn Engine::run       (scheduler, sweeper, change relay; steps)
 //!          spawn Backend::run      (each backend's watcher / refresh), with a Nudge
 //! runtime.gateway(transport)       ─▶ Gateway with the limits   ─▶ stdio or HTTP
+//! runtime.webhook_router()         ─▶ POST /hooks/{backend}/…   ─▶ each backend's Webhook
 //! runtime.stop()                   ─▶ cancel the tree, wait for every task:
 //!                                     steps interrupted, leases released
 //! ```
@@ -16,7 +17,10 @@
 
 use std::sync::Arc;
 
-use agentgate_backend::{Backend, Nudge, NudgeError, NudgeTasks, UpstreamMetrics};
+use agentgate_backend::{
+    Backend, Nudge, NudgeError, NudgeTasks, UpstreamMetrics, WEBHOOK_PREFIX, Webhook,
+    WebhookRequest,
+};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +64,7 @@ pub struct RuntimeBuilder {
     limits: Option<Limits>,
     tools: Vec<(String, ToolSpec)>,
     backends: Vec<Arc<dyn Backend>>,
+    webhooks: Vec<(String, Arc<dyn Webhook>)>,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -110,6 +115,9 @@ impl RuntimeBuilder {
         for spec in backend.tools() {
             self.tools.push((format!("backend `{name}`"), spec));
         }
+        if let Some(webhook) = backend.webhook() {
+            self.webhooks.push((name, webhook));
+        }
         self.backends.push(Arc::new(backend));
         self
     }
@@ -152,18 +160,36 @@ impl RuntimeBuilder {
             shutdown,
             limits: self.limits,
             tasks,
+            webhooks: self.webhooks,
         })
     }
 }
 
 /// The engine and its background work, until [`Runtime::stop`].
-#[derive(Debug)]
 pub struct Runtime {
     engine: Engine,
     shutdown: CancellationToken,
     limits: Option<Limits>,
     tasks: Vec<(String, JoinHandle<()>)>,
+    webhooks: Vec<(String, Arc<dyn Webhook>)>,
 }
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("engine", &self.engine)
+            .field("tasks", &self.tasks)
+            .field(
+                "webhooks",
+                &self.webhooks.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// The largest webhook request body taken (a push notification carries a task,
+/// possibly with artifacts).
+const MAX_WEBHOOK_BODY: usize = 4 * 1024 * 1024;
 
 impl Runtime {
     /// A runtime on `store`: add backends, then [`RuntimeBuilder::start`].
@@ -176,6 +202,7 @@ impl Runtime {
             limits: None,
             tools: Vec::new(),
             backends: Vec::new(),
+            webhooks: Vec::new(),
         }
     }
 
@@ -223,6 +250,28 @@ impl Runtime {
         crate::mcp::serve_http(listener, router, self.shutdown.clone()).await
     }
 
+    /// `POST /hooks/{backend}/{*path}` for every backend with a
+    /// [`Webhook`]: merge it into the HTTP router that serves `/mcp`. Not
+    /// behind `/mcp`'s authentication: each webhook checks its senders.
+    pub fn webhook_router(&self) -> axum::Router {
+        let mut router = axum::Router::new();
+        for (name, webhook) in &self.webhooks {
+            let webhook = webhook.clone();
+            router = router.route(
+                &format!("{WEBHOOK_PREFIX}/{name}/{{*path}}"),
+                axum::routing::post(
+                    move |path: axum::extract::Path<String>,
+                          headers: http::HeaderMap,
+                          body: axum::body::Bytes| {
+                        let webhook = webhook.clone();
+                        async move { call_webhook(&*webhook, path.0, &headers, body).await }
+                    },
+                ),
+            );
+        }
+        router.layer(axum::extract::DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+    }
+
     /// Shuts everything down and waits: running steps are interrupted (they
     /// run again from their last checkpoint, here or elsewhere), leases are
     /// released, every backend's background work has returned.
@@ -237,6 +286,35 @@ impl Runtime {
         }
         first_panic.map_or(Ok(()), Err)
     }
+}
+
+/// One webhook request, in the SDK's plain types and back.
+async fn call_webhook(
+    webhook: &dyn Webhook,
+    path: String,
+    headers: &http::HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let headers = headers
+        .iter()
+        .filter_map(|(name, value)| {
+            value
+                .to_str()
+                .ok()
+                .map(|v| (name.as_str().to_owned(), v.to_owned()))
+        })
+        .collect();
+    let answer = webhook
+        .handle(WebhookRequest {
+            path,
+            headers,
+            body: body.to_vec(),
+        })
+        .await;
+    let status = http::StatusCode::from_u16(answer.status)
+        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    (status, answer.body).into_response()
 }
 
 /// The engine as a backend's [`Nudge`] target.

@@ -9,6 +9,11 @@
 //! sweeper: every `sweep_every`, expire overdue tasks, delete old ended ones
 //! ```
 //!
+//! Every wait here (sleeps, the heartbeat interval, the step timeout, the
+//! backoffs, the shutdown drain) is measured on the engine's
+//! [`Clock`], so tests drive them by moving a
+//! [`ManualClock`](crate::clock::ManualClock).
+//!
 //! Leases make crashes harmless: a task whose process died is claimed again
 //! once its lease runs out, from its last checkpoint. Fencing makes them safe:
 //! a worker whose lease was taken over cannot overwrite the new owner's work.
@@ -72,7 +77,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            worker_id: format!("agentgate-{}", crate::task::TaskId::generate()),
+            worker_id: format!("agentgate-{}", TaskId::generate()),
             concurrency: 64,
             lease: Duration::from_secs(30),
             idle_poll: Duration::from_secs(1),
@@ -293,7 +298,7 @@ impl Engine {
                 // would only bring the next failure sooner).
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(pause) => {}
+                    () = self.inner.clock.sleep(pause) => {}
                     Some(_) = steps.join_next(), if !steps.is_empty() => {}
                 }
                 continue;
@@ -303,19 +308,19 @@ impl Engine {
                 tokio::task::yield_now().await;
                 continue;
             }
-            let sleep = self.until_next_due().await;
+            let next_look = self.next_look().await;
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.inner.wake.notified() => {}
-                _ = tokio::time::sleep(sleep) => {}
+                () = self.inner.clock.sleep_until(next_look) => {}
                 Some(_) = steps.join_next(), if !steps.is_empty() => {}
             }
         }
         // Steps watch the shutdown token and checkpoint an interruption.
-        let drain = tokio::time::timeout(config.lease, async {
+        let drain = crate::clock::timeout(&*self.inner.clock, config.lease, async {
             while steps.join_next().await.is_some() {}
         });
-        if drain.await.is_err() {
+        if drain.await.is_none() {
             // Only a step stuck saving to a store that does not answer gets
             // here; its lease runs out by itself.
             tracing::warn!(
@@ -337,13 +342,19 @@ impl Engine {
         }
     }
 
-    async fn until_next_due(&self) -> Duration {
-        let idle = self.inner.config.idle_poll;
+    /// When the claim loop looks at the store again, unless woken first:
+    /// when the next task is due, or after `idle_poll` (other instances may
+    /// have made tasks due), whichever is sooner. An instant, not a
+    /// duration, so time that passes while the store answers is not waited
+    /// out twice.
+    async fn next_look(&self) -> crate::clock::Millis {
+        let idle = self
+            .inner
+            .clock
+            .now()
+            .saturating_add(self.inner.config.idle_poll);
         match self.inner.store.next_due().await {
-            Ok(Some(due)) => {
-                let wait = due.saturating_sub(self.inner.clock.now()).max(0) as u64;
-                Duration::from_millis(wait).min(idle)
-            }
+            Ok(Some(due)) => due.min(idle),
             Ok(None) => idle,
             Err(e) => {
                 tracing::debug!(error = %e, "reading the next due task failed");
@@ -378,7 +389,7 @@ impl Engine {
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
+                () = self.inner.clock.sleep(every) => {}
             }
         }
     }
@@ -449,7 +460,7 @@ mod tests {
     fn store_trouble_backs_off_from_100_ms_to_5_s() {
         let pauses: Vec<u64> = [1, 2, 3, 6, 7, 40, u32::MAX]
             .into_iter()
-            .map(|n| Trouble::pause(n).as_millis() as u64)
+            .map(|n| agentgate_backend::time::wire_ms(Trouble::pause(n)))
             .collect();
         assert_eq!(pauses, [100, 200, 400, 3200, 5000, 5000, 5000]);
         assert_eq!(Trouble::pause(0), Duration::from_millis(100));

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
+use crate::clock::Millis;
 use crate::job::{Event, Input, JobContext, JobError, Step, error_object};
 use crate::store::StoreError;
 use crate::task::{Outcome, RetryPolicy, TaskRecord};
@@ -36,7 +37,11 @@ impl Engine {
     /// that fails, the lease runs out by itself.
     async fn save(&self, task: &TaskRecord, outcome: Outcome) {
         let worker = &self.inner.config.worker_id;
-        let give_up = tokio::time::Instant::now() + self.inner.config.lease / 3;
+        let give_up = self
+            .inner
+            .clock
+            .now()
+            .saturating_add(self.inner.config.lease / 3);
         let mut pause = SAVE_RETRY_FIRST;
         let mut failed = false;
         loop {
@@ -44,7 +49,7 @@ impl Engine {
             match self
                 .inner
                 .store
-                .checkpoint(&task.id, worker, task.attempt, outcome.clone(), now)
+                .checkpoint(&task.id, worker, task.fence, outcome.clone(), now)
                 .await
             {
                 Ok(saved) => {
@@ -76,12 +81,12 @@ impl Engine {
                     self.publish(&task.id);
                     return;
                 }
-                Err(e) if e.outage().is_some() && tokio::time::Instant::now() + pause < give_up => {
+                Err(e) if e.outage().is_some() && now.saturating_add(pause) < give_up => {
                     if !failed {
                         tracing::warn!(task = %task.id, error = %e, "saving a step failed; retrying");
                     }
                     failed = true;
-                    tokio::time::sleep(pause).await;
+                    self.inner.clock.sleep(pause).await;
                     pause = (pause * 2).min(SAVE_RETRY_MAX);
                 }
                 Err(e) => {
@@ -100,7 +105,7 @@ impl Engine {
         match self
             .inner
             .store
-            .release(&task.id, &self.inner.config.worker_id, task.attempt, now)
+            .release(&task.id, &self.inner.config.worker_id, task.fence, now)
             .await
         {
             Ok(()) => {
@@ -149,46 +154,46 @@ impl Engine {
         };
         let timeout = spec.policy.step_timeout;
         let result = tokio::select! {
-            result = tokio::time::timeout(timeout, spec.step(input, &cx)) => result,
+            result = crate::clock::timeout(&*self.inner.clock, timeout, spec.step(input, &cx)) => result,
             () = self.heartbeat(task) => return None,
             () = interrupt.cancelled() => return Some(Outcome::Interrupted),
         };
         let now = self.inner.clock.now();
         Some(match result {
-            Err(_elapsed) => self.retry_or_fail(
+            None => self.retry_or_fail(
                 task,
                 &spec.policy.retry,
                 format!("the step did not finish within {}s", timeout.as_secs()),
                 None,
                 now,
             ),
-            Ok(Err(JobError::Retryable {
+            Some(Err(JobError::Retryable {
                 message,
                 retry_after,
             })) => self.retry_or_fail(task, &spec.policy.retry, message, retry_after, now),
-            Ok(Err(JobError::Fatal(error))) => Outcome::Failed {
+            Some(Err(JobError::Fatal(error))) => Outcome::Failed {
                 error: to_json(&error),
             },
             // A kind of failure this engine does not know (a newer SDK):
             // failing the task says so, where retrying might never end.
-            Ok(Err(other)) => Outcome::Failed {
+            Some(Err(other)) => Outcome::Failed {
                 error: error_object(ErrorCode::INTERNAL_ERROR.0, other.to_string()),
             },
-            Ok(Ok(step)) => into_outcome(step, now),
+            Some(Ok(step)) => into_outcome(step, now),
         })
     }
 
     /// The outcome of a retryable failure under the tool's `retry` policy
     /// (the engine's `retry_for` and `max_retries` where it sets none, and
     /// `max_retries` as a hard cap either way). Counts failures in a row
-    /// (`task.failures`), never the lease's fencing token (`task.attempt`).
+    /// (`task.failures`), never the lease's fencing token (`task.fence`).
     fn retry_or_fail(
         &self,
         task: &TaskRecord,
         retry: &RetryPolicy,
         message: String,
         retry_after: Option<Duration>,
-        now: i64,
+        now: Millis,
     ) -> Outcome {
         let failures = u32::try_from(task.failures.saturating_add(1)).unwrap_or(u32::MAX);
         let config = &self.inner.config;
@@ -216,7 +221,7 @@ impl Engine {
         }
         // Upstream's Retry-After wins when it asks for longer.
         let backoff = retry.backoff(failures).max(retry_after.unwrap_or_default());
-        let due_at = now.saturating_add(millis(backoff));
+        let due_at = now.saturating_add(backoff);
         tracing::warn!(task = %task.id, failures, error = %message, "step failed; will retry");
         Outcome::Retry {
             status_message: Some(format!(
@@ -235,15 +240,13 @@ impl Engine {
     /// lease is lost, so the step can be abandoned.
     async fn heartbeat(&self, task: &TaskRecord) {
         let lease = self.inner.config.lease;
-        let mut tick = tokio::time::interval(lease / 3);
-        tick.tick().await;
         loop {
-            tick.tick().await;
-            let until = self.inner.clock.now().saturating_add(millis(lease));
+            self.inner.clock.sleep(lease / 3).await;
+            let until = self.inner.clock.now().saturating_add(lease);
             match self
                 .inner
                 .store
-                .heartbeat(&task.id, &self.inner.config.worker_id, task.attempt, until)
+                .heartbeat(&task.id, &self.inner.config.worker_id, task.fence, until)
                 .await
             {
                 Ok(()) => {}
@@ -278,15 +281,11 @@ fn outcome_label(outcome: &Outcome) -> &'static str {
 /// A duration in store milliseconds; an absurd one (a job or an upstream's
 /// `Retry-After` asking for centuries) saturates instead of wrapping into
 /// the past.
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
 fn to_json(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn into_outcome(step: Step<Value>, now: i64) -> Outcome {
+fn into_outcome(step: Step<Value>, now: Millis) -> Outcome {
     match step {
         Step::Done(result) => Outcome::Completed {
             result: to_json(&result),
@@ -302,7 +301,7 @@ fn into_outcome(step: Step<Value>, now: i64) -> Outcome {
         } => Outcome::Waiting {
             state,
             status_message: status,
-            due_at: now.saturating_add(millis(after)),
+            due_at: now.saturating_add(after),
         },
         Step::Ask {
             state,
