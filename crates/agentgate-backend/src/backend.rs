@@ -7,7 +7,9 @@
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::{BoxFuture, Nudge, ToolSpec, UpstreamMetrics};
+use std::sync::Arc;
+
+use crate::{BoxFuture, Nudge, ToolSpec, UpstreamMetrics, Webhook};
 
 /// One agent API served as MCP tools.
 pub trait Backend: Send + Sync + 'static {
@@ -24,6 +26,13 @@ pub trait Backend: Send + Sync + 'static {
     fn run(&self, nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
         let _ = (nudge, shutdown);
         Box::pin(async {})
+    }
+
+    /// The handler of requests its upstream sends to agentgate, served at
+    /// `POST /hooks/{name}/…` on the HTTP server (see [`crate::webhook`]).
+    /// The default has none.
+    fn webhook(&self) -> Option<Arc<dyn Webhook>> {
+        None
     }
 }
 
@@ -53,7 +62,7 @@ pub trait ConfiguredBackend: Backend + Sized {
     fn from_config(
         config: Self::Config,
         upstream: UpstreamMetrics,
-    ) -> impl std::future::Future<Output = Result<Self, Box<dyn std::error::Error + Send + Sync>>> + Send;
+    ) -> impl Future<Output = Result<Self, Box<dyn std::error::Error + Send + Sync>>> + Send;
 }
 
 /// A backend's config section that does not parse.
@@ -65,6 +74,7 @@ pub struct ConfigError {
     pub section: String,
     /// Where in it, e.g. `agents[0].url` (`.` for the section itself).
     pub path: String,
+    /// What is wrong, and the fix.
     pub message: String,
 }
 

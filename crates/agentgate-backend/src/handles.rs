@@ -36,6 +36,7 @@ impl std::fmt::Debug for Nudge {
 }
 
 impl Nudge {
+    /// A handle that nudges through `target` (the engine, or a test's fake).
     pub fn new(target: impl NudgeTasks) -> Self {
         Self(Arc::new(target))
     }
@@ -64,6 +65,7 @@ pub enum UpstreamOutcome {
 }
 
 impl UpstreamOutcome {
+    /// The `outcome` label value.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",

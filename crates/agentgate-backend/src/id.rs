@@ -33,6 +33,7 @@ impl TaskId {
         Self(raw.into())
     }
 
+    /// The id as clients see it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -54,6 +55,7 @@ impl fmt::Display for TaskId {
 pub struct Owner(String);
 
 impl Owner {
+    /// The principal named `principal` (e.g. `token:alice`).
     pub fn new(principal: impl Into<String>) -> Self {
         Self(principal.into())
     }
@@ -71,6 +73,7 @@ impl Owner {
         Self(format!("local:{name}"))
     }
 
+    /// The principal's name, as stored.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -35,15 +35,21 @@ pub enum Step<S> {
     /// Keep working: save `state` and run again after `after` (sooner when a
     /// cancel or input arrives).
     Wait {
+        /// What the next step starts from.
         state: S,
+        /// The task's `statusMessage` while it waits (`None` keeps none).
         status: Option<String>,
+        /// How long until the next step, at most.
         after: Duration,
     },
     /// Ask the client: the task goes `input_required` until every request
     /// is answered. Keys must be unique for the task's whole life.
     Ask {
+        /// What the step after the answers starts from.
         state: S,
+        /// The task's `statusMessage` while it waits for the answers.
         status: Option<String>,
+        /// The questions, by key (the Tasks extension's `inputRequests`).
         requests: InputRequests,
     },
     /// The job honoured a cancel request.
@@ -68,7 +74,10 @@ pub enum JobError {
     /// saying so, and fails it after too many attempts in a row.
     #[error("{message}")]
     Retryable {
+        /// What went wrong, for the status message and, at the end, the error.
         message: String,
+        /// How long upstream asked to wait (`Retry-After`); the backoff
+        /// waits at least this long.
         retry_after: Option<Duration>,
     },
     /// Not worth retrying: the task fails with this protocol error.
@@ -76,11 +85,13 @@ pub enum JobError {
     Fatal(ErrorData),
 }
 
+/// What a step returns.
 pub type StepResult<S> = Result<Step<S>, JobError>;
 
 /// Facts a step may need about the task it runs for.
 #[derive(Debug, Clone)]
 pub struct JobContext {
+    /// The task the step runs for.
     pub task_id: TaskId,
     /// How many steps were checkpointed before this one.
     pub step: i64,
@@ -103,12 +114,15 @@ pub trait Job: Send + Sync + 'static {
     /// The checkpoint saved between steps.
     type State: Serialize + DeserializeOwned + Send + 'static;
 
+    /// The first step, from the call's arguments.
     fn start(
         &self,
         args: Self::Args,
         cx: &JobContext,
     ) -> impl Future<Output = StepResult<Self::State>> + Send;
 
+    /// Every later step, from the last checkpoint: after a wait, or once
+    /// the client answered every question.
     fn resume(
         &self,
         state: Self::State,
@@ -228,7 +242,9 @@ pub fn parse_args<T: DeserializeOwned>(args: &JsonObject) -> Result<T, String> {
 /// A registered tool: its MCP definition, policy and job.
 #[derive(Clone)]
 pub struct ToolSpec {
+    /// The tool as `tools/list` shows it.
     pub tool: rmcp::model::Tool,
+    /// Its lifetime, polling, timeout and retry policy.
     pub policy: ToolPolicy,
     job: Arc<dyn DynJob>,
     sync_view: Option<Arc<dyn SyncView>>,

@@ -23,7 +23,13 @@
 //! - [`task`]: [`TaskId`], [`Owner`], [`TaskStatus`], [`TaskRecord`];
 //! - [`sync_view`]: a tool's own answer for clients without the tasks extension;
 //! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
-//! - [`backend`]: the [`Backend`] trait and its config section.
+//! - [`backend`]: the [`Backend`] trait and its config section;
+//! - [`webhook`]: [`Webhook`], requests an upstream sends to agentgate (push notifications).
+
+// The SDK is what backend authors read: every public item says what it is.
+// (Set here, not in Cargo.toml: a crate that takes the workspace's lints
+// cannot add its own there.)
+#![warn(missing_docs)]
 
 pub mod backend;
 #[doc = include_str!("../../../docs/backends/write-a-backend.md")]
@@ -34,6 +40,8 @@ pub mod job;
 pub mod policy;
 pub mod sync_view;
 pub mod task;
+pub mod time;
+pub mod webhook;
 
 pub use backend::{Backend, ConfigError, ConfiguredBackend, parse_section};
 pub use handles::{
@@ -46,6 +54,5 @@ pub use job::{
 pub use policy::{PollPolicy, RetryPolicy, ToolPolicy};
 pub use sync_view::{BoxFuture, InlineRequest, InlineTask, SyncView};
 pub use task::{TaskRecord, TaskStatus};
-
-/// Milliseconds since the Unix epoch: the engine's time.
-pub type Millis = i64;
+pub use time::{Fence, Millis};
+pub use webhook::{WEBHOOK_PREFIX, Webhook, WebhookRequest, WebhookResponse};

@@ -27,9 +27,13 @@ use crate::TaskStatus;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PollPolicy {
+    /// The interval for a young `working` task.
     pub working: Duration,
+    /// The interval while the task waits for input (a person answers).
     pub input_required: Duration,
+    /// Double the interval every this much task age; `None` never grows it.
     pub grow_every: Option<Duration>,
+    /// The longest interval.
     pub max: Duration,
 }
 
@@ -104,6 +108,7 @@ pub struct ToolPolicy {
     /// retention sweep removes it after it ends. A task still running when its
     /// TTL passes is marked `failed` and its id answers as unknown.
     pub ttl: Option<Duration>,
+    /// The `pollIntervalMs` clients are told.
     pub poll: PollPolicy,
     /// How long a client *without* the tasks extension is kept waiting inline
     /// before it gets a "still running" result carrying the task id.
@@ -180,9 +185,14 @@ impl ToolPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
+    /// The wait after the first failure.
     pub first_backoff: Duration,
+    /// The longest wait between two tries.
     pub max_backoff: Duration,
+    /// Give up once this much backoff has been scheduled (`None`: the
+    /// engine's `retry_for`).
     pub retry_for: Option<Duration>,
+    /// Give up after this many failures in a row (`None`: the engine's cap).
     pub max_failures: Option<u32>,
 }
 

@@ -70,6 +70,7 @@ impl<'a> InlineTask<'a> {
         Self { id, request }
     }
 
+    /// The task followed.
     pub fn id(&self) -> &TaskId {
         &self.id
     }

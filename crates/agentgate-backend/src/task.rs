@@ -9,24 +9,31 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Millis, Owner, TaskId};
+use crate::{Fence, Millis, Owner, TaskId};
 
 /// The five task states of the Tasks extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// The job is running or waiting for its next step.
     Working,
+    /// The job waits for answers to its input requests.
     InputRequired,
+    /// Ended with a tool result (which may be an `isError` one).
     Completed,
+    /// Ended with a protocol error.
     Failed,
+    /// Ended by a cancel.
     Cancelled,
 }
 
 impl TaskStatus {
+    /// Whether the task has ended (nothing changes it any more).
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
     }
 
+    /// The state as the wire and the stores spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Working => "working",
@@ -37,6 +44,7 @@ impl TaskStatus {
         }
     }
 
+    /// The state spelled `raw`, if it is one.
     pub fn parse(raw: &str) -> Option<Self> {
         Some(match raw {
             "working" => Self::Working,
@@ -58,11 +66,17 @@ impl std::fmt::Display for TaskStatus {
 /// A task as stored: plain data, readable by any process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
+    /// The task's id.
     pub id: TaskId,
+    /// Who may see and change it.
     pub owner: Owner,
+    /// The tool it runs.
     pub tool: String,
+    /// The call's arguments, as sent.
     pub args: Value,
+    /// Where it is in its life.
     pub status: TaskStatus,
+    /// The `statusMessage` clients see.
     pub status_message: Option<String>,
     /// The job's checkpoint; `None` until the first step ran.
     pub job_state: Option<Value>,
@@ -72,21 +86,27 @@ pub struct TaskRecord {
     pub input_responses: BTreeMap<String, Value>,
     /// Every input key this task ever asked for: keys are unique per task.
     pub used_input_keys: Vec<String>,
+    /// A cancel arrived and the job has not yet ended.
     pub cancel_requested: bool,
     /// The `CallToolResult` of a completed task.
     pub result: Option<Value>,
     /// The JSON-RPC error object of a failed task.
     pub error: Option<Value>,
+    /// When the task was created.
     pub created_at: Millis,
+    /// When it last changed.
     pub updated_at: Millis,
+    /// How long after creation its handle lives (`None`: until swept).
     pub ttl_ms: Option<u64>,
     /// When the scheduler should run the next step; `None` while the task
     /// waits for input or has ended.
     pub due_at: Option<Millis>,
+    /// The worker running its step now, if any.
     pub lease_owner: Option<String>,
+    /// When that worker's lease runs out unless it heartbeats.
     pub lease_until: Option<Millis>,
-    /// Incremented on every claim: the fencing token of the current lease.
-    pub attempt: i64,
+    /// The fencing token of the current lease; every claim takes the next.
+    pub fence: Fence,
     /// Steps checkpointed so far; jobs use it to derive idempotency keys.
     pub steps: i64,
     /// Consecutive retryable failures of the current step.
@@ -98,7 +118,7 @@ impl TaskRecord {
     pub fn is_expired(&self, now: Millis) -> bool {
         self.ttl_ms.is_some_and(|ttl| {
             self.created_at
-                .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX))
+                .saturating_add(std::time::Duration::from_millis(ttl))
                 <= now
         })
     }

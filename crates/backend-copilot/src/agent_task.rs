@@ -20,16 +20,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
 use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::args::{CreatePrArgs, Valid};
+use crate::follow::{Followed, Progress, Seen, follow};
 use crate::github::model::{AgentTask, AgentTaskList};
 use crate::report;
 use crate::watcher::{Observation, Target};
-use crate::{AGENT_TASKS_API_VERSION, Shared, refresh_after};
+use crate::{AGENT_TASKS_API_VERSION, Shared};
 
 #[derive(Debug, Clone)]
 pub struct CreatePullRequest {
@@ -57,18 +58,14 @@ pub struct CreateState {
     pub agent_state: Option<String>,
     #[serde(default)]
     pub html_url: Option<String>,
-    #[serde(default)]
-    pub watch_started: Option<i64>,
-    #[serde(default)]
-    pub seen: Option<String>,
-    /// When the agent task was last read directly (Unix ms): a fallback
-    /// for a task the repository listing does not show.
-    #[serde(default)]
-    pub last_read: Option<i64>,
+    /// The watch: when it began, what it saw, when the agent task was last
+    /// read directly.
+    #[serde(flatten)]
+    pub progress: Progress,
 }
 
 /// How often a followed agent task is read directly.
-const READ_EVERY_MS: i64 = 60 * 1000;
+const READ_EVERY: Duration = Duration::from_secs(60);
 
 /// End states of an agent task.
 const ENDED: [&str; 4] = ["completed", "failed", "timed_out", "cancelled"];
@@ -99,13 +96,11 @@ impl Job for CreatePullRequest {
                 prompt,
                 base_ref: args.base_ref,
                 model: args.model,
-                asked_at: report::since(cx.now, 60),
+                asked_at: report::since(cx.now, Duration::from_secs(60)),
                 agent_task: None,
                 agent_state: None,
                 html_url: None,
-                watch_started: None,
-                seen: None,
-                last_read: None,
+                progress: Progress::default(),
             },
             after: Duration::ZERO,
         })
@@ -132,9 +127,9 @@ impl Job for CreatePullRequest {
             state.agent_task = Some(task.id_text());
             state.agent_state = Some(task.state.clone());
             state.html_url = task.html_url.clone();
-            state.watch_started = Some(cx.now);
+            state.progress.watch_started = Some(cx.now);
         }
-        self.follow(state, cx).await
+        follow(&self.shared, state, cx).await
     }
 
     async fn cancel(&self, _state: CreateState, cx: &JobContext) -> StepResult<CreateState> {
@@ -209,86 +204,99 @@ impl CreatePullRequest {
             .await
             .map_err(|e| classify(e, "starting the agent task"))
     }
+}
 
-    async fn follow(&self, mut state: CreateState, cx: &JobContext) -> StepResult<CreateState> {
-        let Some(id) = state.agent_task.clone() else {
-            return Err(JobError::Retryable {
-                message: "the agent task is not created yet".into(),
-                retry_after: None,
-            });
-        };
-        if let Some(observed) = self.shared.watcher.take(&cx.task_id) {
-            state.seen = Some(observed.fingerprint);
-            if let Observation::AgentTask(task) = observed.observation
-                && let Some(s) = task.get("state").and_then(Value::as_str)
-            {
-                state.agent_state = Some(s.to_owned());
+impl Followed for CreateState {
+    const CONFIRM_EVERY: Duration = READ_EVERY;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn observe(&mut self, observation: Observation) -> Seen {
+        if let Observation::AgentTask(task) = observation
+            && let Some(state) = task.get("state").and_then(Value::as_str)
+        {
+            self.agent_state = Some(state.to_owned());
+            if ENDED.contains(&state) {
+                // The listing shows the end; the result needs the task itself.
+                return Seen::ConfirmNow;
             }
         }
-        let read_due = state
-            .last_read
-            .is_none_or(|at| cx.now.saturating_sub(at) >= READ_EVERY_MS);
-        if read_due {
-            let task: AgentTask = self
-                .shared
-                .github
-                .rest_get(
-                    &format!("{}/{id}", Self::tasks_path(&state)),
-                    &[],
-                    Some(AGENT_TASKS_API_VERSION),
-                )
-                .await
-                .map_err(|e| e.into_job_error("reading the agent task"))?;
-            state.agent_state = Some(task.state);
-            state.last_read = Some(cx.now);
+        Seen::Noted
+    }
+
+    /// Reads the agent task directly (a fallback for a task the repository
+    /// listing does not show) and, once it has ended, with its sessions.
+    async fn confirm(
+        &mut self,
+        shared: &Shared,
+        _now: Millis,
+    ) -> Result<Option<CallToolResult>, JobError> {
+        let path = self.task_path();
+        let task: AgentTask = shared
+            .github
+            .rest_get(&path, &[], Some(AGENT_TASKS_API_VERSION))
+            .await
+            .map_err(|e| e.into_job_error("reading the agent task"))?;
+        self.agent_state = Some(task.state.clone());
+        if !ENDED.contains(&task.state.as_str()) {
+            return Ok(None);
         }
-        let current = state.agent_state.clone().unwrap_or_default();
-        if ENDED.contains(&current.as_str()) {
-            self.shared.watcher.forget(&cx.task_id);
-            let full: Value = self
-                .shared
-                .github
-                .rest_get(
-                    &format!("{}/{id}", Self::tasks_path(&state)),
-                    &[],
-                    Some(AGENT_TASKS_API_VERSION),
-                )
-                .await
-                .map_err(|e| e.into_job_error("reading the agent task"))?;
-            return Ok(Step::Done(finish(&state, &full)));
+        let full: Value = shared
+            .github
+            .rest_get(&path, &[], Some(AGENT_TASKS_API_VERSION))
+            .await
+            .map_err(|e| e.into_job_error("reading the agent task"))?;
+        Ok(Some(finish(self, &full)))
+    }
+
+    fn gone(&self, message: &str) -> CallToolResult {
+        report::result(
+            true,
+            format!("Stopped watching: GitHub no longer shows the agent task ({message})"),
+            json!({"outcome": "gone", "agent_task_id": self.agent_task, "owner": self.owner, "repo": self.repo}),
+        )
+    }
+
+    fn timed_out(&self, max: Duration) -> CallToolResult {
+        let current = self.agent_state.clone().unwrap_or_default();
+        report::result(
+            true,
+            format!(
+                "Stopped watching after {} minutes: the agent task is still {current}. {}",
+                max.as_secs() / 60,
+                self.html_url.clone().unwrap_or_default()
+            ),
+            json!({"outcome": "watch_timeout", "agent_task_id": self.agent_task, "state": current}),
+        )
+    }
+
+    fn target(&self) -> Target {
+        Target::AgentTask {
+            owner: self.owner.clone(),
+            repo: self.repo.clone(),
+            id: self.agent_task.clone().unwrap_or_default(),
+            since: self.asked_at.clone(),
         }
-        let started = state.watch_started.unwrap_or(cx.now);
-        let max = self.shared.config.max_watch();
-        if cx.now.saturating_sub(started) > max.as_millis() as i64 {
-            self.shared.watcher.forget(&cx.task_id);
-            return Ok(Step::Done(report::result(
-                true,
-                format!(
-                    "Stopped watching after {} minutes: the agent task is still {current}. {}",
-                    max.as_secs() / 60,
-                    state.html_url.clone().unwrap_or_default()
-                ),
-                json!({"outcome": "watch_timeout", "agent_task_id": id, "state": current}),
-            )));
-        }
-        let status = status_message(&id, &current, state.html_url.as_deref());
-        let age = Duration::from_millis(cx.now.saturating_sub(started).max(0) as u64);
-        self.shared.watcher.watch(
-            &cx.task_id,
-            Target::AgentTask {
-                owner: state.owner.clone(),
-                repo: state.repo.clone(),
-                id,
-                since: state.asked_at.clone(),
-            },
-            state.seen.clone(),
-            age,
-        );
-        Ok(Step::Wait {
-            state,
-            status: Some(status),
-            after: refresh_after(age),
-        })
+    }
+
+    fn status(&self) -> String {
+        status_message(
+            self.agent_task.as_deref().unwrap_or_default(),
+            self.agent_state.as_deref().unwrap_or_default(),
+            self.html_url.as_deref(),
+        )
+    }
+}
+
+impl CreateState {
+    fn task_path(&self) -> String {
+        format!(
+            "{}/{}",
+            CreatePullRequest::tasks_path(self),
+            self.agent_task.as_deref().unwrap_or_default()
+        )
     }
 }
 

@@ -83,12 +83,22 @@ impl<T: JsonSchema> JsonSchema for Valid<T> {
 /// Longest free text we pass on (GitHub's comment body limit is 65,536).
 pub const MAX_TEXT: usize = 65_000;
 
+/// `f` as an integer, if it is a whole number an `i64` holds (upstream
+/// accepts `5.0` for 5).
+fn whole(f: f64) -> Option<i64> {
+    // i64::MAX is not exact as an f64; 2^63 is the first value beyond.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "f is whole and within i64's range, so the cast is exact"
+    )]
+    (f.fract() == 0.0 && (-LIMIT..LIMIT).contains(&f)).then_some(f as i64)
+}
+
 fn number_or_numeric_string<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     let value = Value::deserialize(d)?;
     let number = match &value {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+        Value::Number(n) => n.as_i64().or_else(|| whole(n.as_f64()?)),
         Value::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     };

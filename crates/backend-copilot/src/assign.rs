@@ -24,18 +24,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
 use agentgate_backend::{InlineTask, SyncView};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::Shared;
 use crate::args::{AssignArgs, Valid};
+use crate::follow::{Followed, Progress, Seen, follow, keep_watching};
 use crate::github::model::{self, COPILOT_LOGIN, TimelineItem};
 use crate::github::{ASSIGNMENT_FEATURES, GitHubError};
 use crate::report::{self, CycleEnd, PullRequest};
 use crate::watcher::{Observation, Target};
-use crate::{Shared, refresh_after};
 
 /// Upstream's message when Copilot is not among the suggested actors.
 pub const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
@@ -45,7 +46,7 @@ pub const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this
 const FROM_THE_START: &str = "1970-01-01T00:00:00Z";
 
 /// How often the REST timeline is read while nothing else suggests a change.
-const CONFIRM_EVERY_MS: i64 = 5 * 60 * 1000;
+const CONFIRM_EVERY: Duration = Duration::from_secs(5 * 60);
 
 /// The job behind `assign_copilot_to_issue`.
 #[derive(Debug, Clone)]
@@ -71,19 +72,15 @@ pub struct AssignState {
     pub repo_id: String,
     pub copilot_id: String,
     pub phase: Phase,
-    /// When the watch began (Unix ms), for the interval and the time limit.
-    #[serde(default)]
-    pub watch_started: Option<i64>,
+    /// The watch: when it began, what it saw, when it last confirmed.
+    #[serde(flatten)]
+    pub progress: Progress,
     /// Timeline items at or after this GitHub time are ours.
     #[serde(default)]
     pub since: Option<String>,
-    /// Fingerprint of the last observation applied.
-    #[serde(default)]
-    pub seen: Option<String>,
+    /// The pull request Copilot opened, once seen.
     #[serde(default)]
     pub pull_request: Option<PullRequest>,
-    #[serde(default)]
-    pub last_confirm: Option<i64>,
     /// Copilot was an assignee before this call: cancel leaves it assigned.
     #[serde(default)]
     pub had_copilot: bool,
@@ -150,13 +147,11 @@ impl Job for AssignCopilot {
                 repo_id: issue.repo_id,
                 copilot_id,
                 phase: Phase::Assign { had_copilot },
-                watch_started: None,
+                progress: Progress::default(),
                 // Fixed before the mutation, so a repeated assignment step
                 // cannot move it past a PR Copilot already opened.
-                since: Some(report::since(cx.now, 30)),
-                seen: None,
+                since: Some(report::since(cx.now, Duration::from_secs(30))),
                 pull_request: None,
-                last_confirm: None,
                 had_copilot,
                 args,
             },
@@ -173,7 +168,7 @@ impl Job for AssignCopilot {
     ) -> StepResult<AssignState> {
         match state.phase {
             Phase::Assign { had_copilot } => self.assign(state, had_copilot, cx).await,
-            Phase::AwaitPr | Phase::Working => self.watch(state, cx).await,
+            Phase::AwaitPr | Phase::Working => follow(&self.shared, state, cx).await,
         }
     }
 
@@ -193,7 +188,7 @@ impl Job for AssignCopilot {
                 .and_then(|r| r.into_data::<Value>());
             match response {
                 Ok(_) => {
-                    tracing::info!(task = %cx.task_id, "removed Copilot from the assignees on cancel")
+                    tracing::info!(task = %cx.task_id, "removed Copilot from the assignees on cancel");
                 }
                 Err(e) if e.is_transient() => {
                     return Err(e.into_job_error("removing Copilot from the assignees"));
@@ -221,14 +216,14 @@ impl AssignCopilot {
             // it opened (or is opening) is followed, found from the issue's
             // start rather than from now.
             state.phase = Phase::AwaitPr;
-            state.watch_started = Some(cx.now);
+            state.progress.watch_started = Some(cx.now);
             state.since = Some(FROM_THE_START.into());
             let status = format!(
                 "Copilot was already assigned to {}/{}#{} before this call, so it was not \
                  assigned again; following the pull request it opened for the issue",
                 state.owner, state.repo, state.issue_number
             );
-            return Ok(self.keep_watching(state, status, cx));
+            return Ok(keep_watching(&self.shared, state, status, cx));
         }
         let github = &self.shared.github;
         let issue = read_issue(github, &state.owner, &state.repo, state.issue_number)
@@ -286,149 +281,97 @@ impl AssignCopilot {
             }
         }
         state.phase = Phase::AwaitPr;
-        state.watch_started = Some(cx.now);
+        state.progress.watch_started = Some(cx.now);
         if state.since.is_none() {
-            state.since = Some(report::since(cx.now, 30));
+            state.since = Some(report::since(cx.now, Duration::from_secs(30)));
         }
         let status = format!(
             "Copilot assigned to {}/{}#{}; waiting for it to open a pull request",
             state.owner, state.repo, state.issue_number
         );
-        Ok(self.keep_watching(state, status, cx))
+        Ok(keep_watching(&self.shared, state, status, cx))
+    }
+}
+
+impl Followed for AssignState {
+    const CONFIRM_EVERY: Duration = CONFIRM_EVERY;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
     }
 
-    async fn watch(&self, mut state: AssignState, cx: &JobContext) -> StepResult<AssignState> {
-        let started = state.watch_started.unwrap_or(cx.now);
-        let max = self.shared.config.max_watch();
-        if cx.now.saturating_sub(started) > max.as_millis() as i64 {
-            self.shared.watcher.forget(&cx.task_id);
-            return Ok(Step::Done(self.finish(
-                &state,
-                "watch_timeout",
-                true,
-                format!(
-                    "Stopped watching after {} minutes: Copilot may still be working. Follow the \
-                     issue {} for its pull request.",
-                    max.as_secs() / 60,
-                    state.issue_url
-                ),
-                None,
-            )));
-        }
-        let observed = self.shared.watcher.take(&cx.task_id);
-        let mut force_confirm = false;
-        if let Some(observed) = observed {
-            state.seen = Some(observed.fingerprint.clone());
-            match (state.phase.clone(), observed.observation) {
-                (_, Observation::Gone { message }) => {
-                    self.shared.watcher.forget(&cx.task_id);
-                    return Ok(Step::Done(self.finish(
-                        &state,
-                        "gone",
+    fn observe(&mut self, observation: Observation) -> Seen {
+        let since = self.since.clone().unwrap_or_default();
+        match (&self.phase, observation) {
+            (Phase::AwaitPr, Observation::Issue(issue)) => {
+                let items = &issue.timeline_items.nodes;
+                if let Some(pr) = copilot_pull_request(items, &since) {
+                    self.pull_request = Some(pr);
+                    self.phase = Phase::Working;
+                    // From now on the pull request is watched, not the issue.
+                    self.progress.seen = None;
+                } else if let Some(comment) = copilot_comment(items, &since) {
+                    let text = format!(
+                        "Copilot could not start working on {}/{}#{}: {}",
+                        self.owner,
+                        self.repo,
+                        self.issue_number,
+                        comment["body"].as_str().unwrap_or_default()
+                    );
+                    return Seen::Finished(self.finish(
+                        "failed_to_start",
                         true,
-                        format!("Stopped watching: GitHub no longer shows it ({message})"),
-                        None,
-                    )));
+                        text,
+                        Some(comment),
+                    ));
                 }
-                (Phase::AwaitPr, Observation::Issue(issue)) => {
-                    let since = state.since.clone().unwrap_or_default();
-                    if let Some(pr) = copilot_pull_request(&issue.timeline_items.nodes, &since) {
-                        state.pull_request = Some(pr);
-                        state.phase = Phase::Working;
-                        state.seen = None;
-                    } else if let Some(comment) =
-                        copilot_comment(&issue.timeline_items.nodes, &since)
-                    {
-                        self.shared.watcher.forget(&cx.task_id);
-                        let text = format!(
-                            "Copilot could not start working on {}/{}#{}: {}",
-                            state.owner,
-                            state.repo,
-                            state.issue_number,
-                            comment["body"].as_str().unwrap_or_default()
-                        );
-                        return Ok(Step::Done(self.finish(
-                            &state,
-                            "failed_to_start",
-                            true,
-                            text,
-                            Some(comment),
-                        )));
-                    }
-                }
-                (Phase::Working, Observation::Pull(pull)) => {
-                    let pr = PullRequest::from_watched(&pull);
-                    let since = state.since.clone().unwrap_or_default();
-                    let copilot_spoke =
-                        copilot_comment(&pull.timeline_items.nodes, &since).is_some();
-                    state.pull_request = Some(pr.clone());
-                    if pull.merged {
-                        self.shared.watcher.forget(&cx.task_id);
-                        let text = format!("Pull request {} was merged.", pr.describe());
-                        return Ok(Step::Done(self.finish(&state, "merged", false, text, None)));
-                    }
-                    if pull.state == "CLOSED" {
-                        self.shared.watcher.forget(&cx.task_id);
-                        let text = format!(
-                            "Pull request {} was closed without being merged.",
-                            pr.describe()
-                        );
-                        return Ok(Step::Done(self.finish(
-                            &state,
-                            "closed_unmerged",
-                            true,
-                            text,
-                            None,
-                        )));
-                    }
-                    force_confirm = !pull.is_draft || copilot_spoke;
-                }
-                _ => {}
+                Seen::Noted
             }
-        }
-        if state.phase == Phase::Working {
-            let due = state
-                .last_confirm
-                .is_none_or(|at| cx.now.saturating_sub(at) >= CONFIRM_EVERY_MS);
-            if (force_confirm || due)
-                && let Some(done) = self.confirm(&mut state, cx).await?
-            {
-                self.shared.watcher.forget(&cx.task_id);
-                return Ok(Step::Done(done));
+            (Phase::Working, Observation::Pull(pull)) => {
+                let pr = PullRequest::from_watched(&pull);
+                let copilot_spoke = copilot_comment(&pull.timeline_items.nodes, &since).is_some();
+                self.pull_request = Some(pr.clone());
+                if pull.merged {
+                    let text = format!("Pull request {} was merged.", pr.describe());
+                    return Seen::Finished(self.finish("merged", false, text, None));
+                }
+                if pull.state == "CLOSED" {
+                    let text = format!(
+                        "Pull request {} was closed without being merged.",
+                        pr.describe()
+                    );
+                    return Seen::Finished(self.finish("closed_unmerged", true, text, None));
+                }
+                if !pull.is_draft || copilot_spoke {
+                    Seen::ConfirmNow
+                } else {
+                    Seen::Noted
+                }
             }
+            _ => Seen::Noted,
         }
-        let status = match (&state.phase, &state.pull_request) {
-            (Phase::Working, Some(pr)) => format!(
-                "Copilot opened pull request {} and is working",
-                pr.describe()
-            ),
-            _ => format!(
-                "Copilot assigned to {}/{}#{}; waiting for it to open a pull request",
-                state.owner, state.repo, state.issue_number
-            ),
-        };
-        Ok(self.keep_watching(state, status, cx))
+    }
+
+    fn confirms(&self) -> bool {
+        self.phase == Phase::Working
     }
 
     /// Reads Copilot's events on the PR: has the cycle ended?
     async fn confirm(
-        &self,
-        state: &mut AssignState,
-        cx: &JobContext,
+        &mut self,
+        shared: &Shared,
+        _now: Millis,
     ) -> Result<Option<CallToolResult>, JobError> {
-        let Some(pr) = state.pull_request.clone() else {
+        let Some(pr) = self.pull_request.clone() else {
             return Ok(None);
         };
-        let events =
-            report::copilot_events(&self.shared.github, &state.owner, &state.repo, pr.number)
-                .await
-                .map_err(|e| e.into_job_error("reading the pull request's timeline"))?;
-        state.last_confirm = Some(cx.now);
-        let since = state.since.clone().unwrap_or_default();
+        let events = report::copilot_events(&shared.github, &self.owner, &self.repo, pr.number)
+            .await
+            .map_err(|e| e.into_job_error("reading the pull request's timeline"))?;
+        let since = self.since.clone().unwrap_or_default();
         let detail = json!({"copilotEvents": events});
         Ok(match report::cycle_end(&events, &since) {
             Some(CycleEnd::Finished { .. }) => Some(self.finish(
-                state,
                 "finished",
                 false,
                 format!(
@@ -438,7 +381,6 @@ impl AssignCopilot {
                 Some(detail),
             )),
             Some(CycleEnd::Failed { .. }) => Some(self.finish(
-                state,
                 "finished_with_failure",
                 true,
                 format!(
@@ -450,7 +392,6 @@ impl AssignCopilot {
             // Fallback for deployments whose timeline has no copilot_work_*
             // events: Copilot marks its PR ready for review when it is done.
             None if events.is_empty() && !pr.draft => Some(self.finish(
-                state,
                 "finished",
                 false,
                 format!(
@@ -464,42 +405,64 @@ impl AssignCopilot {
         })
     }
 
-    fn keep_watching(
-        &self,
-        state: AssignState,
-        status: String,
-        cx: &JobContext,
-    ) -> Step<AssignState> {
-        let started = state.watch_started.unwrap_or(cx.now);
-        let age = Duration::from_millis(cx.now.saturating_sub(started).max(0) as u64);
-        let since = state.since.clone().unwrap_or_default();
-        let target = match (&state.phase, &state.pull_request) {
+    fn gone(&self, message: &str) -> CallToolResult {
+        self.finish(
+            "gone",
+            true,
+            format!("Stopped watching: GitHub no longer shows it ({message})"),
+            None,
+        )
+    }
+
+    fn timed_out(&self, max: Duration) -> CallToolResult {
+        self.finish(
+            "watch_timeout",
+            true,
+            format!(
+                "Stopped watching after {} minutes: Copilot may still be working. Follow the \
+                 issue {} for its pull request.",
+                max.as_secs() / 60,
+                self.issue_url
+            ),
+            None,
+        )
+    }
+
+    fn target(&self) -> Target {
+        let since = self.since.clone().unwrap_or_default();
+        match (&self.phase, &self.pull_request) {
             (Phase::Working, Some(pr)) => Target::Pull {
-                owner: state.owner.clone(),
-                repo: state.repo.clone(),
+                owner: self.owner.clone(),
+                repo: self.repo.clone(),
                 number: pr.number,
                 since,
             },
             _ => Target::Issue {
-                owner: state.owner.clone(),
-                repo: state.repo.clone(),
-                number: state.issue_number,
+                owner: self.owner.clone(),
+                repo: self.repo.clone(),
+                number: self.issue_number,
                 since,
             },
-        };
-        self.shared
-            .watcher
-            .watch(&cx.task_id, target, state.seen.clone(), age);
-        Step::Wait {
-            state,
-            status: Some(status),
-            after: refresh_after(age),
         }
     }
 
+    fn status(&self) -> String {
+        match (&self.phase, &self.pull_request) {
+            (Phase::Working, Some(pr)) => format!(
+                "Copilot opened pull request {} and is working",
+                pr.describe()
+            ),
+            _ => format!(
+                "Copilot assigned to {}/{}#{}; waiting for it to open a pull request",
+                self.owner, self.repo, self.issue_number
+            ),
+        }
+    }
+}
+
+impl AssignState {
     fn finish(
         &self,
-        state: &AssignState,
         outcome: &str,
         is_error: bool,
         text: String,
@@ -508,22 +471,22 @@ impl AssignCopilot {
         let mut structured = json!({
             "outcome": outcome,
             "message": text,
-            "owner": state.owner,
-            "repo": state.repo,
-            "issue_number": state.issue_number,
-            "issue_url": state.issue_url,
-            "issue_title": state.issue_title,
+            "owner": self.owner,
+            "repo": self.repo,
+            "issue_number": self.issue_number,
+            "issue_url": self.issue_url,
+            "issue_title": self.issue_title,
         });
         if let Some(map) = structured.as_object_mut() {
             // Absent, not null, without one: upstream's schema types it as an object.
-            if let Some(pr) = &state.pull_request {
+            if let Some(pr) = &self.pull_request {
                 map.insert("pull_request".into(), json!(pr));
             }
             if let Some(detail) = detail {
                 map.insert("detail".into(), detail);
             }
         }
-        let text = match &state.pull_request {
+        let text = match &self.pull_request {
             Some(pr) => format!("{text}\n{}", pr.url),
             None => text,
         };
@@ -695,9 +658,8 @@ impl SyncView for UpstreamView {
     fn follow<'a>(
         &'a self,
         mut task: InlineTask<'a>,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'a>,
-    > {
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<CallToolResult, ErrorData>> + Send + 'a>>
+    {
         Box::pin(async move {
             // Until the assignment is made, the answer is whatever the task
             // says, within the tool's sync budget (GitHub may be throttling).

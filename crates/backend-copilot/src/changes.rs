@@ -15,19 +15,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
 use rmcp::model::CallToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::Shared;
 use crate::args::{ChangesArgs, Valid};
+use crate::follow::{Followed, Progress, Seen, follow};
 use crate::github::model::{Comment, RestPull};
 use crate::report::{self, CycleEnd, PullRequest};
 use crate::watcher::{Observation, Target};
-use crate::{Shared, refresh_after};
 
 /// How often the timeline is read when the PR shows no change.
-const CONFIRM_EVERY_MS: i64 = 60 * 1000;
+const CONFIRM_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
 pub struct RequestChanges {
@@ -52,12 +53,9 @@ pub struct ChangesState {
     pub comment: Option<PostedComment>,
     #[serde(default)]
     pub started: bool,
-    #[serde(default)]
-    pub watch_started: Option<i64>,
-    #[serde(default)]
-    pub seen: Option<String>,
-    #[serde(default)]
-    pub last_confirm: Option<i64>,
+    /// The watch: when it began, what it saw, when it last confirmed.
+    #[serde(flatten)]
+    pub progress: Progress,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -127,12 +125,10 @@ impl Job for RequestChanges {
                 repo: args.repo,
                 pull_request,
                 instructions: args.instructions,
-                asked_at: report::since(cx.now, 60),
+                asked_at: report::since(cx.now, Duration::from_secs(60)),
                 comment: None,
                 started: false,
-                watch_started: None,
-                seen: None,
-                last_confirm: None,
+                progress: Progress::default(),
             },
             after: Duration::ZERO,
         })
@@ -146,7 +142,7 @@ impl Job for RequestChanges {
     ) -> StepResult<ChangesState> {
         if state.comment.is_none() {
             state.comment = Some(self.post(&state, cx).await?);
-            state.watch_started = Some(cx.now);
+            state.progress.watch_started = Some(cx.now);
             // Save the posted comment before anything else can fail.
             return Ok(Step::Wait {
                 status: Some(format!(
@@ -157,7 +153,7 @@ impl Job for RequestChanges {
                 after: Duration::ZERO,
             });
         }
-        self.follow(state, cx).await
+        follow(&self.shared, state, cx).await
     }
 
     async fn cancel(&self, _state: ChangesState, cx: &JobContext) -> StepResult<ChangesState> {
@@ -168,11 +164,7 @@ impl Job for RequestChanges {
 
 impl RequestChanges {
     /// Posts the comment once: a repeated step finds the marker instead.
-    async fn post(
-        &self,
-        state: &ChangesState,
-        cx: &JobContext,
-    ) -> Result<PostedComment, agentgate_backend::JobError> {
+    async fn post(&self, state: &ChangesState, cx: &JobContext) -> Result<PostedComment, JobError> {
         let github = &self.shared.github;
         let path = format!(
             "repos/{}/{}/issues/{}/comments",
@@ -206,133 +198,114 @@ impl RequestChanges {
             created_at: comment.created_at,
         })
     }
+}
 
-    async fn follow(&self, mut state: ChangesState, cx: &JobContext) -> StepResult<ChangesState> {
-        let Some(comment) = state.comment.clone() else {
-            return Err(agentgate_backend::JobError::Retryable {
-                message: "the comment is not posted yet".into(),
-                retry_after: None,
-            });
+impl Followed for ChangesState {
+    const CONFIRM_EVERY: Duration = CONFIRM_EVERY;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn observe(&mut self, observation: Observation) -> Seen {
+        let Observation::Pull(pull) = observation else {
+            return Seen::Noted;
         };
-        let started_at = state.watch_started.unwrap_or(cx.now);
-        let max = self.shared.config.max_watch();
-        if cx.now.saturating_sub(started_at) > max.as_millis() as i64 {
-            self.shared.watcher.forget(&cx.task_id);
-            return Ok(Step::Done(finish(
-                &state,
-                "watch_timeout",
-                true,
-                format!(
-                    "Stopped watching after {} minutes: Copilot may still be working on {}.",
-                    max.as_secs() / 60,
-                    state.pull_request.url
-                ),
-                None,
-            )));
+        self.pull_request = PullRequest::from_watched(&pull);
+        if pull.merged || pull.state == "CLOSED" {
+            let (outcome, error, how) = if pull.merged {
+                ("merged", false, "was merged")
+            } else {
+                ("closed_unmerged", true, "was closed without being merged")
+            };
+            let text = format!("Pull request {} {how}.", self.pull_request.describe());
+            return Seen::Finished(finish(self, outcome, error, text, None));
         }
-        let mut changed = false;
-        if let Some(observed) = self.shared.watcher.take(&cx.task_id) {
-            state.seen = Some(observed.fingerprint);
-            match observed.observation {
-                Observation::Pull(pull) => {
-                    state.pull_request = PullRequest::from_watched(&pull);
-                    if pull.merged || pull.state == "CLOSED" {
-                        self.shared.watcher.forget(&cx.task_id);
-                        let (outcome, error, how) = if pull.merged {
-                            ("merged", false, "was merged")
-                        } else {
-                            ("closed_unmerged", true, "was closed without being merged")
-                        };
-                        let text = format!("Pull request {} {how}.", state.pull_request.describe());
-                        return Ok(Step::Done(finish(&state, outcome, error, text, None)));
-                    }
-                    changed = true;
-                }
-                Observation::Gone { message } => {
-                    self.shared.watcher.forget(&cx.task_id);
-                    let text = format!(
-                        "Stopped watching: GitHub no longer shows the pull request ({message})"
-                    );
-                    return Ok(Step::Done(finish(&state, "gone", true, text, None)));
-                }
-                _ => {}
+        Seen::ConfirmNow
+    }
+
+    /// Reads the PR's timeline: did the cycle our comment asked for start, end?
+    async fn confirm(
+        &mut self,
+        shared: &Shared,
+        _now: Millis,
+    ) -> Result<Option<CallToolResult>, JobError> {
+        let Some(comment) = self.comment.clone() else {
+            return Ok(None);
+        };
+        let events = report::copilot_events(
+            &shared.github,
+            &self.owner,
+            &self.repo,
+            self.pull_request.number,
+        )
+        .await
+        .map_err(|e| e.into_job_error("reading the pull request's timeline"))?;
+        self.started = self.started || report::cycle_started(&events, &comment.created_at);
+        let detail = json!({"copilotEvents": events});
+        Ok(match report::cycle_end(&events, &comment.created_at) {
+            Some(CycleEnd::Finished { .. }) => {
+                let text = format!(
+                    "Copilot finished the requested changes on pull request {}.",
+                    self.pull_request.describe()
+                );
+                Some(finish(self, "finished", false, text, Some(detail)))
             }
-        }
-        let due = state
-            .last_confirm
-            .is_none_or(|at| cx.now.saturating_sub(at) >= CONFIRM_EVERY_MS);
-        if changed || due {
-            let events = report::copilot_events(
-                &self.shared.github,
-                &state.owner,
-                &state.repo,
-                state.pull_request.number,
-            )
-            .await
-            .map_err(|e| e.into_job_error("reading the pull request's timeline"))?;
-            state.last_confirm = Some(cx.now);
-            state.started = state.started || report::cycle_started(&events, &comment.created_at);
-            let detail = json!({"copilotEvents": events});
-            match report::cycle_end(&events, &comment.created_at) {
-                Some(CycleEnd::Finished { .. }) => {
-                    self.shared.watcher.forget(&cx.task_id);
-                    let text = format!(
-                        "Copilot finished the requested changes on pull request {}.",
-                        state.pull_request.describe()
-                    );
-                    return Ok(Step::Done(finish(
-                        &state,
-                        "finished",
-                        false,
-                        text,
-                        Some(detail),
-                    )));
-                }
-                Some(CycleEnd::Failed { .. }) => {
-                    self.shared.watcher.forget(&cx.task_id);
-                    let text = format!(
-                        "Copilot stopped with a failure while changing pull request {}.",
-                        state.pull_request.describe()
-                    );
-                    return Ok(Step::Done(finish(
-                        &state,
-                        "finished_with_failure",
-                        true,
-                        text,
-                        Some(detail),
-                    )));
-                }
-                None => {}
+            Some(CycleEnd::Failed { .. }) => {
+                let text = format!(
+                    "Copilot stopped with a failure while changing pull request {}.",
+                    self.pull_request.describe()
+                );
+                Some(finish(
+                    self,
+                    "finished_with_failure",
+                    true,
+                    text,
+                    Some(detail),
+                ))
             }
+            None => None,
+        })
+    }
+
+    fn gone(&self, message: &str) -> CallToolResult {
+        let text = format!("Stopped watching: GitHub no longer shows the pull request ({message})");
+        finish(self, "gone", true, text, None)
+    }
+
+    fn timed_out(&self, max: Duration) -> CallToolResult {
+        let text = format!(
+            "Stopped watching after {} minutes: Copilot may still be working on {}.",
+            max.as_secs() / 60,
+            self.pull_request.url
+        );
+        finish(self, "watch_timeout", true, text, None)
+    }
+
+    fn target(&self) -> Target {
+        Target::Pull {
+            owner: self.owner.clone(),
+            repo: self.repo.clone(),
+            number: self.pull_request.number,
+            since: self
+                .comment
+                .as_ref()
+                .map_or_else(|| self.asked_at.clone(), |c| c.created_at.clone()),
         }
-        let status = if state.started {
+    }
+
+    fn status(&self) -> String {
+        if self.started {
             format!(
                 "Copilot is working on the changes to pull request {}",
-                state.pull_request.describe()
+                self.pull_request.describe()
             )
         } else {
             format!(
                 "Asked Copilot for changes on pull request #{}; waiting for it to start",
-                state.pull_request.number
+                self.pull_request.number
             )
-        };
-        let age = Duration::from_millis(cx.now.saturating_sub(started_at).max(0) as u64);
-        self.shared.watcher.watch(
-            &cx.task_id,
-            Target::Pull {
-                owner: state.owner.clone(),
-                repo: state.repo.clone(),
-                number: state.pull_request.number,
-                since: comment.created_at.clone(),
-            },
-            state.seen.clone(),
-            age,
-        );
-        Ok(Step::Wait {
-            state,
-            status: Some(status),
-            after: refresh_after(age),
-        })
+        }
     }
 }
 
@@ -370,7 +343,7 @@ mod tests {
         let cx = JobContext {
             task_id: agentgate_backend::TaskId::generate(),
             step: 1,
-            now: 0,
+            now: Millis::EPOCH,
         };
         let m = marker(&cx);
         assert!(m.starts_with("<!--") && m.ends_with("-->"));

@@ -25,6 +25,7 @@ pub mod agent_task;
 pub mod args;
 pub mod assign;
 pub mod changes;
+pub mod follow;
 pub mod github;
 pub mod report;
 pub mod settings;

@@ -1,6 +1,9 @@
 //! Tool results: a sentence for people, everything GitHub told us in
 //! `structuredContent`, and Copilot's own timeline read over REST.
 
+use std::time::Duration;
+
+use agentgate_backend::Millis;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -68,7 +71,7 @@ impl PullRequest {
         }
     }
 
-    /// "#7 (draft): [WIP] Add a --version flag"
+    /// `#7 (draft): [WIP] Add a --version flag`
     pub fn describe(&self) -> String {
         let draft = if self.draft { " (draft)" } else { "" };
         format!("#{}{draft}: {}", self.number, self.title)
@@ -144,21 +147,19 @@ pub fn cycle_end(events: &[TimelineEvent], since: &str) -> Option<CycleEnd> {
     let from = events
         .iter()
         .position(|e| e.event == "copilot_work_started" && at_or_after(e));
-    let candidates: Box<dyn Iterator<Item = &TimelineEvent>> = match from {
+    let mut candidates: Box<dyn Iterator<Item = &TimelineEvent>> = match from {
         Some(start) => Box::new(events.iter().skip(start + 1)),
         None if events.iter().any(|e| e.event == "copilot_work_started") => return None,
         None => Box::new(events.iter().filter(|e| at_or_after(e))),
     };
-    candidates
-        .filter_map(|e| {
-            let at = e.created_at.clone().unwrap_or_default();
-            match e.event.as_str() {
-                "copilot_work_finished" => Some(CycleEnd::Finished { at }),
-                "copilot_work_finished_failure" => Some(CycleEnd::Failed { at }),
-                _ => None,
-            }
-        })
-        .next()
+    candidates.find_map(|e| {
+        let at = e.created_at.clone().unwrap_or_default();
+        match e.event.as_str() {
+            "copilot_work_finished" => Some(CycleEnd::Finished { at }),
+            "copilot_work_finished_failure" => Some(CycleEnd::Failed { at }),
+            _ => None,
+        }
+    })
 }
 
 /// Whether a cycle started at or after `since`.
@@ -177,9 +178,9 @@ pub fn cycle_started(events: &[TimelineEvent], since: &str) -> bool {
 
 /// GitHub's notion of "now" minus a tolerance for clock skew between us and
 /// GitHub: items at or after it count as caused by us.
-pub fn since(now_ms: i64, skew_seconds: i64) -> String {
-    let now = chrono::DateTime::from_timestamp_millis(now_ms).unwrap_or_default();
-    model::format_time(now - chrono::Duration::seconds(skew_seconds))
+pub fn since(now: Millis, skew: Duration) -> String {
+    let then = now.saturating_sub(skew);
+    model::format_time(chrono::DateTime::from_timestamp_millis(then.unix_ms()).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -221,6 +222,12 @@ mod tests {
 
     #[test]
     fn since_subtracts_the_skew() {
-        assert_eq!(since(1_764_669_605_000, 30), "2025-12-02T09:59:35Z");
+        assert_eq!(
+            since(
+                Millis::from_unix_ms(1_764_669_605_000),
+                Duration::from_secs(30)
+            ),
+            "2025-12-02T09:59:35Z"
+        );
     }
 }

@@ -186,8 +186,9 @@ impl CopilotWatcher {
     /// fingerprint of the last observation the task applied; `age` how long
     /// it has been watching (for the interval).
     pub fn watch(&self, task: &TaskId, target: Target, known: Option<String>, age: Duration) {
-        let tick = self.tick().as_millis().max(1) as u64;
-        let every = (self.interval(age).as_millis() as u64 / tick).max(1);
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let tick = millis(self.tick()).max(1);
+        let every = (millis(self.interval(age)) / tick).max(1);
         // Round down to a power of two so the grids of all targets nest.
         let every = 1u64 << (63 - every.leading_zeros());
         let mut entries = self.entries();
@@ -369,7 +370,7 @@ impl CopilotWatcher {
         // An error not tied to one alias (a timeout, a node limit) or no data
         // at all says nothing about the targets: skip the batch, never
         // conclude they are gone.
-        let aliased = |e: &crate::github::model::GraphqlError| {
+        let aliased = |e: &model::GraphqlError| {
             e.path
                 .first()
                 .and_then(Value::as_str)

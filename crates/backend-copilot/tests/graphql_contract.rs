@@ -453,7 +453,7 @@ fn watcher_batch_for_one_target_is_valid_against_the_public_schema() {
 fn watcher_batch_for_25_targets_mixing_issues_and_pull_requests_is_valid_against_the_public_schema()
 {
     assert_eq!(watcher::BATCH, 25, "the watcher's batch size changed");
-    let targets: Vec<(TaskId, Target)> = (0..watcher::BATCH as i64)
+    let targets: Vec<(TaskId, Target)> = (0..i64::try_from(watcher::BATCH).expect("a small batch"))
         .map(|n| {
             let target = if n % 2 == 0 {
                 issue_target(100 + n)

@@ -86,7 +86,7 @@ impl Harness {
         Endpoint::new(&self.url, Some(Token::new(TOKEN))).expect("endpoint")
     }
 
-    fn within<T>(&self, work: impl std::future::Future<Output = T>) -> Result<T, TestCaseError> {
+    fn within<T>(&self, work: impl Future<Output = T>) -> Result<T, TestCaseError> {
         self.rt
             .block_on(async { tokio::time::timeout(CASE_TIMEOUT, work).await })
             .map_err(|_| TestCaseError::fail(format!("no answer within {CASE_TIMEOUT:?}: hang")))

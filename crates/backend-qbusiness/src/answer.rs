@@ -20,7 +20,9 @@ pub const ANSWER_CAP: usize = 2048;
 /// How the call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+// The name the tool's published `outputSchema` has always used for it.
+#[schemars(rename = "Outcome")]
+pub enum QueryOutcome {
     /// Q Business answered.
     Answered,
     /// A plugin action was approved and executed; `answer` is Q's report.
@@ -38,7 +40,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
-    pub outcome: Outcome,
+    pub outcome: QueryOutcome,
     /// Q Business's answer (`systemMessage`).
     pub answer: String,
     /// True when the answer is at ChatSync's 2048-character cap and may be cut off.
@@ -101,7 +103,7 @@ fn slice_chars(text: &str, begin: Option<i32>, end: Option<i32>) -> Option<Strin
 
 impl Answer {
     /// Everything in a ChatSync response.
-    pub fn from_output(output: &ChatSyncOutput, outcome: Outcome) -> Self {
+    pub fn from_output(output: &ChatSyncOutput, outcome: QueryOutcome) -> Self {
         let answer = output.system_message().unwrap_or_default().to_owned();
         let citations = output
             .source_attributions()
@@ -170,14 +172,15 @@ impl Answer {
         ))];
         let mut notes = Vec::new();
         match self.outcome {
-            Outcome::ActionNotExecuted => {
-                notes.push("The proposed plugin action was NOT executed (declined).".to_owned())
+            QueryOutcome::ActionNotExecuted => {
+                notes.push("The proposed plugin action was NOT executed (declined).".to_owned());
             }
-            Outcome::SignInDeclined => notes.push(
+            QueryOutcome::SignInDeclined => notes.push(
                 "The plugin needed a sign-in that was declined; nothing was done with it."
                     .to_owned(),
             ),
-            Outcome::Answered | Outcome::ActionExecuted | Outcome::SignInNotSeen => {}
+            QueryOutcome::Answered | QueryOutcome::ActionExecuted | QueryOutcome::SignInNotSeen => {
+            }
         }
         if self.answer_at_cap {
             notes.push(format!(
@@ -247,7 +250,7 @@ mod tests {
             .conversation_id("c".repeat(36))
             .system_message_id("m".repeat(36))
             .build();
-        let answer = Answer::from_output(&output, Outcome::Answered);
+        let answer = Answer::from_output(&output, QueryOutcome::Answered);
         assert!(answer.answer_at_cap);
         let result = answer.into_result();
         let texts: Vec<String> = result
@@ -266,6 +269,6 @@ mod tests {
     #[test]
     fn a_short_answer_is_not_flagged() {
         let output = ChatSyncOutput::builder().system_message("short").build();
-        assert!(!Answer::from_output(&output, Outcome::Answered).answer_at_cap);
+        assert!(!Answer::from_output(&output, QueryOutcome::Answered).answer_at_cap);
     }
 }

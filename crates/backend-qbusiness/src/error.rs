@@ -7,9 +7,65 @@
 //! unreachable, timeouts) say so instead. The SDK's own error texts carry no
 //! secrets; nothing here adds any.
 
+use agentgate_backend::{JobError, Step, StepResult};
 use aws_sdk_qbusiness::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncError;
 use aws_sdk_qbusiness::operation::list_messages::ListMessagesError;
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+
+/// Why a call to Amazon Q Business (a ChatSync, or the ListMessages read
+/// before an approved action) gave no answer, and so how the step ends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatError {
+    /// Worth another attempt later (still throttled or failing after the
+    /// SDK's attempts, a timeout, the endpoint unreachable): the step is
+    /// retried with the same `clientToken`, and the text is its status.
+    #[error("{0}")]
+    Transient(String),
+    /// Retrying cannot help (settings, credentials, the request, a refusal):
+    /// the call ends with this text as its `isError` result.
+    #[error("{0}")]
+    Final(String),
+    /// Q Business asked for input but named no conversation to answer in.
+    #[error("Amazon Q Business asked for input without a conversation id to answer in")]
+    NoConversation,
+}
+
+impl ChatError {
+    /// A failed ChatSync, sent `attempts` times.
+    pub fn chat_sync<R: std::fmt::Debug>(
+        error: &SdkError<ChatSyncError, R>,
+        application_id: &str,
+        endpoint_hint: &str,
+        attempts: u32,
+    ) -> Self {
+        let text = describe(error, application_id, endpoint_hint, attempts);
+        if is_transient(error) {
+            Self::Transient(text)
+        } else {
+            Self::Final(text)
+        }
+    }
+
+    /// The step this failure ends: a retry, a tool error, or (for an answer
+    /// agentgate cannot continue) a failed task.
+    pub fn into_step<S>(self) -> StepResult<S> {
+        match self {
+            Self::Transient(message) => Err(JobError::Retryable {
+                message,
+                retry_after: None,
+            }),
+            Self::Final(text) => Ok(Step::Done(CallToolResult::error(vec![ContentBlock::text(
+                text,
+            )]))),
+            Self::NoConversation => Err(JobError::Fatal(ErrorData::internal_error(
+                self.to_string(),
+                None,
+            ))),
+        }
+    }
+}
 
 /// Attempts the SDK's standard retry mode makes before giving up.
 pub const SDK_ATTEMPTS: u32 = 3;
@@ -242,6 +298,52 @@ pub fn describe_list_messages<R: std::fmt::Debug>(
 mod tests {
     use super::*;
     use aws_sdk_qbusiness::error::ErrorMetadata;
+
+    #[test]
+    fn each_chat_error_ends_the_step_its_own_way() {
+        let throttled = ChatSyncError::ThrottlingException(
+            aws_sdk_qbusiness::types::error::ThrottlingException::builder()
+                .message("slow down")
+                .build()
+                .expect("message is its only required field"),
+        );
+        let transient =
+            ChatError::chat_sync(&SdkError::service_error(throttled, ()), "app", "e", 3);
+        assert!(
+            matches!(transient, ChatError::Transient(_)),
+            "{transient:?}"
+        );
+        match transient.into_step::<()>() {
+            Err(JobError::Retryable { message, .. }) => {
+                assert!(
+                    message.contains("still throttling after 3 attempt(s)"),
+                    "{message}"
+                );
+            }
+            other => panic!("a throttled ChatSync must be retried: {other:?}"),
+        }
+
+        let denied = ChatSyncError::generic(
+            ErrorMetadata::builder()
+                .code("UnrecognizedClientException")
+                .message("bad key")
+                .build(),
+        );
+        let fatal = ChatError::chat_sync(&SdkError::service_error(denied, ()), "app", "e", 3);
+        match fatal.into_step::<()>() {
+            Ok(Step::Done(result)) => {
+                assert_eq!(result.is_error, Some(true));
+                let text = serde_json::to_string(&result.content).expect("content serializes");
+                assert!(text.contains("bad key"), "{text}");
+            }
+            other => panic!("a refused ChatSync is a tool error: {other:?}"),
+        }
+
+        assert!(matches!(
+            ChatError::NoConversation.into_step::<()>(),
+            Err(JobError::Fatal(_))
+        ));
+    }
 
     fn unmodeled(code: &str) -> String {
         let err = ChatSyncError::generic(ErrorMetadata::builder().code(code).message("m").build());

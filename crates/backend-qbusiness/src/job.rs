@@ -28,7 +28,7 @@
 
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult};
 use aws_sdk_qbusiness::Client;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
 use aws_sdk_qbusiness::types::{
@@ -41,9 +41,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use crate::answer::{Answer, Outcome};
+use crate::answer::{Answer, QueryOutcome};
 use crate::args::{ChatModeArg, QueryArgs};
-use crate::error;
+use crate::error::{self, ChatError};
 use crate::review::ReviewForm;
 use crate::settings::Settings;
 
@@ -88,12 +88,14 @@ impl QBusinessQuery {
         }
     }
 
-    async fn client(&self) -> Result<&(Settings, Client), String> {
+    async fn client(&self) -> Result<&(Settings, Client), ChatError> {
         self.client
             .get_or_try_init(|| async {
                 let settings = match &self.settings {
                     Some(s) => s.clone(),
-                    None => Settings::from_env().map_err(|e| format!("Error: {e}"))?,
+                    None => {
+                        Settings::from_env().map_err(|e| ChatError::Final(format!("Error: {e}")))?
+                    }
                 };
                 let client = settings.client_counted(self.upstream.clone()).await;
                 Ok((settings, client))
@@ -137,7 +139,7 @@ fn tool_error(text: String) -> Step<State> {
 }
 
 impl QBusinessQuery {
-    /// Sends one ChatSync; `Err` is the tool error text.
+    /// Sends one ChatSync.
     async fn chat(
         &self,
         cx: &JobContext,
@@ -146,11 +148,8 @@ impl QBusinessQuery {
         query: Option<&crate::args::ValidQuery>,
         conversation: Option<(&str, &str)>,
         execution: Option<ActionExecution>,
-    ) -> Result<Result<ChatSyncOutput, String>, JobError> {
-        let (settings, client) = match self.client().await {
-            Ok(c) => c,
-            Err(text) => return Ok(Err(text)),
-        };
+    ) -> Result<ChatSyncOutput, ChatError> {
+        let (settings, client) = self.client().await?;
         let mut request = client
             .chat_sync()
             .application_id(&settings.application_id)
@@ -166,7 +165,7 @@ impl QBusinessQuery {
         if let Some(plugin) = &turn.plugin_id {
             let config = match PluginConfiguration::builder().plugin_id(plugin).build() {
                 Ok(config) => config,
-                Err(e) => return Ok(Err(format!("Error: invalid plugin_id: {e}"))),
+                Err(e) => return Err(ChatError::Final(format!("Error: invalid plugin_id: {e}"))),
             };
             request =
                 request.chat_mode_configuration(ChatModeConfiguration::PluginConfiguration(config));
@@ -198,21 +197,10 @@ impl QBusinessQuery {
         } else {
             request.send().await
         };
-        match sent {
-            Ok(output) => Ok(Ok(output)),
-            Err(e) => {
-                let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
-                let text = error::describe(&e, &settings.application_id, &endpoint, attempts);
-                if error::is_transient(&e) {
-                    Err(JobError::Retryable {
-                        message: text,
-                        retry_after: None,
-                    })
-                } else {
-                    Ok(Err(text))
-                }
-            }
-        }
+        sent.map_err(|e| {
+            let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
+            ChatError::chat_sync(&e, &settings.application_id, &endpoint, attempts)
+        })
     }
 
     /// Turns a ChatSync answer into the next step.
@@ -221,7 +209,7 @@ impl QBusinessQuery {
         output: ChatSyncOutput,
         turn: Turn,
         cx: &JobContext,
-        outcome: Outcome,
+        outcome: QueryOutcome,
     ) -> Step<State> {
         let answer = Answer::from_output(&output, outcome);
         if let Some(review) = output.action_review() {
@@ -283,20 +271,23 @@ impl QBusinessQuery {
         answer: &Answer,
         execution: ActionExecution,
     ) -> StepResult<State> {
-        let (conversation, parent) = conversation_of(answer)?;
-        match self
-            .chat(
-                cx,
-                &turn,
-                None,
-                None,
-                Some((&conversation, &parent)),
-                Some(execution),
-            )
-            .await?
-        {
-            Ok(output) => Ok(self.next(output, turn, cx, Outcome::ActionExecuted)),
-            Err(text) => Ok(tool_error(text)),
+        let sent = match conversation_of(answer) {
+            Ok((conversation, parent)) => {
+                self.chat(
+                    cx,
+                    &turn,
+                    None,
+                    None,
+                    Some((&conversation, &parent)),
+                    Some(execution),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        match sent {
+            Ok(output) => Ok(self.next(output, turn, cx, QueryOutcome::ActionExecuted)),
+            Err(e) => e.into_step(),
         }
     }
 }
@@ -308,17 +299,14 @@ impl QBusinessQuery {
     /// conversation is read instead (ListMessages shows each executed action
     /// on its USER message): a USER message with `actionExecution` for this
     /// plugin after the review means it ran, and the SYSTEM message after it
-    /// is its answer. `Ok(Err)` is the tool error text.
+    /// is its answer.
     async fn executed_before(
         &self,
         turn: &Turn,
         review: &Answer,
         plugin_id: &str,
-    ) -> Result<Result<Option<Answer>, String>, JobError> {
-        let (settings, client) = match self.client().await {
-            Ok(c) => c,
-            Err(text) => return Ok(Err(text)),
-        };
+    ) -> Result<Option<Answer>, ChatError> {
+        let (settings, client) = self.client().await?;
         let (conversation, review_message) = conversation_of(review)?;
         let pages = client
             .list_messages()
@@ -336,12 +324,9 @@ impl QBusinessQuery {
             Err(e) => {
                 let (text, transient) = error::describe_list_messages(&e, &endpoint_hint(settings));
                 if transient {
-                    return Err(JobError::Retryable {
-                        message: text,
-                        retry_after: None,
-                    });
+                    return Err(ChatError::Transient(text));
                 }
-                return Ok(Err(format!(
+                return Err(ChatError::Final(format!(
                     "{text}\nThe approved action was not sent: before sending it, agentgate \
                      reads the conversation (qbusiness:ListMessages) to make sure it has not \
                      run already, and that read failed."
@@ -355,7 +340,7 @@ impl QBusinessQuery {
             .iter()
             .position(|m| m.message_id() == Some(review_message.as_str()))
         else {
-            return Ok(Ok(None));
+            return Ok(None);
         };
         let later = &messages[review_at + 1..];
         let Some(executed_at) = later.iter().position(|m| {
@@ -363,7 +348,7 @@ impl QBusinessQuery {
                 && m.action_execution()
                     .is_some_and(|a| a.plugin_id() == plugin_id)
         }) else {
-            return Ok(Ok(None));
+            return Ok(None);
         };
         let executed = &later[executed_at];
         let reply = later[executed_at + 1..]
@@ -379,10 +364,10 @@ impl QBusinessQuery {
             ))
             .set_source_attributions(reply.map(|m| m.source_attribution().to_vec()))
             .build();
-        Ok(Ok(Some(Answer::from_output(
+        Ok(Some(Answer::from_output(
             &output,
-            Outcome::ActionExecuted,
-        ))))
+            QueryOutcome::ActionExecuted,
+        )))
     }
 }
 
@@ -447,10 +432,10 @@ impl Job for QBusinessQuery {
                 conversation,
                 None,
             )
-            .await?
+            .await
         {
-            Ok(output) => Ok(self.next(output, turn, cx, Outcome::Answered)),
-            Err(text) => Ok(tool_error(text)),
+            Ok(output) => Ok(self.next(output, turn, cx, QueryOutcome::Answered)),
+            Err(e) => e.into_step(),
         }
     }
 
@@ -471,7 +456,7 @@ impl Job for QBusinessQuery {
                 turn,
             } => {
                 let Some(content) = accepted(responses.get(&key)) else {
-                    answer.outcome = Outcome::ActionNotExecuted;
+                    answer.outcome = QueryOutcome::ActionNotExecuted;
                     answer.action_review = Some(form);
                     return Ok(Step::Done(answer.into_result()));
                 };
@@ -483,13 +468,10 @@ impl Job for QBusinessQuery {
                         )));
                     }
                 };
-                match self
-                    .executed_before(&turn, &answer, &form.plugin_id)
-                    .await?
-                {
+                match self.executed_before(&turn, &answer, &form.plugin_id).await {
                     Ok(Some(done)) => return Ok(with_review(Step::Done(done.into_result()), form)),
                     Ok(None) => {}
-                    Err(text) => return Ok(tool_error(text)),
+                    Err(e) => return e.into_step(),
                 }
                 let step = self.execute(cx, turn, &answer, execution).await?;
                 Ok(with_review(step, form))
@@ -501,7 +483,7 @@ impl Job for QBusinessQuery {
                 turn,
             } => {
                 if accepted(responses.get(&key)).is_none() {
-                    answer.outcome = Outcome::SignInDeclined;
+                    answer.outcome = QueryOutcome::SignInDeclined;
                     return Ok(Step::Done(answer.into_result()));
                 }
                 self.ask_again(cx, turn, answer).await
@@ -522,10 +504,13 @@ impl QBusinessQuery {
         mut answer: Answer,
     ) -> StepResult<State> {
         let Some(question) = turn.question.clone() else {
-            answer.outcome = Outcome::SignInNotSeen;
+            answer.outcome = QueryOutcome::SignInNotSeen;
             return Ok(Step::Done(answer.into_result()));
         };
-        let (conversation, parent) = conversation_of(&answer)?;
+        let (conversation, parent) = match conversation_of(&answer) {
+            Ok(ids) => ids,
+            Err(e) => return e.into_step(),
+        };
         let output = match self
             .chat(
                 cx,
@@ -535,30 +520,27 @@ impl QBusinessQuery {
                 Some((&conversation, &parent)),
                 None,
             )
-            .await?
+            .await
         {
             Ok(output) => output,
-            Err(text) => return Ok(tool_error(text)),
+            Err(e) => return e.into_step(),
         };
         if output.auth_challenge_request().is_some() {
-            let mut again = Answer::from_output(&output, Outcome::SignInNotSeen);
+            let mut again = Answer::from_output(&output, QueryOutcome::SignInNotSeen);
             again.answer = format!("{} {SIGN_IN_NOT_SEEN}", again.answer)
                 .trim()
                 .to_owned();
             return Ok(Step::Done(again.into_result()));
         }
-        Ok(self.next(output, turn, cx, Outcome::Answered))
+        Ok(self.next(output, turn, cx, QueryOutcome::Answered))
     }
 }
 
 /// The conversation a review or challenge happened in.
-fn conversation_of(answer: &Answer) -> Result<(String, String), JobError> {
+fn conversation_of(answer: &Answer) -> Result<(String, String), ChatError> {
     match (&answer.conversation_id, &answer.system_message_id) {
         (Some(c), Some(m)) => Ok((c.clone(), m.clone())),
-        _ => Err(JobError::Fatal(rmcp::model::ErrorData::internal_error(
-            "Amazon Q Business asked for input without a conversation id to answer in",
-            None,
-        ))),
+        _ => Err(ChatError::NoConversation),
     }
 }
 

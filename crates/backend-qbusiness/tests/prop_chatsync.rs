@@ -90,7 +90,7 @@ fn cx(step: i64) -> JobContext {
     JobContext {
         task_id: TaskId::generate(),
         step,
-        now: 0,
+        now: agentgate_backend::Millis::EPOCH,
     }
 }
 
@@ -152,7 +152,7 @@ fn tally<S>(
         .or_default() += 1;
 }
 
-fn within<T>(h: &Harness, work: impl std::future::Future<Output = T>) -> Result<T, TestCaseError> {
+fn within<T>(h: &Harness, work: impl Future<Output = T>) -> Result<T, TestCaseError> {
     h.rt.block_on(async { tokio::time::timeout(CASE_TIMEOUT, work).await })
         .map_err(|_| TestCaseError::fail(format!("no answer within {CASE_TIMEOUT:?}: hang")))
 }

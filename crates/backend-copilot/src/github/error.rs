@@ -88,7 +88,7 @@ impl GitHubError {
                 retry_after: Duration::from_secs(60),
                 message,
             },
-            Some("SERVICE_UNAVAILABLE") | Some("INTERNAL") => Self::Server {
+            Some("SERVICE_UNAVAILABLE" | "INTERNAL") => Self::Server {
                 status: 200,
                 message,
             },

@@ -408,7 +408,9 @@ fn reset_wait(headers: &HeaderMap) -> Option<Duration> {
         .parse::<i64>()
         .ok()?;
     let now = chrono::Utc::now().timestamp();
-    Some(Duration::from_secs(reset.saturating_sub(now).max(1) as u64))
+    Some(Duration::from_secs(
+        u64::try_from(reset.saturating_sub(now)).unwrap_or(0).max(1),
+    ))
 }
 
 /// A reqwest error's text without its URL (which is ours, but long).
