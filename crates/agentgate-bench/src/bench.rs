@@ -25,7 +25,7 @@ use crate::{seed, watch};
 
 /// Where PostgreSQL figures come from.
 #[derive(Debug, Clone)]
-pub enum PgChoice {
+pub(crate) enum PgChoice {
     Off,
     /// Must work: an error if it does not.
     Given(String),
@@ -34,7 +34,7 @@ pub enum PgChoice {
 }
 
 #[derive(Debug)]
-pub struct Options {
+pub(crate) struct Options {
     pub quick: bool,
     pub json: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
@@ -43,7 +43,7 @@ pub struct Options {
 
 /// Counts and durations of one run.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Sizes {
+pub(crate) struct Sizes {
     #[serde(skip)]
     pub plan: Plan,
     pub warmup_s: f64,
@@ -518,7 +518,7 @@ async fn postgres_admin(choice: &PgChoice) -> anyhow::Result<Result<String, Stri
     }
 }
 
-pub async fn run(options: Options) -> anyhow::Result<()> {
+pub(crate) async fn run(options: Options) -> anyhow::Result<()> {
     let sizes = Sizes::new(options.quick);
     let mut report = Report::start(options.quick, sizes.clone());
     let dir = tempfile::tempdir().context("creating a temporary directory")?;

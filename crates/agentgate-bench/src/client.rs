@@ -14,7 +14,7 @@ use crate::serve::TOOL;
 
 /// One worker's connection to one server.
 #[derive(Debug, Clone)]
-pub struct McpClient {
+pub(crate) struct McpClient {
     http: reqwest::Client,
     url: String,
 }
@@ -32,7 +32,7 @@ fn meta() -> Value {
 
 impl McpClient {
     /// A client for `base` (`http://ADDR`), posting to `base/mcp`.
-    pub fn new(base: &str) -> anyhow::Result<Self> {
+    pub(crate) fn new(base: &str) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(1)
             .tcp_nodelay(true)
@@ -81,7 +81,7 @@ impl McpClient {
     }
 
     /// `tools/call` of the bench tool; returns the new task's id.
-    pub async fn create(&self, ms: u64) -> anyhow::Result<String> {
+    pub(crate) async fn create(&self, ms: u64) -> anyhow::Result<String> {
         let params = json!({"name": TOOL, "arguments": {"ms": ms}, "_meta": meta()});
         let result = self.call("tools/call", TOOL, params).await?;
         if result.get("resultType").and_then(Value::as_str) != Some("task") {
@@ -98,7 +98,7 @@ impl McpClient {
     }
 
     /// `tasks/get`; returns the task's status.
-    pub async fn get(&self, id: &str) -> anyhow::Result<String> {
+    pub(crate) async fn get(&self, id: &str) -> anyhow::Result<String> {
         let params = json!({"taskId": id, "_meta": meta()});
         let result = self.call("tasks/get", id, params).await?;
         result
@@ -109,7 +109,7 @@ impl McpClient {
     }
 
     /// A `tasks/get`-shaped request to the echo; the body comes back.
-    pub async fn echo(&self, id: &str) -> anyhow::Result<()> {
+    pub(crate) async fn echo(&self, id: &str) -> anyhow::Result<()> {
         let params = json!({"taskId": id, "_meta": meta()});
         let back = self.call("tasks/get", id, params).await?;
         if back.get("taskId").and_then(Value::as_str) != Some(id) {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 /// How long to warm up and how many rounds of what length to measure.
 #[derive(Debug, Clone, Copy)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub warmup: Duration,
     pub rounds: usize,
     pub round: Duration,
@@ -20,7 +20,7 @@ pub struct Plan {
 
 /// Medians over the rounds.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Measured {
+pub(crate) struct Measured {
     pub workers: usize,
     pub rounds: usize,
     /// Completed operations per second.
@@ -36,7 +36,7 @@ pub struct Measured {
 
 /// Runs `op` in `workers` concurrent loops under `plan`. `make(worker)`
 /// builds each worker's operation (its own client and state).
-pub async fn run<M, O, F>(workers: usize, plan: Plan, make: M) -> Measured
+pub(crate) async fn run<M, O, F>(workers: usize, plan: Plan, make: M) -> Measured
 where
     M: Fn(usize) -> O,
     O: FnMut() -> F + Send + 'static,
@@ -133,16 +133,21 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The nearest-rank percentile of sorted samples.
-pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "q is in 0..=1, so the rank is between 0 and the sample count"
+    )]
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
 }
 
 /// The median (mean of the middle two for an even count); 0 when empty.
-pub fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
         return 0.0;
     }

@@ -20,7 +20,7 @@
 //! - [`load`]: closed-loop load with warm-up, rounds and medians.
 //! - [`seed`]: bulk SQL seeding for the scale measurement.
 //! - [`watch`]: the Copilot watcher against the GitHub emulator.
-//! - [`bench`]: the run: which server, which measurement, in what order.
+//! - [`bench`](mod@bench): the run: which server, which measurement, in what order.
 //! - [`report`]: Markdown and JSON output.
 
 mod bench;

@@ -23,7 +23,7 @@ const END: &str = "<!-- bench:end -->";
 
 /// Everything measured for one server.
 #[derive(Debug, Clone, Serialize)]
-pub struct ServerFigures {
+pub(crate) struct ServerFigures {
     pub name: String,
     pub tasks_get: Vec<Measured>,
     pub create: Vec<Measured>,
@@ -36,7 +36,7 @@ pub struct ServerFigures {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Backlog {
+pub(crate) struct Backlog {
     pub first_steps: i64,
     /// First steps still queued when the wait for them ended.
     pub left: i64,
@@ -44,7 +44,7 @@ pub struct Backlog {
 }
 
 impl ServerFigures {
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         Self {
             name: name.to_owned(),
             tasks_get: Vec::new(),
@@ -65,14 +65,14 @@ impl ServerFigures {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ScaleFigures {
+pub(crate) struct ScaleFigures {
     pub stored_tasks: u64,
     pub seed_seconds: f64,
     pub tasks_get: Measured,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RssFigures {
+pub(crate) struct RssFigures {
     pub server: String,
     pub store: Option<String>,
     pub working_tasks: usize,
@@ -87,7 +87,7 @@ pub struct RssFigures {
 
 /// The machine the run was made on.
 #[derive(Debug, Clone, Serialize)]
-pub struct Machine {
+pub(crate) struct Machine {
     pub cores: usize,
     pub cpu: String,
     pub memory_gb: f64,
@@ -97,7 +97,7 @@ pub struct Machine {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub quick: bool,
     pub started_at: String,
     pub finished_at: String,
@@ -180,7 +180,7 @@ fn f(v: Option<f64>, digits: usize) -> String {
 }
 
 /// One measurement on one line, for progress output.
-pub fn line(m: &Measured) -> String {
+pub(crate) fn line(m: &Measured) -> String {
     let mut s = format!(
         "{:.0}/s, p50 {:.3} ms, p99 {:.3} ms",
         m.ops_per_sec, m.p50_ms, m.p99_ms
@@ -197,7 +197,7 @@ pub fn line(m: &Measured) -> String {
 }
 
 impl Report {
-    pub fn start(quick: bool, sizes: Sizes) -> Self {
+    pub(crate) fn start(quick: bool, sizes: Sizes) -> Self {
         let args: Vec<String> = std::env::args().skip(1).collect();
         Self {
             quick,
@@ -220,7 +220,7 @@ impl Report {
         }
     }
 
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.finished_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         self.machine.load_average_end = load_average();
     }
@@ -316,7 +316,7 @@ impl Report {
     /// Every figure, the headline ratios as top-level keys. In a `--quick`
     /// run the scale and RSS keys keep their names but measure the smaller
     /// counts given in `labels`.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let mut out = serde_json::Map::new();
         for (key, value) in self.ratios() {
             out.insert(key.to_owned(), json!(value));
@@ -342,7 +342,7 @@ impl Report {
         Value::Object(out)
     }
 
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut md = String::new();
         let m = &self.machine;
         let _ = writeln!(md, "## Run\n");
@@ -611,7 +611,7 @@ impl Report {
 
 /// Puts `generated` between the bench markers of `path`, keeping whatever
 /// surrounds them; a file without markers gets them appended.
-pub fn write_markdown(path: &Path, generated: &str) -> anyhow::Result<()> {
+pub(crate) fn write_markdown(path: &Path, generated: &str) -> anyhow::Result<()> {
     let existing = std::fs::read_to_string(path).unwrap_or_default();
     let block = format!("{BEGIN}\n{generated}\n{END}");
     let text = match (existing.find(BEGIN), existing.find(END)) {

@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use sqlx::Connection as _;
 
 /// The id of the `n`th seeded task (the same formula as the SQL below).
-pub fn seeded_id(n: u64) -> String {
+pub(crate) fn seeded_id(n: u64) -> String {
     format!(
         "seed{:08x}{n:015}",
         n.wrapping_mul(2_654_435_761) % (1 << 32)
@@ -35,7 +35,7 @@ const TTL_MS: i64 = 3_600_000;
 
 /// Inserts `count` completed tasks into the SQLite store at `url` (whose
 /// schema must exist).
-pub async fn sqlite(url: &str, count: u64) -> anyhow::Result<()> {
+pub(crate) async fn sqlite(url: &str, count: u64) -> anyhow::Result<()> {
     let mut conn = sqlx::SqliteConnection::connect(url)
         .await
         .with_context(|| format!("connecting to {url}"))?;
@@ -46,7 +46,7 @@ pub async fn sqlite(url: &str, count: u64) -> anyhow::Result<()> {
          SELECT printf('seed%08x%015d', (n * 2654435761) % 4294967296, n), 'anonymous', \
                 'bench_sleep', '{\"ms\":0}', 'completed', ?2, ?3, ?3, ?4 FROM s",
     )
-    .bind(count as i64)
+    .bind(i64::try_from(count).unwrap_or(i64::MAX))
     .bind(stored_result())
     .bind(now)
     .bind(TTL_MS)
@@ -58,7 +58,7 @@ pub async fn sqlite(url: &str, count: u64) -> anyhow::Result<()> {
 }
 
 /// Inserts `count` completed tasks into the PostgreSQL store at `url`.
-pub async fn postgres(url: &str, count: u64) -> anyhow::Result<()> {
+pub(crate) async fn postgres(url: &str, count: u64) -> anyhow::Result<()> {
     let mut conn = sqlx::PgConnection::connect(url)
         .await
         .context("connecting to PostgreSQL")?;
@@ -69,7 +69,7 @@ pub async fn postgres(url: &str, count: u64) -> anyhow::Result<()> {
                 'anonymous', 'bench_sleep', '{\"ms\":0}'::jsonb, 'completed', $2::jsonb, $3, $3, $4 \
          FROM generate_series(0::bigint, $1 - 1) AS n",
     )
-    .bind(count as i64)
+    .bind(i64::try_from(count).unwrap_or(i64::MAX))
     .bind(stored_result())
     .bind(now)
     .bind(TTL_MS)
@@ -82,7 +82,7 @@ pub async fn postgres(url: &str, count: u64) -> anyhow::Result<()> {
 }
 
 /// Tasks that have not run their first step yet (still `queued`).
-pub async fn unstepped(url: &str) -> anyhow::Result<i64> {
+pub(crate) async fn unstepped(url: &str) -> anyhow::Result<i64> {
     let sql = "SELECT COUNT(*) FROM tasks WHERE steps = 0";
     if url.starts_with("sqlite:") {
         let mut conn = sqlx::SqliteConnection::connect(url).await?;

@@ -34,14 +34,14 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 /// The one tool every server offers.
-pub const TOOL: &str = "bench_sleep";
+pub(crate) const TOOL: &str = "bench_sleep";
 const DESCRIPTION: &str = "Benchmark tool: finishes after `ms` milliseconds (0: at once).";
 /// Both servers suggest the same poll interval and TTL.
 const POLL: Duration = Duration::from_millis(100);
 const TTL: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SleepArgs {
+pub(crate) struct SleepArgs {
     /// Milliseconds before the task completes.
     #[serde(default)]
     ms: u64,
@@ -54,7 +54,7 @@ fn result(ms: u64) -> CallToolResult {
 /// The bench tool as an agentgate job: one step that either finishes or
 /// waits `ms` (a checkpointed wait, like every real backend's watch step).
 #[derive(Debug)]
-pub struct SleepJob;
+pub(crate) struct SleepJob;
 
 impl Job for SleepJob {
     type Args = SleepArgs;
@@ -105,7 +105,7 @@ fn stop_on_ctrl_c(shutdown: &CancellationToken) {
 }
 
 /// agentgate's gateway on `store`, as production serves it.
-pub async fn agentgate(listen: SocketAddr, store_url: &str) -> anyhow::Result<()> {
+pub(crate) async fn agentgate(listen: SocketAddr, store_url: &str) -> anyhow::Result<()> {
     let store = agentgate_core::store::open(store_url)
         .await
         .with_context(|| {
@@ -126,7 +126,7 @@ pub async fn agentgate(listen: SocketAddr, store_url: &str) -> anyhow::Result<()
 
 /// The baseline: rmcp's in-memory `TaskManager` with the same tool.
 #[derive(Clone, Default)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     tasks: TaskManager,
 }
 
@@ -197,8 +197,8 @@ impl ServerHandler for Baseline {
             ));
         }
         let options = TaskOptions::new()
-            .with_ttl_ms(TTL.as_millis() as u64)
-            .with_poll_interval_ms(POLL.as_millis() as u64)
+            .with_ttl_ms(agentgate_core::clock::wire_ms(TTL))
+            .with_poll_interval_ms(agentgate_core::clock::wire_ms(POLL))
             .with_status_message("queued");
         let ms = args.ms;
         let task = self.tasks.spawn(options, move |_cx| {
@@ -239,7 +239,7 @@ impl ServerHandler for Baseline {
 }
 
 /// The baseline behind the same router agentgate uses.
-pub async fn baseline(listen: SocketAddr) -> anyhow::Result<()> {
+pub(crate) async fn baseline(listen: SocketAddr) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     stop_on_ctrl_c(&shutdown);
     let router = http_router(
@@ -254,7 +254,7 @@ pub async fn baseline(listen: SocketAddr) -> anyhow::Result<()> {
 }
 
 /// A bare JSON echo at `/mcp`: parse the body, serialize it back.
-pub async fn echo(listen: SocketAddr) -> anyhow::Result<()> {
+pub(crate) async fn echo(listen: SocketAddr) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     stop_on_ctrl_c(&shutdown);
     let router = axum::Router::new().route(

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 /// One watcher measurement.
 #[derive(Debug, Clone, Serialize)]
-pub struct WatchMeasured {
+pub(crate) struct WatchMeasured {
     pub watched: usize,
     /// Full poll cycles observed.
     pub cycles: u64,
@@ -41,7 +41,7 @@ const TICK: Duration = Duration::from_millis(100);
 const REPO: &str = "bench/watched";
 
 /// Watches `n` issues for `cycles` ticks and counts what reached GitHub.
-pub async fn measure(n: usize, cycles: u64) -> anyhow::Result<WatchMeasured> {
+pub(crate) async fn measure(n: usize, cycles: u64) -> anyhow::Result<WatchMeasured> {
     let sim = GithubSim::new(GithubConfig {
         rate_limit: u64::MAX / 4,
         ..GithubConfig::default()
@@ -75,7 +75,7 @@ pub async fn measure(n: usize, cycles: u64) -> anyhow::Result<WatchMeasured> {
             Target::Issue {
                 owner: owner.to_owned(),
                 repo: repo.to_owned(),
-                number: *number as i64,
+                number: i64::try_from(*number).expect("a small issue number"),
                 since: since.clone(),
             },
             None,

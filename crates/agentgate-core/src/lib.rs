@@ -18,12 +18,15 @@
 //! - [`auth`]: who an HTTP caller is (tokens, OAuth), as a [`auth::Principal`].
 //! - [`metrics`]: Prometheus metrics (steps, leases, upstream calls, polls).
 //! - [`clock`]: injectable time.
+//! - [`docs`]: the project's pages under `docs/` (user guide, operations,
+//!   architecture, backends, conformance), compiled so their examples are checked.
 //!
 //! A request flows transport → [`mcp::Gateway`] → [`scheduler::Engine`]'s
 //! task service → [`store::TaskStore`]; the scheduler runs the tool's job.
 
 pub mod auth;
 pub mod clock;
+pub mod docs;
 pub mod job;
 pub mod mcp;
 pub mod metrics;

@@ -135,7 +135,7 @@ impl Metrics {
     pub fn upstream(&self, backend: impl Into<std::borrow::Cow<'static, str>>) -> UpstreamMetrics {
         UpstreamMetrics::new(
             backend,
-            std::sync::Arc::new(UpstreamFamily(self.inner.upstream.clone())),
+            Arc::new(UpstreamFamily(self.inner.upstream.clone())),
         )
     }
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 /// The config file, `--config FILE`. Every key is optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileConfig {
+pub(crate) struct FileConfig {
     #[serde(default)]
     pub server: ServerSection,
     #[serde(default)]
@@ -30,7 +30,7 @@ pub struct FileConfig {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ServerSection {
+pub(crate) struct ServerSection {
     /// Address for Streamable HTTP, e.g. "127.0.0.1:8722".
     pub listen: Option<SocketAddr>,
     /// Task store URL, e.g. "sqlite:///var/lib/agentgate/tasks.db".
@@ -62,7 +62,7 @@ pub struct ServerSection {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EngineSection {
+pub(crate) struct EngineSection {
     /// Steps run at once by this process.
     pub concurrency: Option<usize>,
     /// Seconds a claimed task stays leased without a heartbeat.
@@ -93,7 +93,7 @@ pub struct EngineSection {
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LimitsSection {
+pub(crate) struct LimitsSection {
     pub max_active_tasks: Option<u64>,
     pub requests_per_second: Option<f64>,
     pub request_burst: Option<u32>,
@@ -105,7 +105,7 @@ pub struct LimitsSection {
 
 impl LimitsSection {
     /// The limits to enforce: these settings over the defaults.
-    pub fn to_limits(&self) -> Result<agentgate_core::mcp::Limits> {
+    pub(crate) fn to_limits(&self) -> Result<agentgate_core::mcp::Limits> {
         let mut limits = agentgate_core::mcp::Limits::default();
         if let Some(n) = self.max_active_tasks {
             limits.max_active_tasks = n;
@@ -145,7 +145,7 @@ impl LimitsSection {
 }
 
 impl FileConfig {
-    pub fn load(path: &Path) -> Result<Self> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config file {}", path.display()))?;
         let config = Self::parse(&text)
@@ -158,7 +158,7 @@ impl FileConfig {
 
     /// Parses a config file's text: the backends' tables are set aside for
     /// them, every other table must be one of ours.
-    pub fn parse(text: &str) -> Result<Self> {
+    pub(crate) fn parse(text: &str) -> Result<Self> {
         let mut table: toml::Table = toml::from_str(text)?;
         let mut backends = BTreeMap::new();
         for name in crate::backends::BACKENDS.iter().map(|b| b.name) {
@@ -179,13 +179,13 @@ impl FileConfig {
 
 /// Where the store lives when neither `--store` nor the config names one:
 /// `tasks.db` in the user's data directory (e.g. ~/.local/share/agentgate).
-pub fn default_store_url() -> Result<(String, PathBuf)> {
+pub(crate) fn default_store_url() -> Result<(String, PathBuf)> {
     let path = default_data_file("tasks.db")?;
     Ok((format!("sqlite://{}", path.display()), path))
 }
 
 /// `name` in the user's data directory (e.g. ~/.local/share/agentgate).
-pub fn default_data_file(name: &str) -> Result<PathBuf> {
+pub(crate) fn default_data_file(name: &str) -> Result<PathBuf> {
     let dirs =
         directories::ProjectDirs::from("dev", "agentgate", "agentgate").with_context(|| {
             format!("no home directory to keep {name} in; name a path for it (see --help)")

@@ -8,6 +8,8 @@ mod backends;
 mod client;
 mod config;
 mod demo;
+#[cfg(test)]
+mod docs_check;
 mod serve;
 
 use std::path::PathBuf;
@@ -56,7 +58,8 @@ enum Command {
     Migrate(serve::MigrateArgs),
     /// Run local emulators of the backends (Amazon Q Business ChatSync) that
     /// speak the real wire protocols, for trying agentgate without a cloud account.
-    Sim(agentgate_sim::SimArgs),
+    // Boxed: the emulators' flags make it by far the largest variant.
+    Sim(Box<agentgate_sim::SimArgs>),
     /// Call a tool on an MCP server and follow the task it starts; exit 0
     /// completed, 1 tool error, 2 failed/cancelled or error.
     Call(client::cli::CallArgs),
@@ -185,7 +188,7 @@ async fn run(cli: Cli) -> Result<()> {
                     stop.cancel();
                 }
             });
-            agentgate_sim::run(args, shutdown).await
+            agentgate_sim::run(*args, shutdown).await
         }
     }
 }

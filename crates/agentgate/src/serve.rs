@@ -21,10 +21,10 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{FileConfig, default_data_file, default_store_url};
+use crate::config::{EngineSection, FileConfig, default_data_file, default_store_url};
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Serve one client over stdin/stdout (what desktop MCP clients spawn).
     #[arg(long, conflicts_with = "listen")]
     stdio: bool,
@@ -50,7 +50,7 @@ pub struct ServeArgs {
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
 
-    /// Also accept this browser Origin, e.g. https://app.example.com:443
+    /// Also accept this browser Origin, e.g. `https://app.example.com:443`
     /// (repeatable); loopback origins always pass.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
@@ -64,7 +64,7 @@ pub struct ServeArgs {
 
 /// Where the key that seals the store's secrets comes from.
 #[derive(Debug, Args)]
-pub struct StoreKeyArgs {
+pub(crate) struct StoreKeyArgs {
     /// File holding the store key (64 hex digits or base64 of 32 bytes),
     /// created with a random key if missing. Every instance on one store
     /// needs the same key. Default: beside a SQLite database
@@ -77,7 +77,7 @@ pub struct StoreKeyArgs {
 impl StoreKeyArgs {
     /// The store key: `AGENTGATE_STORE_KEY`, else the key file (flag, then
     /// config, then the default place for `store_url`).
-    pub fn load(&self, file: &FileConfig, store_url: &str) -> Result<SealKey> {
+    pub(crate) fn load(&self, file: &FileConfig, store_url: &str) -> Result<SealKey> {
         if let Ok(text) = std::env::var("AGENTGATE_STORE_KEY") {
             return SealKey::parse(&text).context("reading AGENTGATE_STORE_KEY");
         }
@@ -98,7 +98,7 @@ impl StoreKeyArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct MigrateArgs {
+pub(crate) struct MigrateArgs {
     /// Task store: sqlite://PATH or postgres://USER@HOST/DB, as for `serve`.
     #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
     store: Option<String>,
@@ -106,7 +106,7 @@ pub struct MigrateArgs {
 
 /// `agentgate migrate`: opening a store applies its pending migrations
 /// (under an advisory lock on PostgreSQL, so racing instances are safe).
-pub async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
+pub(crate) async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
     let store_url = store_url(args.store, &file)?;
     open_store(&store_url).await?;
     println!("migrated {}", store::redact_url(&store_url));
@@ -120,6 +120,30 @@ fn store_url(flag: Option<String>, file: &FileConfig) -> Result<String> {
     }
 }
 
+/// The engine settings of `[engine]` (and `--concurrency`) over the
+/// defaults.
+fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> EngineConfig {
+    let mut config = EngineConfig::default();
+    if let Some(n) = concurrency.or(engine.concurrency) {
+        config.concurrency = n.max(1);
+    }
+    if let Some(secs) = engine.lease_seconds {
+        config.lease = Duration::from_secs(secs.max(3));
+    }
+    if let Some(hours) = engine.retention_hours {
+        // Saturating: a wrapped product would be a tiny retention, and the
+        // sweep would delete every ended task.
+        config.retention = Duration::from_secs(hours.saturating_mul(3600));
+    }
+    if let Some(secs) = engine.retry_for_seconds {
+        config.retry_for = Duration::from_secs(secs);
+    }
+    if let Some(secs) = engine.max_backoff_seconds {
+        config.max_backoff = Duration::from_secs(secs.max(1));
+    }
+    config
+}
+
 async fn open_store(url: &str) -> Result<Arc<dyn store::TaskStore>> {
     let store = store::open(url)
         .await
@@ -128,7 +152,7 @@ async fn open_store(url: &str) -> Result<Arc<dyn store::TaskStore>> {
     Ok(store)
 }
 
-pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
+pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     let listen = args.listen.or(file.server.listen);
     if !args.stdio && listen.is_none() {
         bail!("say how to serve: --stdio, or --listen ADDR (e.g. --listen 127.0.0.1:8722)");
@@ -142,24 +166,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     let limits = file.limits.to_limits().context("reading [limits]")?;
     let store = open_store(&store_url).await?;
 
-    let mut config = EngineConfig::default();
-    if let Some(n) = args.concurrency.or(file.engine.concurrency) {
-        config.concurrency = n.max(1);
-    }
-    if let Some(secs) = file.engine.lease_seconds {
-        config.lease = Duration::from_secs(secs.max(3));
-    }
-    if let Some(hours) = file.engine.retention_hours {
-        // Saturating: a wrapped product would be a tiny retention, and the
-        // sweep would delete every ended task.
-        config.retention = Duration::from_secs(hours.saturating_mul(3600));
-    }
-    if let Some(secs) = file.engine.retry_for_seconds {
-        config.retry_for = Duration::from_secs(secs);
-    }
-    if let Some(secs) = file.engine.max_backoff_seconds {
-        config.max_backoff = Duration::from_secs(secs.max(1));
-    }
+    let mut config = engine_config(args.concurrency, &file.engine);
     config.store_key = args.store_key.load(&file, &store_url)?;
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
@@ -214,7 +221,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         }
         serve_http_with(
             listener,
-            router(gateway, http, shutdown.clone()),
+            router(gateway, http, shutdown.clone()).merge(runtime.webhook_router()),
             connections,
             shutdown.clone(),
         )
@@ -226,7 +233,7 @@ pub async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
 }
 
 /// `[server]`'s connection bounds over the defaults.
-fn connection_limits(server: &crate::config::ServerSection) -> Result<ConnectionLimits> {
+pub(crate) fn connection_limits(server: &crate::config::ServerSection) -> Result<ConnectionLimits> {
     let mut limits = ConnectionLimits::default();
     if let Some(n) = server.max_connections {
         if n == 0 {
@@ -266,7 +273,8 @@ fn refuse_open_listen(addr: SocketAddr, auth: &AuthConfig, allowed: bool) -> Res
     )
 }
 
-/// Everything served over HTTP: `/mcp`, `/healthz`, `/readyz`, `/metrics`.
+/// Everything served over HTTP: `/mcp`, `/healthz`, `/readyz`, `/metrics`
+/// (the backends' webhooks, `/hooks/…`, are merged in by the caller).
 /// With authentication on, `/metrics` needs a token too (it names tools and
 /// counts everyone's tasks); the probes stay open for orchestrators.
 pub(crate) fn router(
@@ -314,9 +322,7 @@ async fn metrics_page(engine: Engine) -> axum::response::Response {
 /// reason otherwise (`/healthz` only says the process serves HTTP). It
 /// answers within [`READINESS_TIMEOUT`] whatever the store does, so an
 /// orchestrator's short probe sees a 503, not a time-out.
-async fn readiness(
-    store: Arc<dyn agentgate_core::store::TaskStore>,
-) -> (axum::http::StatusCode, String) {
+async fn readiness(store: Arc<dyn store::TaskStore>) -> (axum::http::StatusCode, String) {
     match tokio::time::timeout(READINESS_TIMEOUT, store.next_due()).await {
         Ok(Ok(_)) => (axum::http::StatusCode::OK, "ready\n".into()),
         Ok(Err(e)) => (
@@ -359,4 +365,35 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     let _ = ctrl_c.await;
     tracing::info!("shutting down");
     shutdown.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_engine_settings_saturate_instead_of_wrapping() {
+        let engine = EngineSection {
+            retention_hours: Some(u64::MAX),
+            lease_seconds: Some(u64::MAX),
+            ..EngineSection::default()
+        };
+        let config = engine_config(Some(0), &engine);
+        // u64::MAX hours is more seconds than a u64 holds: a wrapping product
+        // would be a retention of hours, and the sweep would delete every
+        // ended task at its next run.
+        assert_eq!(config.retention, Duration::from_secs(u64::MAX));
+        assert_eq!(config.lease, Duration::from_secs(u64::MAX));
+        assert_eq!(config.concurrency, 1, "at least one step at a time");
+        let tiny = engine_config(
+            None,
+            &EngineSection {
+                lease_seconds: Some(0),
+                max_backoff_seconds: Some(0),
+                ..EngineSection::default()
+            },
+        );
+        assert_eq!(tiny.lease, Duration::from_secs(3), "a lease floor of 3 s");
+        assert_eq!(tiny.max_backoff, Duration::from_secs(1));
+    }
 }

@@ -31,13 +31,13 @@ use crate::everything::{CACHE_TTL_MS, Everything, merge_capabilities};
 /// service calls its factory per request (or per legacy session), so all
 /// state lives behind shared handles.
 #[derive(Debug, Clone)]
-pub struct Fixture {
+pub(crate) struct Fixture {
     everything: Arc<Everything>,
     gateway: Gateway,
 }
 
 impl Fixture {
-    pub fn new(gateway: Gateway) -> Self {
+    pub(crate) fn new(gateway: Gateway) -> Self {
         Self {
             everything: Arc::new(Everything::new()),
             gateway,

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use agentgate_core::clock::Millis;
 use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
 use agentgate_core::task::{PollPolicy, ToolPolicy};
 use rmcp::model::{
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 
 /// Every task-capable fixture tool; clients without the tasks extension wait
 /// inline up to `sync_budget`.
-pub fn tools(sync_budget: Duration) -> Vec<ToolSpec> {
+pub(crate) fn tools(sync_budget: Duration) -> Vec<ToolSpec> {
     let policy = |sync_fallback| {
         ToolPolicy::default()
             .ttl(Some(Duration::from_secs(3600)))
@@ -89,7 +90,7 @@ fn wait<S>(state: S, status: &str, ms: u64) -> Step<S> {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SlowArgs {
+pub(crate) struct SlowArgs {
     /// Seconds to compute for.
     #[serde(default)]
     seconds: Option<f64>,
@@ -99,14 +100,14 @@ pub struct SlowArgs {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct SlowState {
-    until: i64,
+pub(crate) struct SlowState {
+    until: Millis,
     seconds: f64,
     label: String,
 }
 
 #[derive(Debug)]
-pub struct SlowCompute;
+pub(crate) struct SlowCompute;
 
 impl Job for SlowCompute {
     type Args = SlowArgs;
@@ -120,7 +121,7 @@ impl Job for SlowCompute {
             )])));
         }
         let state = SlowState {
-            until: cx.now + (seconds * 1000.0) as i64,
+            until: cx.now.saturating_add(Duration::from_secs_f64(seconds)),
             seconds,
             label: args.label.unwrap_or_else(|| "compute".to_owned()),
         };
@@ -128,8 +129,8 @@ impl Job for SlowCompute {
     }
 
     async fn resume(&self, state: SlowState, _: Event, cx: &JobContext) -> StepResult<SlowState> {
-        let left = state.until - cx.now;
-        if left <= 0 {
+        let left = state.until.since(cx.now);
+        if left.is_zero() {
             return Ok(Step::Done(text(format!(
                 "slow_compute({}) done after {}s",
                 state.label, state.seconds
@@ -138,18 +139,19 @@ impl Job for SlowCompute {
         let status = format!(
             "computing {} ({:.1}s left)",
             state.label,
-            left as f64 / 1000.0
+            left.as_secs_f64()
         );
         // Wake at least every 250 ms so status messages move.
-        Ok(wait(state, &status, (left as u64).min(250)))
+        let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+        Ok(wait(state, &status, left_ms.min(250)))
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 #[derive(Debug)]
-pub struct FailingJob;
+pub(crate) struct FailingJob;
 
 impl Job for FailingJob {
     type Args = NoArgs;
@@ -167,7 +169,7 @@ impl Job for FailingJob {
 }
 
 #[derive(Debug)]
-pub struct ProtocolErrorJob;
+pub(crate) struct ProtocolErrorJob;
 
 impl Job for ProtocolErrorJob {
     type Args = NoArgs;
@@ -217,7 +219,7 @@ fn answer<'a>(responses: &'a InputResponses, key: &str, field: &str) -> Option<&
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct DeleteArgs {
+pub(crate) struct DeleteArgs {
     /// The file to delete.
     #[serde(default)]
     filename: Option<String>,
@@ -228,14 +230,14 @@ pub struct DeleteArgs {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct DeleteState {
+pub(crate) struct DeleteState {
     filename: String,
     /// When to ask; `None` once the question is out.
-    ask_at: Option<i64>,
+    ask_at: Option<Millis>,
 }
 
 #[derive(Debug)]
-pub struct ConfirmDelete;
+pub(crate) struct ConfirmDelete;
 
 impl ConfirmDelete {
     fn ask(filename: String) -> StepResult<DeleteState> {
@@ -274,14 +276,14 @@ impl Job for ConfirmDelete {
         if delay == 0.0 {
             return Self::ask(filename);
         }
-        let ask_at = cx.now + (delay * 1000.0) as i64;
+        let ask_at = cx.now.saturating_add(Duration::from_secs_f64(delay));
         Ok(wait(
             DeleteState {
                 filename,
                 ask_at: Some(ask_at),
             },
             "working before asking",
-            (delay * 1000.0) as u64,
+            u64::try_from(Duration::from_secs_f64(delay).as_millis()).unwrap_or(u64::MAX),
         ))
     }
 
@@ -293,7 +295,7 @@ impl Job for ConfirmDelete {
     ) -> StepResult<DeleteState> {
         if let Some(ask_at) = state.ask_at {
             if cx.now < ask_at {
-                let left = u64::try_from(ask_at - cx.now).unwrap_or(0);
+                let left = u64::try_from(ask_at.since(cx.now).as_millis()).unwrap_or(u64::MAX);
                 return Ok(wait(state, "working before asking", left));
             }
             return Self::ask(state.filename);
@@ -316,7 +318,7 @@ impl Job for ConfirmDelete {
 }
 
 #[derive(Debug)]
-pub struct MultiInput;
+pub(crate) struct MultiInput;
 
 impl Job for MultiInput {
     type Args = NoArgs;
@@ -360,13 +362,13 @@ impl Job for MultiInput {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct GreetLaterArgs {
+pub(crate) struct GreetLaterArgs {
     /// The name gathered in the MRTR round.
     user_name: String,
 }
 
 #[derive(Debug)]
-pub struct GreetLater;
+pub(crate) struct GreetLater;
 
 impl Job for GreetLater {
     type Args = GreetLaterArgs;

@@ -86,6 +86,16 @@ pub struct SimArgs {
     /// Milliseconds between the progress steps of the A2A `long-running` agents.
     #[arg(long, value_name = "MS", default_value_t = 200)]
     pub a2a_step_delay_ms: u64,
+    /// An OAuth client id: the A2A card then asks for the client-credentials flow
+    /// and its token endpoint (`/oauth/token`) issues access tokens to this client.
+    #[arg(long, value_name = "ID", requires = "a2a_oauth_client_secret")]
+    pub a2a_oauth_client_id: Option<String>,
+    /// The OAuth client's secret.
+    #[arg(long, value_name = "SECRET", env = "AGENTGATE_SIM_A2A_CLIENT_SECRET")]
+    pub a2a_oauth_client_secret: Option<String>,
+    /// Serve A2A push notifications (`capabilities.pushNotifications`).
+    #[arg(long)]
+    pub a2a_push: bool,
 }
 
 impl std::fmt::Debug for SimArgs {
@@ -111,6 +121,12 @@ impl std::fmt::Debug for SimArgs {
             .field("a2a_listen", &self.a2a_listen)
             .field("a2a_token", &self.a2a_token.as_ref().map(|_| "<redacted>"))
             .field("a2a_step_delay_ms", &self.a2a_step_delay_ms)
+            .field("a2a_oauth_client_id", &self.a2a_oauth_client_id)
+            .field(
+                "a2a_oauth_client_secret",
+                &self.a2a_oauth_client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("a2a_push", &self.a2a_push)
             .finish()
     }
 }
@@ -138,6 +154,9 @@ impl Default for SimArgs {
             a2a_listen: SocketAddr::from(([127, 0, 0, 1], 8733)),
             a2a_token: None,
             a2a_step_delay_ms: 200,
+            a2a_oauth_client_id: None,
+            a2a_oauth_client_secret: None,
+            a2a_push: false,
         }
     }
 }
@@ -175,9 +194,20 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         .await
         .with_context(|| format!("cannot listen on {}", args.a2a_listen))?;
     let a2a_address = a2a_listener.local_addr().context("listener address")?;
+    let oauth = match (&args.a2a_oauth_client_id, &args.a2a_oauth_client_secret) {
+        (Some(id), Some(secret)) => Some(a2a::OAuthClient {
+            client_id: id.clone(),
+            client_secret: secret.clone(),
+            token_ttl: Duration::from_secs(3600),
+        }),
+        (None, None) => None,
+        _ => anyhow::bail!("--a2a-oauth-client-id and --a2a-oauth-client-secret go together"),
+    };
     let a2a_sim = A2aSim::new(A2aConfig {
         token: args.a2a_token.clone(),
         step_delay: Duration::from_millis(args.a2a_step_delay_ms),
+        oauth,
+        push_notifications: args.a2a_push,
         ..A2aConfig::default()
     });
     let seed = match &args.seed {
@@ -244,6 +274,8 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
          \x20 agent card:       {a2a_endpoint}{card}\n\
          \x20 skills:           {skills} (metadata `skill` or the first word selects)\n\
          \x20 bearer token:     {a2a_auth}\n\
+         \x20 OAuth client:     {a2a_oauth}\n\
+         \x20 push:             {a2a_push}\n\
          Environment for clients:\n\
          AWS_ENDPOINT_URL_QBUSINESS={endpoint}\n\
          AWS_REGION={region}\n\
@@ -274,6 +306,11 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         } else {
             "none"
         },
+        a2a_oauth = match &args.a2a_oauth_client_id {
+            Some(id) => format!("{id} (token endpoint {a2a_endpoint}{})", a2a::TOKEN_PATH),
+            None => "none".into(),
+        },
+        a2a_push = if args.a2a_push { "on" } else { "off" },
     );
     {
         // A block, not `drop`: the lock must not live across an await (`run` is `Send`).

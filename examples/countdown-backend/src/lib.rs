@@ -163,9 +163,8 @@ impl Job for CountdownJob {
                 ),
             )])));
         }
-        let millis = i64::try_from(args.seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
         let state = CountdownState {
-            ends_at: cx.now.saturating_add(millis),
+            ends_at: cx.now.saturating_add(Duration::from_secs(args.seconds)),
             ask: args.ask,
         };
         self.resume(state, Event::Tick, cx).await
@@ -187,14 +186,14 @@ impl Job for CountdownJob {
                 ContentBlock::text(format!("Hello, {name}!")),
             ])));
         }
-        let left = state.ends_at.saturating_sub(cx.now);
-        if left > 0 {
-            let left = u64::try_from(left).unwrap_or(0);
+        let left = state.ends_at.since(cx.now);
+        if !left.is_zero() {
+            let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
             return Ok(Step::Wait {
-                status: Some(format!("{} s left", left.div_ceil(1000))),
+                status: Some(format!("{} s left", millis.div_ceil(1000))),
                 state,
                 // Wake every second so the status message moves.
-                after: Duration::from_millis(left.min(1000)),
+                after: left.min(Duration::from_secs(1)),
             });
         }
         if !state.ask {

@@ -10,9 +10,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Failed attempts an address may make at once.
-pub const BURST: f64 = 30.0;
+pub(super) const BURST: f64 = 30.0;
 /// Failed attempts an address regains per second.
-pub const REFILL_PER_SECOND: f64 = 2.0;
+pub(super) const REFILL_PER_SECOND: f64 = 2.0;
 /// Addresses remembered; past this the oldest half is forgotten.
 const MAX_ADDRESSES: usize = 10_000;
 /// How often one address's failures are logged.
@@ -28,7 +28,7 @@ struct Entry {
 
 /// Failed attempts per client address.
 #[derive(Debug, Default)]
-pub struct Failures {
+pub(super) struct Failures {
     entries: Mutex<HashMap<Option<IpAddr>, Entry>>,
 }
 
@@ -39,7 +39,7 @@ impl Failures {
 
     /// `Some(wait)` when `peer` has used up its failed attempts: answer 429
     /// without checking its token.
-    pub fn throttled(&self, peer: Option<IpAddr>, now: Instant) -> Option<Duration> {
+    pub(super) fn throttled(&self, peer: Option<IpAddr>, now: Instant) -> Option<Duration> {
         let mut entries = self.entries();
         let entry = entries.get_mut(&peer)?;
         refill(entry, now);
@@ -49,7 +49,7 @@ impl Failures {
 
     /// Records a failed attempt from `peer`, logging it unless this address
     /// was logged less than a minute ago.
-    pub fn record(&self, peer: Option<IpAddr>, path: &str, reason: &str, now: Instant) {
+    pub(super) fn record(&self, peer: Option<IpAddr>, path: &str, reason: &str, now: Instant) {
         let mut entries = self.entries();
         if entries.len() >= MAX_ADDRESSES && !entries.contains_key(&peer) {
             let mut ages: Vec<Instant> = entries.values().map(|e| e.at).collect();
@@ -95,13 +95,22 @@ fn refill(entry: &mut Entry, now: Instant) {
 mod tests {
     use super::*;
 
+    /// [`BURST`] as a count of failures.
+    const BURST_COUNT: usize = 30;
+
+    #[test]
+    fn the_burst_is_a_whole_number_of_failures() {
+        assert_eq!(BURST, 30.0);
+        assert_eq!(BURST_COUNT, 30);
+    }
+
     #[test]
     fn an_address_is_throttled_after_its_burst_and_recovers_with_time() {
         let failures = Failures::default();
         let t0 = Instant::now();
         let attacker = Some(IpAddr::from([10, 0, 0, 1]));
         let other = Some(IpAddr::from([10, 0, 0, 2]));
-        for _ in 0..BURST as usize {
+        for _ in 0..BURST_COUNT {
             assert_eq!(failures.throttled(attacker, t0), None);
             failures.record(attacker, "/mcp", "bad token", t0);
         }

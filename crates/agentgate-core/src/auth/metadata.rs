@@ -58,7 +58,7 @@ pub fn router(metadata: ProtectedResourceMetadata) -> axum::Router {
         async move {
             (
                 // Public metadata: any site may read it (browser-based clients).
-                [(axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
+                [(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
                 document,
             )
         }

@@ -172,7 +172,7 @@ impl RateLimiter {
             tokens: self.burst,
             at: now,
         });
-        let elapsed = now.saturating_sub(bucket.at).max(0) as f64 / 1000.0;
+        let elapsed = now.since(bucket.at).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * self.rate).min(self.burst);
         bucket.at = bucket.at.max(now);
         if bucket.tokens >= 1.0 {
@@ -194,7 +194,7 @@ impl RateLimiter {
     fn evict(&self, buckets: &mut HashMap<Owner, Bucket>, now: Millis) {
         let (rate, burst) = (self.rate, self.burst);
         buckets.retain(|_, b| {
-            let elapsed = now.saturating_sub(b.at).max(0) as f64 / 1000.0;
+            let elapsed = now.since(b.at).as_secs_f64();
             b.tokens + elapsed * rate < burst
         });
         if buckets.len() >= self.max_principals
@@ -212,7 +212,7 @@ impl RateLimiter {
 struct Entry {
     record: TaskRecord,
     read_at: Millis,
-    window_ms: i64,
+    window: Duration,
     advertised: bool,
     polls: u32,
 }
@@ -316,7 +316,7 @@ impl PollCache {
         if &entry.record.owner != owner {
             return Poll::Read(ticket);
         }
-        if now >= entry.read_at.saturating_add(entry.window_ms)
+        if now >= entry.read_at.saturating_add(entry.window)
             || now < entry.read_at
             || entry.record.is_expired(now)
         {
@@ -326,7 +326,7 @@ impl PollCache {
         entry.polls = entry.polls.saturating_add(1);
         if entry.advertised && self.burst > 0 && entry.polls > self.burst {
             return Poll::TooFast {
-                interval: Duration::from_millis(entry.window_ms.max(0) as u64),
+                interval: entry.window,
                 polls: entry.polls,
             };
         }
@@ -356,7 +356,7 @@ impl PollCache {
         if state.entries.len() >= MAX_CACHED_TASKS && !state.entries.contains_key(&record.id) {
             state
                 .entries
-                .retain(|_, e| now < e.read_at.saturating_add(e.window_ms));
+                .retain(|_, e| now < e.read_at.saturating_add(e.window));
             if state.entries.len() >= MAX_CACHED_TASKS {
                 state.entries.clear();
             }
@@ -367,7 +367,7 @@ impl PollCache {
             Entry {
                 record: record.clone(),
                 read_at: now,
-                window_ms: window.as_millis() as i64,
+                window,
                 advertised: interval.is_some(),
                 polls: 1,
             },
@@ -384,7 +384,7 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    pub fn new(limits: Limits, changes: broadcast::Receiver<TaskId>) -> Self {
+    pub(crate) fn new(limits: Limits, changes: broadcast::Receiver<TaskId>) -> Self {
         Self {
             rate: RateLimiter::new(
                 limits.requests_per_second,
@@ -397,7 +397,7 @@ impl Guard {
     }
 
     /// Charges one request to `owner`'s rate.
-    pub fn admit(&self, owner: &Owner, now: Millis) -> Result<(), ErrorData> {
+    pub(crate) fn admit(&self, owner: &Owner, now: Millis) -> Result<(), ErrorData> {
         self.rate.check(owner, now).map_err(|wait| {
             limited(
                 format!(
@@ -414,8 +414,8 @@ impl Guard {
     }
 
     /// The refusal for polling one task too fast.
-    pub fn too_fast(&self, id: &TaskId, interval: Duration, polls: u32) -> ErrorData {
-        let ms = interval.as_millis() as u64;
+    pub(crate) fn too_fast(&self, id: &TaskId, interval: Duration, polls: u32) -> ErrorData {
+        let ms = agentgate_backend::time::wire_ms(interval);
         let mut error = limited(
             format!(
                 "tasks/get polled too fast: task {id} was polled {polls} times within its \
@@ -437,6 +437,10 @@ impl Guard {
 mod tests {
     use super::*;
 
+    fn at(ms: u64) -> Millis {
+        Millis::EPOCH.saturating_add(Duration::from_millis(ms))
+    }
+
     fn alice() -> Owner {
         Owner::new("alice")
     }
@@ -445,40 +449,40 @@ mod tests {
     fn bucket_allows_the_burst_then_refills_at_the_rate() {
         let limiter = RateLimiter::new(2.0, 3, 10);
         for _ in 0..3 {
-            assert!(limiter.check(&alice(), 0).is_ok());
+            assert!(limiter.check(&alice(), at(0)).is_ok());
         }
-        let wait = limiter.check(&alice(), 0).expect_err("burst spent");
+        let wait = limiter.check(&alice(), at(0)).expect_err("burst spent");
         assert_eq!(wait, Duration::from_millis(500), "one token at 2/s");
         assert!(
-            limiter.check(&Owner::new("bob"), 0).is_ok(),
+            limiter.check(&Owner::new("bob"), at(0)).is_ok(),
             "principals are independent"
         );
-        assert!(limiter.check(&alice(), 499).is_err());
-        assert!(limiter.check(&alice(), 500).is_ok());
-        assert!(limiter.check(&alice(), 500).is_err());
+        assert!(limiter.check(&alice(), at(499)).is_err());
+        assert!(limiter.check(&alice(), at(500)).is_ok());
+        assert!(limiter.check(&alice(), at(500)).is_err());
     }
 
     #[test]
     fn tracked_principals_stay_bounded() {
         let limiter = RateLimiter::new(1.0, 5, 3);
-        for n in 0..100 {
-            assert!(limiter.check(&Owner::new(format!("p{n}")), n).is_ok());
+        for n in 0..100u64 {
+            assert!(limiter.check(&Owner::new(format!("p{n}")), at(n)).is_ok());
             assert!(limiter.tracked() <= 3, "{} tracked", limiter.tracked());
         }
         // A principal mid-burst is kept over a refilled one.
         let limiter = RateLimiter::new(1.0, 2, 2);
         for _ in 0..2 {
-            assert!(limiter.check(&alice(), 0).is_ok());
+            assert!(limiter.check(&alice(), at(0)).is_ok());
         }
-        assert!(limiter.check(&Owner::new("idle"), 0).is_ok());
+        assert!(limiter.check(&Owner::new("idle"), at(0)).is_ok());
         // 1.5 s later `idle` has refilled and alice has not.
-        assert!(limiter.check(&Owner::new("new"), 1_500).is_ok());
+        assert!(limiter.check(&Owner::new("new"), at(1_500)).is_ok());
         assert!(
-            limiter.check(&alice(), 1_500).is_ok(),
+            limiter.check(&alice(), at(1_500)).is_ok(),
             "1.5 tokens refilled"
         );
         assert!(
-            limiter.check(&alice(), 1_500).is_err(),
+            limiter.check(&alice(), at(1_500)).is_err(),
             "alice's spent bucket was kept, not reset"
         );
     }

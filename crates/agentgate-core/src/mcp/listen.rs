@@ -175,7 +175,7 @@ pub(crate) fn acknowledge_task_ids(
 ) -> axum::response::Response {
     let is_stream = response
         .headers()
-        .get(axum::http::header::CONTENT_TYPE)
+        .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     if !is_stream {

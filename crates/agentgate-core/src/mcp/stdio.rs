@@ -29,14 +29,14 @@ const PIPE: usize = 256 * 1024;
 
 /// Wraps `input` and `output` for rmcp: returns the reader and writer to
 /// give rmcp, and the future that moves bytes (run it beside the service).
-pub fn guard<R, W>(
+pub(super) fn guard<R, W>(
     input: R,
     output: W,
     max: usize,
 ) -> (
     DuplexStream,
     DuplexStream,
-    impl std::future::Future<Output = ()> + Send + 'static,
+    impl Future<Output = ()> + Send + 'static,
 )
 where
     R: AsyncRead + Unpin + Send + 'static,

@@ -38,7 +38,7 @@ pub async fn serve_stdio<H: ServerHandler>(
 }
 
 /// The largest message read from stdin: the HTTP body limit's default.
-pub const MAX_STDIO_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+pub(super) const MAX_STDIO_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves `router` on `listener` until `shutdown` fires, within the default
 /// [`ConnectionLimits`](super::ConnectionLimits) (see
@@ -94,7 +94,7 @@ impl Default for HttpOptions {
 }
 
 /// Browser origins on this machine, any port.
-pub fn loopback_origins() -> Vec<String> {
+pub(super) fn loopback_origins() -> Vec<String> {
     ["http", "https"]
         .iter()
         .flat_map(|scheme| {

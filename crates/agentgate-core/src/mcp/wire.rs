@@ -1,7 +1,5 @@
 //! Stored task records in the Tasks extension's wire shapes.
 
-use std::time::Duration;
-
 use rmcp::model::{
     CallToolResult, DetailedTask, ErrorCode, ErrorData, InputRequests, JsonObject, Task,
     TaskPayload, TaskStatus as WireStatus,
@@ -33,11 +31,11 @@ pub(crate) fn task_fields(record: &TaskRecord, tools: &ToolRegistry, now: Millis
     );
     task.status_message = record.status_message.clone();
     task.ttl_ms = record.ttl_ms;
-    let age = Duration::from_millis(now.saturating_sub(record.created_at).max(0) as u64);
+    let age = now.since(record.created_at);
     task.poll_interval_ms = tools
         .get(&record.tool)
         .and_then(|spec| spec.policy.poll.interval(record.status, age))
-        .map(|d| d.as_millis() as u64);
+        .map(agentgate_backend::time::wire_ms);
     task
 }
 

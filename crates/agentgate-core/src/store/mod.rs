@@ -10,7 +10,7 @@
 //!
 //! The state machine both apply to a step's outcome lives once, in
 //! `transition`. Every implementation must honour these semantics (the shared
-//! suite in [`suite`] checks them, and is run against each store):
+//! suite in `suite`, behind the `store-suite` feature, checks them, and is run against each store):
 //!
 //! - **Durable creation.** `create` returns only after the row is committed, so
 //!   a `CreateTaskResult` is never sent for a task `get` cannot find.
@@ -22,10 +22,10 @@
 //!   ignored. When the last outstanding key is answered the task becomes
 //!   `working` and due at once.
 //! - **Leases.** `claim` hands out due, unleased (or lease-expired) tasks and
-//!   increments `attempt`, the fencing token; a claim of a lease-expired task
+//!   takes the next [`Fence`], the fencing token; a claim of a lease-expired task
 //!   names the worker that held it ([`Claimed::taken_over_from`]).
 //!   `heartbeat` and `checkpoint` succeed only for the current worker *and*
-//!   attempt; otherwise they return [`StoreError::LeaseLost`] and change
+//!   fence; otherwise they return [`StoreError::LeaseLost`] and change
 //!   nothing.
 //! - **Release.** `release` gives up one lease its caller holds (fenced like
 //!   `checkpoint`) and leaves the task due at once, its state unchanged.
@@ -49,7 +49,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::clock::Millis;
-use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
 
 mod postgres;
 pub mod seal;
@@ -289,7 +289,7 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         lease_until: Millis,
     ) -> StoreResult<()>;
 
@@ -301,7 +301,7 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord>;
@@ -314,7 +314,7 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         now: Millis,
     ) -> StoreResult<()>;
 

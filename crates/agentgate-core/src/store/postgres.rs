@@ -15,8 +15,9 @@
 //!   rather than waited for; a row another instance has just claimed and
 //!   committed is re-checked by PostgreSQL against the new lease and dropped.
 //!   So two instances never hand out the same task, and never block each other.
-//! - **Fencing.** Every claim increments `attempt`. `heartbeat` is one
-//!   `UPDATE … WHERE lease_owner = $worker AND attempt = $attempt`: if a claim
+//! - **Fencing.** Every claim takes the next [`Fence`] (column `attempt`).
+//!   `heartbeat` is one
+//!   `UPDATE … WHERE lease_owner = $worker AND attempt = $fence`: if a claim
 //!   took the row over in the meantime, PostgreSQL re-evaluates the condition
 //!   on the new row, matches nothing, and the caller gets
 //!   [`StoreError::LeaseLost`].
@@ -83,7 +84,7 @@ use super::{
     TaskStore, redact_url,
 };
 use crate::clock::Millis;
-use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
 
 /// Tasks in a PostgreSQL database, shared by every instance that opens it.
 #[derive(Clone)]
@@ -111,7 +112,7 @@ const LIVE: &str = "status IN ('working', 'input_required')";
 /// The `NOTIFY` channel: payload `u:<task id>` (updated) or `c:<task id>`
 /// (cancel requested). Notifications sent inside a transaction are delivered
 /// on commit, so listeners never hear of a change they cannot read yet.
-pub const CHANNEL: &str = "agentgate_task_changes";
+pub(super) const CHANNEL: &str = "agentgate_task_changes";
 /// How often `open` retries a server that refuses connections.
 const STARTUP_RETRY: Duration = Duration::from_millis(250);
 const DEFAULT_MAX_CONNECTIONS: u32 = 10;
@@ -310,10 +311,6 @@ async fn notify<'e, E: sqlx::PgExecutor<'e>>(
     Ok(())
 }
 
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
 /// Reads a JSON column into the record's type, or says which column is bad.
 fn typed<T: DeserializeOwned>(id: &str, column: &str, value: Value) -> StoreResult<T> {
     serde_json::from_value(value).map_err(|e| StoreError::Corrupt {
@@ -350,7 +347,8 @@ fn decode(row: PgRow) -> StoreResult<TaskRecord> {
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
-        attempt: row.try_get("attempt")?,
+        // The column keeps its first name; it has always held the fence.
+        fence: row.try_get("attempt")?,
         steps: row.try_get("steps")?,
         failures: row.try_get("failures")?,
         id: TaskId::from_client(id),
@@ -482,7 +480,7 @@ impl TaskStore for PostgresStore {
              FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner"
         ))
         .bind(worker)
-        .bind(now.saturating_add(millis(lease)))
+        .bind(now.saturating_add(lease))
         .bind(now)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
@@ -502,7 +500,7 @@ impl TaskStore for PostgresStore {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         lease_until: Millis,
     ) -> StoreResult<()> {
         let done = sqlx::query(
@@ -512,7 +510,7 @@ impl TaskStore for PostgresStore {
         .bind(lease_until)
         .bind(id.as_str())
         .bind(worker)
-        .bind(attempt)
+        .bind(fence)
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 1 {
@@ -526,7 +524,7 @@ impl TaskStore for PostgresStore {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
@@ -538,7 +536,7 @@ impl TaskStore for PostgresStore {
         let mut task = match row.map(decode).transpose()? {
             Some(task)
                 if task.lease_owner.as_deref() == Some(worker)
-                    && task.attempt == attempt
+                    && task.fence == fence
                     && !task.status.is_terminal() =>
             {
                 task
@@ -573,7 +571,7 @@ impl TaskStore for PostgresStore {
         .bind(task.steps)
         .bind(task.failures)
         .bind(id.as_str())
-        .bind(attempt)
+        .bind(fence)
         .execute(&mut *tx)
         .await?;
         notify(&mut *tx, ChangeKind::Updated, id).await?;
@@ -587,7 +585,7 @@ impl TaskStore for PostgresStore {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         now: Millis,
     ) -> StoreResult<()> {
         let done = sqlx::query(
@@ -598,7 +596,7 @@ impl TaskStore for PostgresStore {
         .bind(now)
         .bind(id.as_str())
         .bind(worker)
-        .bind(attempt)
+        .bind(fence)
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 1 {
@@ -640,7 +638,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        let due: Option<i64> = sqlx::query_scalar(&format!(
+        let due: Option<Millis> = sqlx::query_scalar(&format!(
             "SELECT MIN(GREATEST(due_at, COALESCE(lease_until, 0))) FROM tasks \
              WHERE {LIVE} AND due_at IS NOT NULL"
         ))
@@ -681,7 +679,7 @@ impl TaskStore for PostgresStore {
         .execute(&self.pool)
         .await?
         .rows_affected();
-        let cutoff = now.saturating_sub(millis(retention));
+        let cutoff = now.saturating_sub(retention);
         let deleted = sqlx::query(&format!(
             "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= $1 \
              OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= $1))"

@@ -39,7 +39,7 @@ use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
 use super::transition::visible;
 use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
 use crate::clock::Millis;
-use crate::task::{NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
 
 /// Tasks in a SQLite database file.
 #[derive(Debug, Clone)]
@@ -231,7 +231,8 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
-        attempt: row.try_get("attempt")?,
+        // The column keeps its first name; it has always held the fence.
+        fence: row.try_get("attempt")?,
         steps: row.try_get("steps")?,
         failures: row.try_get("failures")?,
     })
@@ -370,7 +371,7 @@ impl TaskStore for SqliteStore {
             tx.rollback().await?;
             return Ok(Vec::new());
         }
-        let lease_until = now.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+        let lease_until = now.saturating_add(lease);
         let mut claimed = Vec::with_capacity(due.len());
         for (id, taken_over_from) in due {
             let row = sqlx::query(
@@ -395,7 +396,7 @@ impl TaskStore for SqliteStore {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         lease_until: Millis,
     ) -> StoreResult<()> {
         let mut tx = self.write().await?;
@@ -405,7 +406,7 @@ impl TaskStore for SqliteStore {
         .bind(lease_until)
         .bind(id.as_str())
         .bind(worker)
-        .bind(attempt)
+        .bind(fence)
         .execute(tx.conn())
         .await?;
         tx.commit().await?;
@@ -420,7 +421,7 @@ impl TaskStore for SqliteStore {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
@@ -432,7 +433,7 @@ impl TaskStore for SqliteStore {
         let mut task = match row.map(decode).transpose()? {
             Some(task)
                 if task.lease_owner.as_deref() == Some(worker)
-                    && task.attempt == attempt
+                    && task.fence == fence
                     && !task.status.is_terminal() =>
             {
                 task
@@ -467,7 +468,7 @@ impl TaskStore for SqliteStore {
         .bind(task.steps)
         .bind(task.failures)
         .bind(id.as_str())
-        .bind(attempt)
+        .bind(fence)
         .execute(tx.conn())
         .await?;
         tx.commit().await?;
@@ -480,7 +481,7 @@ impl TaskStore for SqliteStore {
         &self,
         id: &TaskId,
         worker: &str,
-        attempt: i64,
+        fence: Fence,
         now: Millis,
     ) -> StoreResult<()> {
         let mut tx = self.write().await?;
@@ -492,7 +493,7 @@ impl TaskStore for SqliteStore {
         .bind(now)
         .bind(id.as_str())
         .bind(worker)
-        .bind(attempt)
+        .bind(fence)
         .execute(tx.conn())
         .await?;
         tx.commit().await?;
@@ -535,7 +536,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        let due: Option<i64> = sqlx::query_scalar(&format!(
+        let due: Option<Millis> = sqlx::query_scalar(&format!(
             "SELECT MIN(MAX(due_at, COALESCE(lease_until, 0))) FROM tasks \
              WHERE {LIVE} AND due_at IS NOT NULL"
         ))
@@ -578,7 +579,7 @@ impl TaskStore for SqliteStore {
         .execute(tx.conn())
         .await?
         .rows_affected();
-        let cutoff = now.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
+        let cutoff = now.saturating_sub(retention);
         let deleted = sqlx::query(&format!(
             "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= ? \
              OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= ?))"

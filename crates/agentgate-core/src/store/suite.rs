@@ -11,9 +11,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{StoreError, TaskStore};
-use crate::task::{NewTask, Outcome, Owner, TaskId, TaskStatus};
+use crate::clock::Millis;
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskStatus};
 
-const T0: i64 = 1_800_000_000_000;
+const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
+
+/// `ms` milliseconds after [`T0`].
+fn at(ms: u64) -> Millis {
+    T0.saturating_add(Duration::from_millis(ms))
+}
 const LEASE: Duration = Duration::from_secs(30);
 
 fn alice() -> Owner {
@@ -99,19 +105,19 @@ pub async fn task_past_its_ttl_is_invisible(store: &dyn TaskStore) {
     let id = new_task(store, Some(1_000)).await;
     assert!(
         store
-            .get(&alice(), &id, T0 + 999)
+            .get(&alice(), &id, at(999))
             .await
             .expect("get")
             .is_some()
     );
     assert!(
         store
-            .get(&alice(), &id, T0 + 1_000)
+            .get(&alice(), &id, at(1_000))
             .await
             .expect("get")
             .is_none()
     );
-    let cancel = store.request_cancel(&alice(), &id, T0 + 1_000).await;
+    let cancel = store.request_cancel(&alice(), &id, at(1_000)).await;
     assert!(matches!(cancel, Err(StoreError::NotFound)), "{cancel:?}");
 }
 
@@ -123,17 +129,17 @@ pub async fn claim_leases_each_due_task_once(store: &dyn TaskStore) {
     assert!(
         first
             .iter()
-            .all(|t| t.attempt == 1 && t.lease_owner.as_deref() == Some("w1"))
+            .all(|t| t.fence == Fence::from_raw(1) && t.lease_owner.as_deref() == Some("w1"))
     );
     let ids: Vec<_> = first.iter().map(|t| t.id.clone()).collect();
     assert!(ids.contains(&a) && ids.contains(&b));
-    let second = store.claim("w2", 10, LEASE, T0 + 1).await.expect("claim");
+    let second = store.claim("w2", 10, LEASE, at(1)).await.expect("claim");
     assert!(
         second.is_empty(),
         "leased tasks must not be handed out twice"
     );
     let limited = store
-        .claim("w3", 0, LEASE, T0 + 60_000)
+        .claim("w3", 0, LEASE, at(60_000))
         .await
         .expect("claim");
     assert!(limited.is_empty());
@@ -142,12 +148,12 @@ pub async fn claim_leases_each_due_task_once(store: &dyn TaskStore) {
 pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let first = store.claim("w1", 1, LEASE, T0).await.expect("claim");
-    assert_eq!(first[0].attempt, 1);
-    let later = T0 + LEASE.as_millis() as i64;
+    assert_eq!(first[0].fence, Fence::from_raw(1));
+    let later = T0.saturating_add(LEASE);
     assert_eq!(first[0].taken_over_from, None, "nobody held a new task");
     let second = store.claim("w2", 1, LEASE, later).await.expect("claim");
     assert_eq!(second.len(), 1, "an expired lease must be claimable");
-    assert_eq!(second[0].attempt, 2);
+    assert_eq!(second[0].fence, Fence::from_raw(2));
     assert_eq!(
         second[0].taken_over_from.as_deref(),
         Some("w1"),
@@ -157,25 +163,34 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
     let done = Outcome::Completed {
         result: json!({"content": []}),
     };
-    let stale = store.checkpoint(&id, "w1", 1, done.clone(), later).await;
+    let stale = store
+        .checkpoint(&id, "w1", Fence::from_raw(1), done.clone(), later)
+        .await;
     assert!(
         matches!(stale, Err(StoreError::LeaseLost { .. })),
         "{stale:?}"
     );
-    let beat = store.heartbeat(&id, "w1", 1, later + 1).await;
+    let beat = store
+        .heartbeat(
+            &id,
+            "w1",
+            Fence::from_raw(1),
+            later.saturating_add(Duration::from_millis(1)),
+        )
+        .await;
     assert!(
         matches!(beat, Err(StoreError::LeaseLost { .. })),
         "{beat:?}"
     );
 
     let saved = store
-        .checkpoint(&id, "w2", 2, done, later)
+        .checkpoint(&id, "w2", Fence::from_raw(2), done, later)
         .await
         .expect("checkpoint");
     assert_eq!(saved.status, TaskStatus::Completed);
     assert_eq!(saved.lease_owner, None);
     let again = store
-        .checkpoint(&id, "w2", 2, Outcome::Cancelled, later)
+        .checkpoint(&id, "w2", Fence::from_raw(2), Outcome::Cancelled, later)
         .await;
     assert!(
         matches!(again, Err(StoreError::LeaseLost { .. })),
@@ -186,12 +201,12 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
 pub async fn heartbeat_keeps_a_lease_alive(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let claimed = store.claim("w1", 1, LEASE, T0).await.expect("claim");
-    let until = T0 + 2 * LEASE.as_millis() as i64;
+    let until = T0.saturating_add(2 * LEASE);
     store
-        .heartbeat(&id, "w1", claimed[0].attempt, until)
+        .heartbeat(&id, "w1", claimed[0].fence, until)
         .await
         .expect("heartbeat");
-    let at = T0 + LEASE.as_millis() as i64 + 1;
+    let at = T0.saturating_add(LEASE + Duration::from_millis(1));
     assert!(
         store
             .claim("w2", 1, LEASE, at)
@@ -215,32 +230,32 @@ pub async fn waiting_step_is_due_again_at_its_time(store: &dyn TaskStore) {
     let waiting = Outcome::Waiting {
         state: json!({"step": 1}),
         status_message: Some("halfway".into()),
-        due_at: T0 + 5_000,
+        due_at: at(5_000),
     };
     let saved = store
-        .checkpoint(&id, "w", t.attempt, waiting, T0 + 10)
+        .checkpoint(&id, "w", t.fence, waiting, at(10))
         .await
         .expect("save");
     assert_eq!(saved.steps, 1);
     assert_eq!(saved.job_state, Some(json!({"step": 1})));
-    assert_eq!(store.next_due().await.expect("next"), Some(T0 + 5_000));
+    assert_eq!(store.next_due().await.expect("next"), Some(at(5_000)));
     assert!(
         store
-            .claim("w", 1, LEASE, T0 + 4_999)
+            .claim("w", 1, LEASE, at(4_999))
             .await
             .expect("claim")
             .is_empty()
     );
-    let again = store.claim("w", 1, LEASE, T0 + 5_000).await.expect("claim");
+    let again = store.claim("w", 1, LEASE, at(5_000)).await.expect("claim");
     assert_eq!(again[0].status_message.as_deref(), Some("halfway"));
-    assert_eq!(again[0].attempt, 2);
+    assert_eq!(again[0].fence, Fence::from_raw(2));
 }
 
 pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
     let saved = store
-        .checkpoint(&id, "w", t.attempt, ask(&["a", "b"]), T0)
+        .checkpoint(&id, "w", t.fence, ask(&["a", "b"]), T0)
         .await
         .expect("save");
     assert_eq!(saved.status, TaskStatus::InputRequired);
@@ -250,13 +265,13 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
     partial.insert("a".to_owned(), json!({"action": "accept"}));
     partial.insert("zzz".to_owned(), json!("unknown key"));
     let ack = store
-        .record_input(&alice(), &id, partial, T0 + 1)
+        .record_input(&alice(), &id, partial, at(1))
         .await
         .expect("input");
     assert_eq!(ack.accepted, vec!["a".to_owned()]);
     assert!(!ack.complete);
     let task = store
-        .get(&alice(), &id, T0 + 1)
+        .get(&alice(), &id, at(1))
         .await
         .expect("get")
         .expect("task");
@@ -266,7 +281,7 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
     let mut again = BTreeMap::new();
     again.insert("a".to_owned(), json!({"action": "decline"}));
     let ack = store
-        .record_input(&alice(), &id, again, T0 + 2)
+        .record_input(&alice(), &id, again, at(2))
         .await
         .expect("input");
     assert!(ack.accepted.is_empty(), "an answered key is ignored");
@@ -277,17 +292,17 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
         json!({"action": "accept", "content": {"v": 2}}),
     );
     let ack = store
-        .record_input(&alice(), &id, rest, T0 + 3)
+        .record_input(&alice(), &id, rest, at(3))
         .await
         .expect("input");
     assert!(ack.complete);
     let task = store
-        .get(&alice(), &id, T0 + 3)
+        .get(&alice(), &id, at(3))
         .await
         .expect("get")
         .expect("task");
     assert_eq!(task.status, TaskStatus::Working);
-    assert_eq!(task.due_at, Some(T0 + 3));
+    assert_eq!(task.due_at, Some(at(3)));
     assert_eq!(
         task.input_responses.get("a"),
         Some(&json!({"action": "accept"}))
@@ -295,7 +310,7 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
     assert_eq!(task.input_responses.len(), 2);
 
     let foreign = store
-        .record_input(&Owner::new("mallory"), &id, BTreeMap::new(), T0 + 3)
+        .record_input(&Owner::new("mallory"), &id, BTreeMap::new(), at(3))
         .await;
     assert!(matches!(foreign, Err(StoreError::NotFound)));
 }
@@ -304,7 +319,7 @@ pub async fn input_keys_are_unique_for_a_tasks_life(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
     store
-        .checkpoint(&id, "w", t.attempt, ask(&["k"]), T0)
+        .checkpoint(&id, "w", t.fence, ask(&["k"]), T0)
         .await
         .expect("save");
     let mut answer = BTreeMap::new();
@@ -315,7 +330,7 @@ pub async fn input_keys_are_unique_for_a_tasks_life(store: &dyn TaskStore) {
         .expect("input");
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
     let saved = store
-        .checkpoint(&id, "w", t.attempt, ask(&["k"]), T0)
+        .checkpoint(&id, "w", t.fence, ask(&["k"]), T0)
         .await
         .expect("save");
     assert_eq!(
@@ -335,14 +350,14 @@ pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
     store
-        .checkpoint(&id, "w", t.attempt, ask(&["q"]), T0)
+        .checkpoint(&id, "w", t.fence, ask(&["q"]), T0)
         .await
         .expect("save");
     store
-        .request_cancel(&alice(), &id, T0 + 5)
+        .request_cancel(&alice(), &id, at(5))
         .await
         .expect("cancel");
-    let claimed = store.claim("w", 1, LEASE, T0 + 5).await.expect("claim");
+    let claimed = store.claim("w", 1, LEASE, at(5)).await.expect("claim");
     assert_eq!(
         claimed.len(),
         1,
@@ -350,17 +365,17 @@ pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
     );
     assert!(claimed[0].cancel_requested);
     let done = store
-        .checkpoint(&id, "w", claimed[0].attempt, Outcome::Cancelled, T0 + 6)
+        .checkpoint(&id, "w", claimed[0].fence, Outcome::Cancelled, at(6))
         .await
         .expect("save");
     assert_eq!(done.status, TaskStatus::Cancelled);
     assert!(done.input_requests.is_empty());
     store
-        .request_cancel(&alice(), &id, T0 + 7)
+        .request_cancel(&alice(), &id, at(7))
         .await
         .expect("cancel of ended task is a no-op");
     let foreign = store
-        .request_cancel(&Owner::new("mallory"), &id, T0 + 7)
+        .request_cancel(&Owner::new("mallory"), &id, at(7))
         .await;
     assert!(matches!(foreign, Err(StoreError::NotFound)));
 }
@@ -374,19 +389,19 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
         .iter()
         .find(|t| t.id == ended)
         .expect("claimed")
-        .attempt;
+        .fence;
     store
         .checkpoint(&ended, "w", attempt, Outcome::Cancelled, T0)
         .await
         .expect("save");
     let report = store
-        .sweep(T0 + 1_000, Duration::from_secs(60))
+        .sweep(at(1_000), Duration::from_secs(60))
         .await
         .expect("sweep");
     assert_eq!(report.expired, 1);
     assert_eq!(report.deleted, 0, "nothing is past retention yet");
     let report = store
-        .sweep(T0 + 61_000, Duration::from_secs(60))
+        .sweep(at(61_000), Duration::from_secs(60))
         .await
         .expect("sweep");
     assert_eq!(
@@ -396,21 +411,21 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
     let owner = alice();
     assert!(
         store
-            .get(&owner, &short, T0 + 61_000)
+            .get(&owner, &short, at(61_000))
             .await
             .expect("get")
             .is_none()
     );
     assert!(
         store
-            .get(&owner, &ended, T0 + 61_000)
+            .get(&owner, &ended, at(61_000))
             .await
             .expect("get")
             .is_none()
     );
     assert!(
         store
-            .get(&owner, &forever, T0 + 61_000)
+            .get(&owner, &forever, at(61_000))
             .await
             .expect("get")
             .is_some()
@@ -433,7 +448,7 @@ pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
         "the lease ends after now: {:?}",
         task.lease_until
     );
-    let later = T0 + 365 * 24 * 3600 * 1000;
+    let later = T0.saturating_add(Duration::from_secs(365 * 24 * 3600));
     assert!(
         store
             .claim("thief", 10, LEASE, later)
@@ -443,7 +458,7 @@ pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
         "the lease still holds a year later"
     );
     store
-        .checkpoint(&ended, "w", task.attempt, Outcome::Cancelled, T0)
+        .checkpoint(&ended, "w", task.fence, Outcome::Cancelled, T0)
         .await
         .expect("save");
     let report = store.sweep(later, Duration::MAX).await.expect("sweep");
@@ -463,23 +478,25 @@ pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
 pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
     let id = new_task(store, Some(1_000)).await;
     let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
-    let attempt = claimed
-        .iter()
-        .find(|t| t.id == id)
-        .expect("claimed")
-        .attempt;
+    let attempt = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
     // Long past its TTL and the retention, the sweep deletes it.
     let report = store
-        .sweep(T0 + 5_000, Duration::from_secs(1))
+        .sweep(at(5_000), Duration::from_secs(1))
         .await
         .expect("sweep");
     assert_eq!(report.deleted, 1);
     let saved = store
-        .checkpoint(&id, "w", attempt, Outcome::Cancelled, T0 + 4_000)
+        .checkpoint(&id, "w", attempt, Outcome::Cancelled, at(4_000))
         .await;
     assert!(matches!(saved, Err(StoreError::NotFound)), "{saved:?}");
     let other = store
-        .checkpoint(&TaskId::generate(), "w", 1, Outcome::Cancelled, T0)
+        .checkpoint(
+            &TaskId::generate(),
+            "w",
+            Fence::from_raw(1),
+            Outcome::Cancelled,
+            T0,
+        )
         .await;
     assert!(matches!(other, Err(StoreError::NotFound)), "{other:?}");
 }
@@ -497,12 +514,12 @@ pub async fn retries_count_failures_in_a_row(store: &dyn TaskStore) {
         let claimed = store.claim("w", 10, LEASE, now).await.expect("claim");
         let task = claimed.iter().find(|t| t.id == id).expect("due again");
         let saved = store
-            .checkpoint(&id, "w", task.attempt, retry(now), now)
+            .checkpoint(&id, "w", task.fence, retry(now), now)
             .await
             .expect("save");
         assert_eq!(saved.failures, expected, "failures in a row");
         assert_eq!(saved.steps, 0, "a failed step is not a step");
-        now += 1;
+        now = now.saturating_add(Duration::from_millis(1));
     }
     let claimed = store.claim("w", 10, LEASE, now).await.expect("claim");
     let task = claimed.iter().find(|t| t.id == id).expect("due again");
@@ -511,7 +528,7 @@ pub async fn retries_count_failures_in_a_row(store: &dyn TaskStore) {
         .checkpoint(
             &id,
             "w",
-            task.attempt,
+            task.fence,
             Outcome::Waiting {
                 state: json!({}),
                 status_message: None,
@@ -532,10 +549,10 @@ pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
         store.claim("w1", 10, LEASE, T0).await.expect("claim").len(),
         2
     );
-    assert_eq!(store.release_all("w1", T0 + 1).await.expect("release"), 2);
+    assert_eq!(store.release_all("w1", at(1)).await.expect("release"), 2);
     assert_eq!(
         store
-            .claim("w2", 10, LEASE, T0 + 1)
+            .claim("w2", 10, LEASE, at(1))
             .await
             .expect("claim")
             .len(),
@@ -548,34 +565,30 @@ pub async fn release_gives_up_one_lease_and_is_fenced(store: &dyn TaskStore) {
     let other = new_task(store, None).await;
     let claimed = store.claim("w1", 10, LEASE, T0).await.expect("claim");
     assert_eq!(claimed.len(), 2);
-    let attempt = claimed
-        .iter()
-        .find(|c| c.id == id)
-        .expect("claimed")
-        .attempt;
+    let attempt = claimed.iter().find(|c| c.id == id).expect("claimed").fence;
     // A stale attempt or another worker cannot release it.
     assert!(matches!(
-        store.release(&id, "w1", attempt + 1, T0 + 1).await,
+        store.release(&id, "w1", attempt.next(), at(1)).await,
         Err(StoreError::LeaseLost { .. })
     ));
     assert!(matches!(
-        store.release(&id, "w2", attempt, T0 + 1).await,
+        store.release(&id, "w2", attempt, at(1)).await,
         Err(StoreError::LeaseLost { .. })
     ));
     store
-        .release(&id, "w1", attempt, T0 + 1)
+        .release(&id, "w1", attempt, at(1))
         .await
         .expect("release");
     // Due again at once for anyone, its state untouched; the other task
     // keeps its lease.
-    let again = store.claim("w2", 10, LEASE, T0 + 1).await.expect("claim");
+    let again = store.claim("w2", 10, LEASE, at(1)).await.expect("claim");
     assert_eq!(again.len(), 1, "only the released task is claimable");
     assert_eq!(again[0].id, id);
-    assert_eq!(again[0].attempt, attempt + 1);
+    assert_eq!(again[0].fence, attempt.next());
     assert_eq!(again[0].steps, 0);
     assert_eq!(again[0].status, TaskStatus::Working);
     assert!(matches!(
-        store.release(&id, "w1", attempt, T0 + 2).await,
+        store.release(&id, "w1", attempt, at(2)).await,
         Err(StoreError::LeaseLost { .. })
     ));
     assert_ne!(other, id);
@@ -648,27 +661,27 @@ pub async fn nudge_makes_a_waiting_task_due_now_and_nothing_else(store: &dyn Tas
     let id = new_task(store, None).await;
     let t = &store.claim("w", 1, LEASE, T0).await.expect("claim")[0];
     assert!(
-        !store.nudge(&id, T0 + 1).await.expect("nudge"),
+        !store.nudge(&id, at(1)).await.expect("nudge"),
         "a task in a step is not nudged"
     );
     let wait = Outcome::Waiting {
         state: serde_json::json!({"phase": "watching"}),
         status_message: Some("watching".into()),
-        due_at: T0 + 60_000,
+        due_at: at(60_000),
     };
     store
-        .checkpoint(&id, "w", t.attempt, wait, T0 + 2)
+        .checkpoint(&id, "w", t.fence, wait, at(2))
         .await
         .expect("save");
     assert!(
         store
-            .claim("w", 1, LEASE, T0 + 3)
+            .claim("w", 1, LEASE, at(3))
             .await
             .expect("claim")
             .is_empty()
     );
-    assert!(store.nudge(&id, T0 + 3).await.expect("nudge"));
-    let claimed = store.claim("w", 1, LEASE, T0 + 3).await.expect("claim");
+    assert!(store.nudge(&id, at(3)).await.expect("nudge"));
+    let claimed = store.claim("w", 1, LEASE, at(3)).await.expect("claim");
     assert_eq!(claimed.len(), 1, "a nudged task is due at once");
     assert_eq!(
         claimed[0].job_state,
@@ -676,15 +689,15 @@ pub async fn nudge_makes_a_waiting_task_due_now_and_nothing_else(store: &dyn Tas
     );
     assert_eq!(claimed[0].status_message.as_deref(), Some("watching"));
     store
-        .checkpoint(&id, "w", claimed[0].attempt, ask(&["q"]), T0 + 4)
+        .checkpoint(&id, "w", claimed[0].fence, ask(&["q"]), at(4))
         .await
         .expect("save");
     assert!(
-        !store.nudge(&id, T0 + 5).await.expect("nudge"),
+        !store.nudge(&id, at(5)).await.expect("nudge"),
         "a task waiting for input is not nudged"
     );
     let unknown = TaskId::generate();
-    assert!(!store.nudge(&unknown, T0 + 5).await.expect("nudge"));
+    assert!(!store.nudge(&unknown, at(5)).await.expect("nudge"));
 }
 
 pub async fn tasks_are_counted_by_tool_and_status(store: &dyn TaskStore) {
@@ -719,7 +732,7 @@ pub async fn tasks_are_counted_by_tool_and_status(store: &dyn TaskStore) {
         claimed
             .iter()
             .find(|t| &t.id == id)
-            .map(|t| t.attempt)
+            .map(|t| t.fence)
             .expect("claimed")
     };
     let done = Outcome::Completed {
@@ -784,7 +797,7 @@ pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
         claimed
             .iter()
             .find(|t| &t.id == id)
-            .map(|t| t.attempt)
+            .map(|t| t.fence)
             .expect("claimed")
     };
     let result = Outcome::Completed {
@@ -802,7 +815,7 @@ pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
     // Past its TTL a task no longer counts, even before the sweeper runs.
     assert_eq!(
         store
-            .count_active(&alice(), T0 + 1_000)
+            .count_active(&alice(), at(1_000))
             .await
             .expect("count"),
         2
@@ -816,35 +829,46 @@ pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
     );
 }
 
-/// Runs the whole suite against a store constructor: `store_suite!(async { ... })`
-/// where the block yields a fresh `impl TaskStore`.
+/// Runs the whole suite against a store constructor.
 ///
-/// `store_suite!(skippable: async { ... })` is for a store that needs a server
-/// which may be absent: the block yields an `Option` of something that derefs
-/// to a fresh store (a guard that drops the test's database when the test
-/// ends, say), and `None` skips the test; the block says why on stderr.
+/// `store_suite!(async { ... })`, where the block yields a fresh
+/// `impl TaskStore`, writes one `#[tokio::test]` per case.
+///
+/// `store_suite!(cases: make)` is for a store that needs a server which may
+/// be absent, in a test binary with a harness of its own (one that can
+/// report a test skipped at run time as ignored): it is an expression, a
+/// `Vec` of `(case name, async fn() -> ())`, where `make` is an async
+/// function returning something that derefs to a fresh store (a guard that
+/// drops the test's database when the test ends, say) and ends the test
+/// its own way when there is no server.
 #[macro_export]
 macro_rules! store_suite {
-    (@tests $mode:tt $make:expr; $($name:ident),*) => {
+    (@tests $make:expr; $($name:ident),*) => {
         $(
             #[tokio::test]
             async fn $name() {
-                $crate::store_suite!(@run $mode $make, $name);
+                let store = $make.await;
+                $crate::store::suite::$name(&store).await;
             }
         )*
     };
-    (@run required $make:expr, $name:ident) => {
-        let store = $make.await;
-        $crate::store::suite::$name(&store).await;
+    (@cases $make:path; $($name:ident),*) => {
+        ::std::vec![$(
+            (
+                stringify!($name),
+                (|| -> ::std::pin::Pin<::std::boxed::Box<dyn ::std::future::Future<Output = ()>>> {
+                    ::std::boxed::Box::pin(async {
+                        let store = $make().await;
+                        $crate::store::suite::$name(&*store).await;
+                    })
+                }) as fn() -> ::std::pin::Pin<::std::boxed::Box<dyn ::std::future::Future<Output = ()>>>,
+            ),
+        )*]
     };
-    (@run skippable $make:expr, $name:ident) => {
-        let Some(store) = $make.await else {
-            return;
-        };
-        $crate::store::suite::$name(&*store).await;
-    };
-    (@all $mode:tt $make:expr) => {
-        $crate::store_suite!(@tests $mode $make;
+    (@each $mode:ident $make:tt) => {
+        // Braces: the expansion is items for `tests`, an expression for
+        // `cases`, and a brace-delimited call is both.
+        $crate::store_suite! {@ $mode $make;
             created_task_is_visible_to_its_owner_only,
             task_past_its_ttl_is_invisible,
             claim_leases_each_due_task_once,
@@ -865,12 +889,12 @@ macro_rules! store_suite {
             active_tasks_are_counted_per_owner,
             secrets_are_created_once,
             sealed_secrets_are_not_in_the_store_in_clear
-        );
+        }
     };
-    (skippable: $make:expr) => {
-        $crate::store_suite!(@all skippable $make);
+    (cases: $make:path) => {
+        $crate::store_suite!(@each cases $make)
     };
     ($make:expr) => {
-        $crate::store_suite!(@all required $make);
+        $crate::store_suite!(@each tests $make);
     };
 }

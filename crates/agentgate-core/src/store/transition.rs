@@ -49,7 +49,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
         // work ("waiting for a pull request") would no longer be true.
         Outcome::Completed { result } => {
             task.status = TaskStatus::Completed;
-            let tool_error = result.get("isError") == Some(&serde_json::Value::Bool(true));
+            let tool_error = result.get("isError") == Some(&Value::Bool(true));
             task.status_message = Some(
                 if tool_error {
                     "done: the tool reported an error"
@@ -63,7 +63,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
         }
         Outcome::Failed { error } => {
             task.status = TaskStatus::Failed;
-            let reason = error.get("message").and_then(serde_json::Value::as_str);
+            let reason = error.get("message").and_then(Value::as_str);
             task.status_message = Some(match reason {
                 Some(reason) => format!("failed: {reason}"),
                 None => "failed".to_owned(),

@@ -16,16 +16,16 @@ use serde_json::Value;
 use super::connection::{CallOutcome, Connection, FinalState, Server, describe_error};
 use super::input::{Answers, SharedStdin, shared_stdin};
 use super::render::{Progress, Shown, print_result, status_word};
-use super::state::{TaskBook, TaskRecord, now};
+use super::state::{StartedTask, TaskBook, now};
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_TOOL_ERROR: i32 = 1;
-pub const EXIT_FAILED: i32 = 2;
-pub const EXIT_DETACHED: i32 = 130;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_TOOL_ERROR: i32 = 1;
+pub(crate) const EXIT_FAILED: i32 = 2;
+pub(crate) const EXIT_DETACHED: i32 = 130;
 
 /// Which server to talk to.
 #[derive(Debug, Args)]
-pub struct ServerArgs {
+pub(crate) struct ServerArgs {
     /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8722/mcp.
     /// A server with authentication on takes the bearer token from the
     /// AGENTGATE_TOKEN environment variable.
@@ -50,7 +50,7 @@ impl ServerArgs {
 
 /// What to do on Ctrl-C while following a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnInterrupt {
+pub(crate) enum OnInterrupt {
     /// Ask on a terminal; detach when stdin is not a terminal.
     Ask,
     /// Send tasks/cancel and wait for the task to stop.
@@ -61,7 +61,7 @@ pub enum OnInterrupt {
 
 /// How a task is followed and its input requests answered.
 #[derive(Debug, Args)]
-pub struct FollowArgs {
+pub(crate) struct FollowArgs {
     /// Print the raw JSON result (CallToolResult) instead of its text.
     #[arg(long)]
     json: bool,
@@ -94,7 +94,7 @@ ended by a blank line or end of input; `decline` or `cancel` refuses. Per URL re
 a blank line once done.\n\
 Exit status: 0 completed, 1 tool error (isError), 2 failed/cancelled or error, \
 130 detached on Ctrl-C.")]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     #[command(flatten)]
     server: ServerArgs,
 
@@ -119,7 +119,7 @@ pub struct CallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TaskArgs {
+pub(crate) struct TaskArgs {
     #[command(subcommand)]
     command: TaskCommand,
 }
@@ -169,12 +169,12 @@ enum TaskCommand {
 }
 
 /// `agentgate call`; returns the exit status.
-pub async fn call(args: CallArgs) -> i32 {
+pub(crate) async fn call(args: CallArgs) -> i32 {
     report(run_call(args).await)
 }
 
 /// `agentgate task`; returns the exit status.
-pub async fn task(args: TaskArgs) -> i32 {
+pub(crate) async fn task(args: TaskArgs) -> i32 {
     report(run_task(args).await)
 }
 
@@ -189,7 +189,7 @@ fn report(outcome: Result<i32>) -> i32 {
 }
 
 /// `--arg key=value` pairs over `--args JSON`.
-pub fn parse_arguments(pairs: &[String], json: Option<&str>) -> Result<JsonObject> {
+pub(crate) fn parse_arguments(pairs: &[String], json: Option<&str>) -> Result<JsonObject> {
     let mut args = match json {
         None => JsonObject::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
@@ -242,7 +242,7 @@ async fn run_call(args: CallArgs) -> Result<i32> {
         CallOutcome::Task(task) => task,
     };
     let id = task.task_id.clone();
-    let record = TaskRecord {
+    let record = StartedTask {
         task_id: id.clone(),
         server: server.clone(),
         tool: args.tool.clone(),
@@ -312,7 +312,7 @@ async fn run_task(args: TaskArgs) -> Result<i32> {
                     print_result(&result, Shown::Text);
                 }
                 TaskPayload::Failed { error } => {
-                    println!("error      {}", Value::Object(error.clone()))
+                    println!("error      {}", Value::Object(error.clone()));
                 }
                 _ => {}
             }
@@ -495,7 +495,7 @@ async fn decide(mode: OnInterrupt, stdin: &SharedStdin) -> OnInterrupt {
             Some("c" | "cancel") => return OnInterrupt::Cancel,
             Some("d" | "detach") | None => return OnInterrupt::Detach,
             Some("k" | "keep" | "") => return OnInterrupt::Ask,
-            Some(_) => continue,
+            Some(_) => {}
         }
     }
 }

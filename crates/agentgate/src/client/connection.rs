@@ -33,7 +33,7 @@ use super::render::FollowObserver;
 /// task in the local task list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Server {
+pub(crate) enum Server {
     /// A Streamable HTTP endpoint, e.g. `http://127.0.0.1:8722/mcp`.
     Http { url: String },
     /// A command that serves MCP on its stdin/stdout, split like a shell
@@ -46,7 +46,7 @@ pub enum Server {
 
 impl Server {
     /// A stdio server run from the current directory.
-    pub fn stdio(command: impl Into<String>) -> Self {
+    pub(crate) fn stdio(command: impl Into<String>) -> Self {
         Self::Stdio {
             command: command.into(),
             dir: std::env::current_dir().ok(),
@@ -65,7 +65,7 @@ impl std::fmt::Display for Server {
 
 /// What `tools/call` gave back.
 #[derive(Debug, Clone)]
-pub enum CallOutcome {
+pub(crate) enum CallOutcome {
     /// The server answered synchronously.
     Done(CallToolResult),
     /// The server started a task: follow it with [`Connection::follow`].
@@ -74,7 +74,7 @@ pub enum CallOutcome {
 
 /// How a task ended.
 #[derive(Debug, Clone)]
-pub enum FinalState {
+pub(crate) enum FinalState {
     /// The tool ran; its result may still be a tool error (`isError`).
     Completed {
         task: Task,
@@ -91,7 +91,7 @@ pub enum FinalState {
 }
 
 impl FinalState {
-    pub fn task(&self) -> &Task {
+    pub(crate) fn task(&self) -> &Task {
         match self {
             Self::Completed { task, .. } | Self::Failed { task, .. } | Self::Cancelled { task } => {
                 task
@@ -110,7 +110,7 @@ const STDERR_TAIL: usize = 20;
 /// A connected MCP client. Dropping it closes the connection (and stops a
 /// stdio server it spawned).
 #[derive(Debug)]
-pub struct Connection {
+pub(crate) struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     server: Server,
     stderr_tail: Arc<Mutex<Vec<String>>>,
@@ -145,7 +145,7 @@ impl Connection {
     /// Connects to a Streamable HTTP endpoint, sending the bearer token in
     /// `AGENTGATE_TOKEN` if there is one (an environment variable, not a
     /// flag: command lines are visible to every user of the machine).
-    pub async fn http(url: &str) -> Result<Self> {
+    pub(crate) async fn http(url: &str) -> Result<Self> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         let token = std::env::var("AGENTGATE_TOKEN")
             .ok()
@@ -184,12 +184,12 @@ impl Connection {
     /// Spawns `command` (split like a shell would) and speaks MCP over its
     /// stdin/stdout.
     #[allow(dead_code)] // API for `agentgate demo`; the CLI goes through `open`.
-    pub async fn stdio(command: &str) -> Result<Self> {
+    pub(crate) async fn stdio(command: &str) -> Result<Self> {
         Self::open(&Server::stdio(command)).await
     }
 
     /// Connects to `server`.
-    pub async fn open(server: &Server) -> Result<Self> {
+    pub(crate) async fn open(server: &Server) -> Result<Self> {
         let (command, dir) = match server {
             Server::Http { url } => return Self::http(url).await,
             Server::Stdio { command, dir } => (command, dir),
@@ -249,13 +249,13 @@ impl Connection {
     }
 
     #[allow(dead_code)] // API for `agentgate demo`.
-    pub fn server(&self) -> &Server {
+    pub(crate) fn server(&self) -> &Server {
         &self.server
     }
 
     /// `tools/call`. Input the server asks for before starting (MRTR
     /// `input_required`) is answered by `input` and the call retried.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         tool: &str,
         args: JsonObject,
@@ -289,7 +289,7 @@ impl Connection {
     }
 
     /// `tasks/get`.
-    pub async fn get(&self, task_id: &str) -> Result<DetailedTask> {
+    pub(crate) async fn get(&self, task_id: &str) -> Result<DetailedTask> {
         let got = self
             .service
             .get_task(GetTaskParams::new(task_id.to_owned()))
@@ -299,7 +299,7 @@ impl Connection {
     }
 
     /// `tasks/update`: answers to outstanding input requests.
-    pub async fn answer(
+    pub(crate) async fn answer(
         &self,
         task_id: &str,
         responses: rmcp::model::InputResponses,
@@ -311,7 +311,7 @@ impl Connection {
     }
 
     /// `tasks/cancel`. Cooperative: follow the task to see how it ends.
-    pub async fn cancel(&self, task_id: &str) -> Result<()> {
+    pub(crate) async fn cancel(&self, task_id: &str) -> Result<()> {
         self.service
             .cancel_task(CancelTaskParams::new(task_id.to_owned()))
             .await
@@ -324,7 +324,7 @@ impl Connection {
     ///
     /// Cancel-safe between requests: dropping the future (e.g. on Ctrl-C)
     /// leaves the task running on the server.
-    pub async fn follow(
+    pub(crate) async fn follow(
         &self,
         task_id: &str,
         observer: &mut impl FollowObserver,
@@ -380,7 +380,7 @@ impl Connection {
     }
 
     /// Closes the connection; a spawned stdio server is asked to exit.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let _ = self.service.cancel().await;
     }
 
@@ -413,7 +413,7 @@ impl Connection {
 }
 
 /// A JSON-RPC error as one line: message, code, and the fix for the common ones.
-pub fn describe_error(error: &ErrorData) -> String {
+pub(crate) fn describe_error(error: &ErrorData) -> String {
     let hint = match error.code.0 {
         -32021 => " (the server needs a capability this client did not declare)",
         -32022 => " (the server does not speak protocol 2026-07-28)",

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 /// What a field holds.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Text,
     Number,
     Integer,
@@ -22,7 +22,7 @@ pub enum Kind {
 
 /// One field of a form.
 #[derive(Debug, Clone)]
-pub struct Field {
+pub(crate) struct Field {
     pub name: String,
     pub kind: Kind,
     pub required: bool,
@@ -34,7 +34,7 @@ pub struct Field {
 
 impl Field {
     /// How to describe the expected value, e.g. `a number` or `one of: LOW, HIGH`.
-    pub fn expected(&self) -> String {
+    pub(crate) fn expected(&self) -> String {
         match &self.kind {
             Kind::Text => "text".to_owned(),
             Kind::Number => "a number".to_owned(),
@@ -50,7 +50,7 @@ impl Field {
     /// Reads this field's value from `text`: JSON when it parses and fits the
     /// field, else the text itself; enum choices match by value or title,
     /// case-insensitively, or by their 1-based number.
-    pub fn parse(&self, text: &str) -> Result<Value, String> {
+    pub(crate) fn parse(&self, text: &str) -> Result<Value, String> {
         let text = text.trim();
         let json: Option<Value> = serde_json::from_str(text).ok();
         let value = match &self.kind {
@@ -102,7 +102,7 @@ impl Field {
     }
 
     /// Checks a value against the field's type and bounds.
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    pub(crate) fn check(&self, value: &Value) -> Result<(), String> {
         let number = |v: &Value| v.as_f64();
         match (&self.kind, value) {
             (Kind::Text, Value::String(s)) => {
@@ -146,7 +146,7 @@ impl Field {
     }
 
     /// The label shown in prompts: title, else name.
-    pub fn label(&self) -> &str {
+    pub(crate) fn label(&self) -> &str {
         self.title.as_deref().unwrap_or(&self.name)
     }
 }
@@ -214,7 +214,7 @@ fn choices(schema: &Map<String, Value>) -> Option<Vec<(String, String)>> {
 
 /// The fields of a `requestedSchema`: required ones first (in the order the
 /// schema lists them), then the rest by name.
-pub fn fields(schema: &Value) -> Result<Vec<Field>, String> {
+pub(crate) fn fields(schema: &Value) -> Result<Vec<Field>, String> {
     let properties = schema
         .get("properties")
         .and_then(Value::as_object)

@@ -34,7 +34,7 @@ use super::form::{self, Field, Kind};
 
 /// Answers a batch of outstanding input requests. Keys left out stay
 /// outstanding; an error stops following (the task keeps waiting).
-pub trait InputSource {
+pub(crate) trait InputSource {
     fn answer(
         &mut self,
         requests: &InputRequests,
@@ -43,9 +43,9 @@ pub trait InputSource {
 
 /// stdin as lines, shared so a Ctrl-C question can read from it after a
 /// prompt was abandoned (`next_line` is cancel-safe: nothing read is lost).
-pub type SharedStdin = Arc<tokio::sync::Mutex<Lines<BufReader<Stdin>>>>;
+pub(crate) type SharedStdin = Arc<tokio::sync::Mutex<Lines<BufReader<Stdin>>>>;
 
-pub fn shared_stdin() -> SharedStdin {
+pub(crate) fn shared_stdin() -> SharedStdin {
     Arc::new(tokio::sync::Mutex::new(
         BufReader::new(tokio::io::stdin()).lines(),
     ))
@@ -53,7 +53,7 @@ pub fn shared_stdin() -> SharedStdin {
 
 /// The command line's answers: `--input`, `--yes`, then stdin.
 #[derive(Debug)]
-pub struct Answers {
+pub(crate) struct Answers {
     presets: Vec<(String, String)>,
     used: HashSet<String>,
     yes: bool,
@@ -96,7 +96,11 @@ impl Reply {
 impl Answers {
     /// `presets` are `NAME=VALUE` pairs from `--input`; `stdin` is read when
     /// they do not answer a request (`None`: never read, fail instead).
-    pub fn new(presets: Vec<(String, String)>, yes: bool, stdin: Option<SharedStdin>) -> Self {
+    pub(crate) fn new(
+        presets: Vec<(String, String)>,
+        yes: bool,
+        stdin: Option<SharedStdin>,
+    ) -> Self {
         use std::io::IsTerminal as _;
         Self {
             presets,
@@ -109,7 +113,7 @@ impl Answers {
     }
 
     /// `--input` names that matched no request or field so far.
-    pub fn unused(&self) -> Vec<&str> {
+    pub(crate) fn unused(&self) -> Vec<&str> {
         self.presets
             .iter()
             .map(|(n, _)| n.as_str())

@@ -29,19 +29,19 @@
 //! - [`state`]: the local task list that survives restarts ([`TaskBook`]).
 //! - [`cli`]: the `call` and `task` subcommands and their exit statuses.
 
-pub mod cli;
-pub mod connection;
-pub mod form;
-pub mod input;
-pub mod render;
-pub mod state;
+pub(crate) mod cli;
+pub(crate) mod connection;
+pub(crate) mod form;
+pub(crate) mod input;
+pub(crate) mod render;
+pub(crate) mod state;
 
 // The short paths other commands (`agentgate demo`) use.
 #[allow(unused_imports)]
-pub use connection::{CallOutcome, Connection, FinalState, Server};
+pub(crate) use connection::{CallOutcome, Connection, FinalState, Server};
 #[allow(unused_imports)]
-pub use input::{Answers, InputSource};
+pub(crate) use input::{Answers, InputSource};
 #[allow(unused_imports)]
-pub use render::{FollowObserver, Progress, Quiet};
+pub(crate) use render::{FollowObserver, Progress, Quiet};
 #[allow(unused_imports)]
-pub use state::TaskBook;
+pub(crate) use state::TaskBook;

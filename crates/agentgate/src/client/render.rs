@@ -13,7 +13,7 @@ use rmcp::model::{CallToolResult, InputRequests, Task, TaskStatus};
 use serde_json::Value;
 
 /// Sees a followed task change. Every method has a default that does nothing.
-pub trait FollowObserver {
+pub(crate) trait FollowObserver {
     /// The status or status message changed (called once at the start too).
     fn status(&mut self, _task: &Task) {}
     /// New input requests are about to be asked (a display should step aside).
@@ -25,13 +25,13 @@ pub trait FollowObserver {
 /// Observes nothing.
 #[allow(dead_code)] // API for `agentgate demo`.
 #[derive(Debug, Default)]
-pub struct Quiet;
+pub(crate) struct Quiet;
 
 impl FollowObserver for Quiet {}
 
 /// A spinner on a terminal, plain lines otherwise.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     spinner: Option<ProgressBar>,
     tty: bool,
     last: String,
@@ -39,7 +39,7 @@ pub struct Progress {
 
 impl Progress {
     /// Progress on stderr, a spinner when stderr is a terminal.
-    pub fn stderr() -> Self {
+    pub(crate) fn stderr() -> Self {
         Self {
             spinner: None,
             tty: std::io::stderr().is_terminal(),
@@ -48,7 +48,7 @@ impl Progress {
     }
 
     /// Removes the spinner (before a prompt or the result).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         if let Some(spinner) = self.spinner.take() {
             spinner.finish_and_clear();
         }
@@ -70,7 +70,7 @@ impl Drop for Progress {
 }
 
 /// A task status as a (coloured on a terminal) word.
-pub fn status_word(status: TaskStatus) -> console::StyledObject<&'static str> {
+pub(crate) fn status_word(status: TaskStatus) -> console::StyledObject<&'static str> {
     let style = console::Style::new().for_stderr();
     match status {
         TaskStatus::Working => style.cyan().apply_to("working"),
@@ -115,7 +115,7 @@ impl FollowObserver for Progress {
 
 /// What of a tool result to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shown {
+pub(crate) enum Shown {
     /// The content, for a person; structured content only when the result
     /// has no text to show.
     Text,
@@ -128,7 +128,7 @@ pub enum Shown {
 
 /// Prints a tool result to stdout: text blocks as they are, other blocks as
 /// one line each, and structured content as [`Shown`] says.
-pub fn print_result(result: &CallToolResult, shown: Shown) {
+pub(crate) fn print_result(result: &CallToolResult, shown: Shown) {
     if shown == Shown::Json {
         println!(
             "{}",

@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 use super::connection::Server;
 
 /// The environment variable that moves the task list (tests use it).
-pub const STATE_ENV: &str = "AGENTGATE_CLIENT_STATE";
+pub(crate) const STATE_ENV: &str = "AGENTGATE_CLIENT_STATE";
 
 /// One task this client started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskRecord {
+pub(crate) struct StartedTask {
     pub task_id: String,
     pub server: Server,
     pub tool: String,
@@ -35,13 +35,13 @@ pub struct TaskRecord {
 
 /// The directory of task records.
 #[derive(Debug, Clone)]
-pub struct TaskBook {
+pub(crate) struct TaskBook {
     dir: PathBuf,
 }
 
 impl TaskBook {
     /// The task list at `$AGENTGATE_CLIENT_STATE` or in the user's data directory.
-    pub fn open_default() -> Result<Self> {
+    pub(crate) fn open_default() -> Result<Self> {
         if let Some(dir) = std::env::var_os(STATE_ENV).filter(|d| !d.is_empty()) {
             return Ok(Self::at(PathBuf::from(dir)));
         }
@@ -52,11 +52,11 @@ impl TaskBook {
         Ok(Self::at(dirs.data_dir().join("client").join("tasks")))
     }
 
-    pub fn at(dir: PathBuf) -> Self {
+    pub(crate) fn at(dir: PathBuf) -> Self {
         Self { dir }
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -65,7 +65,7 @@ impl TaskBook {
     }
 
     /// Saves (or replaces) a record atomically.
-    pub fn save(&self, record: &TaskRecord) -> Result<()> {
+    pub(crate) fn save(&self, record: &StartedTask) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating the task list directory {}", self.dir.display()))?;
         let json = serde_json::to_vec_pretty(record)?;
@@ -80,7 +80,7 @@ impl TaskBook {
     }
 
     /// The record of `task_id`, if this client started it.
-    pub fn get(&self, task_id: &str) -> Result<Option<TaskRecord>> {
+    pub(crate) fn get(&self, task_id: &str) -> Result<Option<StartedTask>> {
         let path = self.path(task_id);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -97,7 +97,7 @@ impl TaskBook {
     }
 
     /// Every record, oldest first. Unreadable files are reported, not fatal.
-    pub fn list(&self) -> Result<Vec<TaskRecord>> {
+    pub(crate) fn list(&self) -> Result<Vec<StartedTask>> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -113,7 +113,7 @@ impl TaskBook {
             }
             match std::fs::read(&path)
                 .map_err(anyhow::Error::from)
-                .and_then(|b| serde_json::from_slice::<TaskRecord>(&b).map_err(Into::into))
+                .and_then(|b| serde_json::from_slice::<StartedTask>(&b).map_err(Into::into))
             {
                 Ok(record) => records.push(record),
                 Err(e) => eprintln!("warning: skipping {}: {e}", path.display()),
@@ -124,7 +124,7 @@ impl TaskBook {
     }
 
     /// Updates the last status seen of a recorded task (no-op if unrecorded).
-    pub fn note_status(&self, task_id: &str, status: &str) -> Result<()> {
+    pub(crate) fn note_status(&self, task_id: &str, status: &str) -> Result<()> {
         if let Some(mut record) = self.get(task_id)? {
             record.last_status = status.to_owned();
             record.last_seen = now();
@@ -134,7 +134,7 @@ impl TaskBook {
     }
 
     /// Forgets a task locally (the server is not told).
-    pub fn forget(&self, task_id: &str) -> Result<()> {
+    pub(crate) fn forget(&self, task_id: &str) -> Result<()> {
         let path = self.path(task_id);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -150,7 +150,7 @@ impl TaskBook {
 }
 
 /// Now, RFC 3339 UTC.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -173,8 +173,8 @@ fn file_name(task_id: &str) -> String {
 mod tests {
     use super::*;
 
-    fn record(id: &str, created: &str) -> TaskRecord {
-        TaskRecord {
+    fn record(id: &str, created: &str) -> StartedTask {
+        StartedTask {
             task_id: id.to_owned(),
             server: Server::Http {
                 url: "http://127.0.0.1:1/mcp".to_owned(),

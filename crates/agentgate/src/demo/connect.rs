@@ -49,6 +49,14 @@ pub(crate) fn print(url: &str, store_url: &str, emulators: &Emulators) -> Result
         env_line.join(" "),
         args.join(" ")
     );
+    println!(
+        "  A2A agent:       {} serves `{}_send_message` here; a stdio server reaches it with \
+         a config file holding [[a2a.agents]] name = \"{}\", url = \"{}\"",
+        emulators.a2a_url,
+        super::A2A_AGENT,
+        super::A2A_AGENT,
+        emulators.a2a_url
+    );
     println!();
     println!("Claude Desktop (claude_desktop_config.json):");
     println!("{}", pretty(&claude));

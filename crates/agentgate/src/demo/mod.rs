@@ -4,11 +4,11 @@
 //! ```text
 //! Q Business emulator ◀─ChatSync (SigV4)─┐
 //! GitHub emulator     ◀─GraphQL / REST───┤ backends ◀─ engine ◀─ gateway (HTTP /mcp)
-//!                                        │                          ▲
+//! A2A agent emulator  ◀─A2A JSON-RPC─────┤                          ▲
 //!                                        └──────── walkthrough: a real MCP client over HTTP
 //! ```
 //!
-//! One process starts both emulators on loopback, the engine on a SQLite
+//! One process starts the three emulators on loopback, the engine on a SQLite
 //! file in a fresh temporary directory (or `--store`), and the gateway on
 //! `127.0.0.1:8722` (another free port if that one is taken). The
 //! [`walkthrough`] then drives the gateway through the `agentgate call`
@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use agentgate_core::mcp::{HttpOptions, TransportKind, serve_http};
 use agentgate_core::scheduler::EngineConfig;
+use agentgate_sim::a2a::{self, A2aConfig, A2aSim};
 use agentgate_sim::github::{self, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
 use agentgate_sim::qbusiness::{self, QBusinessConfig, QBusinessSim};
 use anyhow::{Context as _, Result, bail};
@@ -37,7 +38,7 @@ use agentgate_core::runtime::Runtime;
 use crate::serve::router;
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Where the gateway listens; if the port is taken, another free port on
     /// the same address is used (and the demo says so).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8722")]
@@ -66,10 +67,14 @@ pub struct DemoArgs {
 pub(crate) struct Emulators {
     pub qbusiness_url: String,
     pub github_url: String,
+    pub a2a_url: String,
     pub qbusiness: QBusinessConfig,
 }
 
-pub async fn run(args: DemoArgs) -> Result<()> {
+/// The demo's A2A agent: its name, and so its tool `helper_send_message`.
+pub(crate) const A2A_AGENT: &str = "helper";
+
+pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     if !(args.time_scale > 0.0 && args.time_scale <= 10.0) {
         bail!(
             "--time-scale {} is out of range: give a factor above 0 and at most 10 (0.2 is quick)",
@@ -120,7 +125,18 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         Some(builder.upstream_metrics("qbusiness")),
     );
     let qbusiness = backend_qbusiness::QBusinessQuery::with_client(settings, client);
-    let runtime = builder.backend(qbusiness).backend(copilot).start()?;
+    let a2a_config = backend_a2a::A2aBackend::parse(Some(serde_json::json!({
+        "agents": [{ "name": A2A_AGENT, "url": emulators.a2a_url }],
+        "poll_interval_ms": 200,
+    })))?;
+    let a2a = backend_a2a::A2aBackend::from_config(a2a_config, builder.upstream_metrics("a2a"))
+        .await
+        .context("starting the A2A backend against its emulator")?;
+    let runtime = builder
+        .backend(qbusiness)
+        .backend(copilot)
+        .backend(a2a)
+        .start()?;
 
     let listener = bind(args.listen).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
@@ -135,10 +151,11 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         runtime.shutdown_token().clone(),
     ));
     println!(
-        "{} gateway {url}, Amazon Q Business emulator {}, GitHub emulator {}",
+        "{} gateway {url}, Amazon Q Business emulator {}, GitHub emulator {}, A2A agent emulator {}",
         console::style("agentgate demo:").bold(),
         emulators.qbusiness_url,
-        emulators.github_url
+        emulators.github_url,
+        emulators.a2a_url
     );
 
     let report = walkthrough::run(&url).await;
@@ -188,7 +205,7 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener> {
     }
 }
 
-/// Starts both emulators on free loopback ports, serving until `shutdown`.
+/// Starts the three emulators on free loopback ports, serving until `shutdown`.
 async fn start_emulators(time_scale: f64, shutdown: &CancellationToken) -> Result<Emulators> {
     let config = QBusinessConfig::default();
     let sim = QBusinessSim::new(config.clone());
@@ -212,9 +229,17 @@ async fn start_emulators(time_scale: f64, shutdown: &CancellationToken) -> Resul
         shutdown.clone(),
     ));
 
+    let a2a_sim = A2aSim::new(A2aConfig::default());
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("starting the A2A agent emulator")?;
+    let a2a_url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(a2a::serve(listener, a2a_sim.router(), shutdown.clone()));
+
     Ok(Emulators {
         qbusiness_url,
         github_url,
+        a2a_url,
         qbusiness: config,
     })
 }

@@ -1,4 +1,4 @@
-//! The demo's narrated walkthrough: five steps, each a real MCP exchange
+//! The demo's narrated walkthrough: six steps, each a real MCP exchange
 //! with the gateway over HTTP through the `agentgate call` client
 //! ([`crate::client`]), printed as it happens.
 //!
@@ -7,7 +7,9 @@
 //! 3. a plugin action that needs approval: `input_required`, approved with
 //!    `tasks/update`, then the result;
 //! 4. Copilot assigned to an issue, followed live until its PR is finished;
-//! 5. a Copilot task cancelled while the agent works.
+//! 5. a Copilot task cancelled while the agent works;
+//! 6. an A2A agent that asks a question: `input_required`, answered with
+//!    `tasks/update`, then its answer.
 //!
 //! Each step has a deadline; a failed step is reported and the walkthrough
 //! goes on, so the summary says exactly what worked.
@@ -31,15 +33,15 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub fn all_passed(&self) -> bool {
+    pub(super) fn all_passed(&self) -> bool {
         self.failed() == 0
     }
 
-    pub fn failed(&self) -> usize {
+    pub(super) fn failed(&self) -> usize {
         self.steps.iter().filter(|(_, r)| r.is_err()).count()
     }
 
-    pub fn print_summary(&self) {
+    pub(super) fn print_summary(&self) {
         println!();
         println!("{}", console::style("Summary").bold());
         for (title, outcome) in &self.steps {
@@ -51,13 +53,17 @@ impl Report {
         if self.all_passed() {
             println!(
                 "All {} steps worked: answers kept their citations and conversation, the \
-                 approval went through tasks/update, and the Copilot work was followed to its \
-                 pull request as a durable task.",
+                 approval went through tasks/update, the Copilot work was followed to its \
+                 pull request as a durable task, and the A2A agent's question was answered \
+                 in its task.",
                 self.steps.len()
             );
         }
     }
 }
+
+/// How many steps the walkthrough has.
+const STEPS: usize = 6;
 
 /// Runs every step against the gateway at `url`.
 pub(crate) async fn run(url: &str) -> Report {
@@ -111,6 +117,13 @@ pub(crate) async fn run(url: &str) -> Report {
         cancel_copilot(&connection),
     )
     .await;
+    step(
+        &mut report,
+        6,
+        "An A2A agent that asks a question",
+        ask_a2a_agent(&connection),
+    )
+    .await;
     connection.close().await;
     report
 }
@@ -124,7 +137,7 @@ async fn step(
     println!();
     println!(
         "{} {}",
-        console::style(format!("[{number}/5]")).cyan().bold(),
+        console::style(format!("[{number}/{STEPS}]")).cyan().bold(),
         console::style(title).bold()
     );
     let started = Instant::now();
@@ -318,6 +331,68 @@ async fn cancel_copilot(connection: &Connection) -> Result<String> {
             "the task ended {:?} instead of cancelled",
             other.task().status
         ),
+    }
+}
+
+async fn ask_a2a_agent(connection: &Connection) -> Result<String> {
+    let tool = format!("{}_send_message", super::A2A_AGENT);
+    println!(
+        "  {tool} {{\"message\": \"Please greet me\", \"metadata\": {{\"skill\": \"ask-input\"}}}}"
+    );
+    let mut replier = Replier("Ada");
+    let task = match connection
+        .call(
+            &tool,
+            serde_json::Map::from_iter([
+                ("message".to_owned(), json!("Please greet me")),
+                ("metadata".to_owned(), json!({"skill": "ask-input"})),
+            ]),
+            &mut replier,
+        )
+        .await?
+    {
+        CallOutcome::Task(task) => task,
+        CallOutcome::Done(_) => bail!("the server answered at once instead of starting a task"),
+    };
+    println!("  → task {} created", task.task_id);
+    let result = match connection
+        .follow(&task.task_id, &mut Narrator::new(), &mut replier)
+        .await
+        .with_context(|| format!("following task {}", task.task_id))?
+    {
+        FinalState::Completed { result, .. } => result,
+        other => bail!(
+            "the task ended {:?} instead of completed",
+            other.task().status
+        ),
+    };
+    let answer = first_text(&result);
+    println!("  the agent answered: {answer}");
+    if answer != "Hello, Ada!" {
+        bail!("the agent's answer was {answer:?}, not its greeting");
+    }
+    Ok("asked a question, answered through tasks/update, then greeted".into())
+}
+
+/// The demo's user answering an A2A agent's question (a form with one
+/// `answer` field) with a name.
+struct Replier(&'static str);
+
+impl InputSource for Replier {
+    async fn answer(&mut self, requests: &InputRequests) -> Result<InputResponses> {
+        for (key, request) in requests {
+            let request = serde_json::to_value(request).unwrap_or_default();
+            println!(
+                "  input_required [{key}]: {}",
+                request["params"]["message"]
+                    .as_str()
+                    .unwrap_or("(no message)")
+            );
+            println!("  answering {:?} with tasks/update", self.0);
+        }
+        Answers::new(vec![("answer".into(), self.0.into())], true, None)
+            .answer(requests)
+            .await
     }
 }
 

@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use super::state::{EventKind, ItemState, State, TaskState};
+use super::state::{AgentTaskState, EventKind, ItemState, State};
 use super::{
     COPILOT_LOGIN, FEATURE_COPILOT_ASSIGNMENT, FEATURE_MODEL_SELECTION, GithubSim,
     RecordedAssignment, Scenario, TaskScenario,
@@ -534,7 +534,7 @@ pub(crate) fn close_item(sim: &GithubSim, key: &str, number: u64, merged: bool) 
     ok
 }
 
-fn set_task(st: &mut State, task_id: &str, state: TaskState, error: Option<&str>) {
+fn set_task(st: &mut State, task_id: &str, state: AgentTaskState, error: Option<&str>) {
     let now = st.now();
     if let Some(task) = st.tasks.iter_mut().find(|t| t.id == task_id) {
         task.state = state;
@@ -561,7 +561,7 @@ pub(crate) async fn task_run(sim: GithubSim, task_id: String) {
     tokio::time::sleep(pr_delay).await;
     let pr = {
         let mut st = sim.state();
-        set_task(&mut st, &task_id, TaskState::InProgress, None);
+        set_task(&mut st, &task_id, AgentTaskState::InProgress, None);
         let Some(task) = st.tasks.iter().find(|t| t.id == task_id).cloned() else {
             return;
         };
@@ -589,8 +589,8 @@ pub(crate) async fn task_run(sim: GithubSim, task_id: String) {
     };
     tokio::time::sleep(work).await;
     let pause = match scenario {
-        TaskScenario::WaitingForUser => Some(TaskState::WaitingForUser),
-        TaskScenario::Idle => Some(TaskState::Idle),
+        TaskScenario::WaitingForUser => Some(AgentTaskState::WaitingForUser),
+        TaskScenario::Idle => Some(AgentTaskState::Idle),
         _ => None,
     };
     if let Some(paused) = pause {
@@ -600,19 +600,19 @@ pub(crate) async fn task_run(sim: GithubSim, task_id: String) {
     let mut st = sim.state();
     let (state, error, pr_failure) = match scenario {
         TaskScenario::Completed | TaskScenario::WaitingForUser | TaskScenario::Idle => {
-            (TaskState::Completed, None, Some(false))
+            (AgentTaskState::Completed, None, Some(false))
         }
         TaskScenario::Failed => (
-            TaskState::Failed,
+            AgentTaskState::Failed,
             Some("The agent failed: tests did not pass"),
             Some(true),
         ),
         TaskScenario::TimedOut => (
-            TaskState::TimedOut,
+            AgentTaskState::TimedOut,
             Some("The agent session timed out."),
             Some(true),
         ),
-        TaskScenario::Cancelled => (TaskState::Cancelled, None, None),
+        TaskScenario::Cancelled => (AgentTaskState::Cancelled, None, None),
     };
     if let (Some((repo, n)), Some(failure)) = (&pr, pr_failure) {
         finish_work(&mut st, repo, *n, failure, true);

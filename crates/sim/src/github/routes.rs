@@ -132,7 +132,7 @@ fn rate_headers(response: &mut Response, bucket: Bucket, resource: &str) {
     );
     set_header(response, "x-ratelimit-used", bucket.used.to_string());
     set_header(response, "x-ratelimit-reset", bucket.reset.to_string());
-    set_header(response, "x-ratelimit-resource", resource.to_string());
+    set_header(response, "x-ratelimit-resource", resource.to_owned());
 }
 
 /// The primary-limit response of a resource.

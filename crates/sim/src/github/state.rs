@@ -81,7 +81,7 @@ pub(crate) enum EventKind {
 
 impl EventKind {
     /// The REST `event` name.
-    pub fn rest_name(&self) -> &'static str {
+    pub(crate) fn rest_name(&self) -> &'static str {
         match self {
             Self::CrossReferenced { .. } => "cross-referenced",
             Self::Comment { .. } => "commented",
@@ -152,12 +152,12 @@ pub(crate) struct Repo {
 }
 
 impl Repo {
-    pub fn full_name(&self) -> String {
+    pub(crate) fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.name)
     }
 
     /// Suggested actors that can be assigned: humans, then Copilot if enabled.
-    pub fn suggested(&self) -> Vec<String> {
+    pub(crate) fn suggested(&self) -> Vec<String> {
         let mut all = self.humans.clone();
         if self.copilot_enabled {
             all.push(COPILOT_LOGIN.to_owned());
@@ -168,7 +168,7 @@ impl Repo {
 
 /// An agent task's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TaskState {
+pub(crate) enum AgentTaskState {
     Queued,
     InProgress,
     Completed,
@@ -179,8 +179,8 @@ pub(crate) enum TaskState {
     Cancelled,
 }
 
-impl TaskState {
-    pub fn as_str(self) -> &'static str {
+impl AgentTaskState {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "queued",
             Self::InProgress => "in_progress",
@@ -193,7 +193,7 @@ impl TaskState {
         }
     }
 
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(
             self,
             Self::Completed | Self::Failed | Self::TimedOut | Self::Cancelled
@@ -208,7 +208,7 @@ pub(crate) struct Task {
     pub session_id: String,
     pub repo: String,
     pub name: String,
-    pub state: TaskState,
+    pub state: AgentTaskState,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
@@ -240,7 +240,7 @@ impl Bucket {
     }
 
     /// Starts a new window when the old one is over.
-    pub fn refresh(&mut self) {
+    pub(crate) fn refresh(&mut self) {
         let now = epoch_now();
         if now >= self.reset {
             self.used = 0;
@@ -248,7 +248,7 @@ impl Bucket {
         }
     }
 
-    pub fn remaining(&self) -> u64 {
+    pub(crate) fn remaining(&self) -> u64 {
         self.limit.saturating_sub(self.used)
     }
 }
@@ -289,7 +289,7 @@ pub(crate) fn repo_key(owner: &str, name: &str) -> String {
 }
 
 impl State {
-    pub fn new(seed: &Seed, time_scale: f64, rate_limit: u64) -> Self {
+    pub(crate) fn new(seed: &Seed, time_scale: f64, rate_limit: u64) -> Self {
         let mut users = BTreeMap::new();
         users.insert(
             COPILOT_LOGIN.to_owned(),
@@ -329,18 +329,18 @@ impl State {
         st
     }
 
-    pub fn next_db_id(&mut self) -> u64 {
+    pub(crate) fn next_db_id(&mut self) -> u64 {
         self.next_db_id += 1;
         self.next_db_id
     }
 
-    pub fn next_run(&mut self) -> u64 {
+    pub(crate) fn next_run(&mut self) -> u64 {
         self.next_run += 1;
         self.next_run
     }
 
     /// The current time at second precision, never earlier than a time handed out before.
-    pub fn now(&mut self) -> DateTime<Utc> {
+    pub(crate) fn now(&mut self) -> DateTime<Utc> {
         let wall = Utc::now();
         let secs = DateTime::<Utc>::from_timestamp(wall.timestamp(), 0).unwrap_or(wall);
         if secs > self.last_ts {
@@ -350,7 +350,7 @@ impl State {
     }
 
     /// The user with this login, created (as a human) if unknown.
-    pub fn ensure_user(&mut self, login: &str, name: Option<String>) {
+    pub(crate) fn ensure_user(&mut self, login: &str, name: Option<String>) {
         if self.users.contains_key(login) {
             return;
         }
@@ -366,7 +366,7 @@ impl State {
     }
 
     /// Adds (or replaces) a repository and its issues.
-    pub fn add_repo(&mut self, seed: &RepoSeed) {
+    pub(crate) fn add_repo(&mut self, seed: &RepoSeed) {
         let db_id = self.next_db_id();
         let mut humans = Vec::new();
         let push = |login: &str, humans: &mut Vec<String>| {
@@ -404,7 +404,7 @@ impl State {
     }
 
     /// Adds an issue; returns its number (`None` if the repository is unknown).
-    pub fn add_issue(&mut self, key: &str, seed: &IssueSeed) -> Option<u64> {
+    pub(crate) fn add_issue(&mut self, key: &str, seed: &IssueSeed) -> Option<u64> {
         for login in &seed.assignees {
             self.ensure_user(login, None);
         }
@@ -444,7 +444,7 @@ impl State {
 
     /// Opens a pull request authored by `author`; returns its number.
     #[allow(clippy::too_many_arguments)]
-    pub fn open_pull_request(
+    pub(crate) fn open_pull_request(
         &mut self,
         key: &str,
         title: String,
@@ -495,7 +495,7 @@ impl State {
 
     /// Appends an event to an item's timeline (and bumps its `updatedAt`); returns the
     /// event's database id.
-    pub fn push_event(
+    pub(crate) fn push_event(
         &mut self,
         key: &str,
         number: u64,
@@ -517,16 +517,16 @@ impl State {
         Some(db_id)
     }
 
-    pub fn item(&self, key: &str, number: u64) -> Option<&Item> {
+    pub(crate) fn item(&self, key: &str, number: u64) -> Option<&Item> {
         self.repos.get(key)?.items.get(&number)
     }
 
-    pub fn item_mut(&mut self, key: &str, number: u64) -> Option<&mut Item> {
+    pub(crate) fn item_mut(&mut self, key: &str, number: u64) -> Option<&mut Item> {
         self.repos.get_mut(key)?.items.get_mut(&number)
     }
 
     /// The login of the actor with this node id.
-    pub fn actor_by_node_id(&self, id: &str) -> Option<String> {
+    pub(crate) fn actor_by_node_id(&self, id: &str) -> Option<String> {
         self.users
             .values()
             .find(|a| a.node_id == id)
@@ -534,7 +534,7 @@ impl State {
     }
 
     /// The repository key and number of the issue or pull request with this node id.
-    pub fn item_by_node_id(&self, id: &str) -> Option<(String, u64)> {
+    pub(crate) fn item_by_node_id(&self, id: &str) -> Option<(String, u64)> {
         self.repos.iter().find_map(|(key, repo)| {
             repo.items
                 .values()
@@ -544,11 +544,11 @@ impl State {
     }
 
     /// Scales a timing by the time scale.
-    pub fn scaled(&self, d: Duration) -> Duration {
+    pub(crate) fn scaled(&self, d: Duration) -> Duration {
         d.mul_f64(self.time_scale)
     }
 
-    pub fn record_assignment(&mut self, assignment: RecordedAssignment) {
+    pub(crate) fn record_assignment(&mut self, assignment: RecordedAssignment) {
         self.stats.agent_assignments.push(assignment);
     }
 }

@@ -18,7 +18,7 @@ use super::agent;
 use super::ids::{iso, parse_iso, uuid};
 use super::rest::{bases, count, paginate, param, params, record_body, with_link};
 use super::routes::RequestInfo;
-use super::state::{State as SimState, Task, TaskState, repo_key};
+use super::state::{AgentTaskState, State as SimState, Task, repo_key};
 use super::wire::{Bases, REST_DOCS, RestError};
 use super::{GithubSim, TaskScenario};
 
@@ -171,7 +171,7 @@ pub(crate) async fn create(
         session_id: uuid(),
         repo: key,
         name,
-        state: TaskState::Queued,
+        state: AgentTaskState::Queued,
         created_at: now,
         updated_at: now,
         completed_at: None,

@@ -24,7 +24,7 @@ pub(crate) struct RestError {
 }
 
 impl RestError {
-    pub fn new(status: StatusCode, message: &str, docs: &str) -> Self {
+    pub(super) fn new(status: StatusCode, message: &str, docs: &str) -> Self {
         Self {
             status,
             // `status` is documented (optional) for the classic endpoints; the
@@ -39,19 +39,19 @@ impl RestError {
         }
     }
 
-    pub fn not_found() -> Self {
+    pub(super) fn not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "Not Found", REST_DOCS)
     }
 
-    pub fn bad_credentials(docs: &str) -> Self {
+    pub(super) fn bad_credentials(docs: &str) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "Bad credentials", docs)
     }
 
-    pub fn problems_parsing_json() -> Self {
+    pub(super) fn problems_parsing_json() -> Self {
         Self::new(StatusCode::BAD_REQUEST, "Problems parsing JSON", REST_DOCS)
     }
 
-    pub fn too_large(limit: usize) -> Self {
+    pub(super) fn too_large(limit: usize) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!("Payload too large: the body must be at most {limit} bytes"),
@@ -59,7 +59,7 @@ impl RestError {
         )
     }
 
-    pub fn server_error() -> Self {
+    pub(super) fn server_error() -> Self {
         Self {
             status: StatusCode::BAD_GATEWAY,
             body: json!({ "message": "Server Error" }),
@@ -67,7 +67,7 @@ impl RestError {
         }
     }
 
-    pub fn secondary_limit(status: StatusCode, docs: &str) -> Self {
+    pub(super) fn secondary_limit(status: StatusCode, docs: &str) -> Self {
         Self {
             status,
             body: json!({
@@ -81,7 +81,7 @@ impl RestError {
         }
     }
 
-    pub fn validation_failed(resource: &str, field: &str, docs: &str) -> Self {
+    pub(super) fn validation_failed(resource: &str, field: &str, docs: &str) -> Self {
         Self {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             body: json!({
@@ -95,7 +95,7 @@ impl RestError {
 
     /// A 422 in the agent tasks API's documented shape: its errors carry a
     /// `code` and, for `custom`, a `message`.
-    pub fn custom_invalid(message: &str, docs: &str) -> Self {
+    pub(super) fn custom_invalid(message: &str, docs: &str) -> Self {
         Self {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             body: json!({

@@ -20,13 +20,13 @@ use super::wire::{SnippetExcerpt, SourceAttribution, TextSegment};
 /// ChatSync's cap on `systemMessage`.
 pub const MAX_SYSTEM_MESSAGE: usize = 2048;
 /// Most sentences in an answer.
-pub const MAX_SENTENCES: usize = 3;
+pub(super) const MAX_SENTENCES: usize = 3;
 /// Most documents cited in an answer.
-pub const MAX_DOCUMENTS: usize = 3;
+pub(super) const MAX_DOCUMENTS: usize = 3;
 /// A sentence must score at least this fraction of the best one.
-pub const RELATIVE_CUTOFF: f64 = 0.5;
+pub(super) const RELATIVE_CUTOFF: f64 = 0.5;
 /// Weight of the previous user message's terms in a follow-up.
-pub const CONTEXT_WEIGHT: f64 = 0.5;
+pub(super) const CONTEXT_WEIGHT: f64 = 0.5;
 /// What the service says when nothing matches.
 pub const NO_ANSWER: &str =
     "I could not find information about that in the documents I have access to.";
@@ -37,7 +37,7 @@ pub const DATASOURCE_ID: &str = "9d8c7b6a-5f4e-4d3c-b2a1-0f9e8d7c6b5a";
 
 /// A composed answer.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Answer {
+pub(super) struct Answer {
     /// `systemMessage`.
     pub text: String,
     /// `sourceAttributions`.
@@ -46,7 +46,7 @@ pub struct Answer {
 
 /// Answers `question` from the corpus; `context` is the previous user message of the
 /// conversation, if any.
-pub fn retrieve(
+pub(super) fn retrieve(
     corpus: &Corpus,
     question: &str,
     context: Option<&str>,
@@ -150,7 +150,7 @@ fn no_answer() -> Answer {
 }
 
 /// A short generated text for `CREATOR_MODE` (no retrieval, no citations).
-pub fn create(question: &str, context: Option<&str>) -> String {
+pub(super) fn create(question: &str, context: Option<&str>) -> String {
     let topic = truncate(question.trim(), 200);
     let mut text = format!(
         "Here is a short draft about \"{topic}\". Start with the goal and who it is for. \
@@ -168,7 +168,7 @@ pub fn create(question: &str, context: Option<&str>) -> String {
 
 /// Cuts `text` to at most `max` characters: at the last sentence end or, failing that,
 /// the last space that fits, adding `...` when words had to be cut.
-pub fn truncate(text: &str, max: usize) -> String {
+pub(super) fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(follow.attributions[0].document_id, "nwr-hr-0006");
         assert_ne!(
             alone.attributions.first().map(|a| a.document_id.clone()),
-            Some("nwr-hr-0006".to_string())
+            Some("nwr-hr-0006".to_owned())
         );
     }
 

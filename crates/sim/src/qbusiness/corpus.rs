@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use chrono::NaiveDate;
 
 /// BM25 term-frequency saturation.
-pub const K1: f64 = 1.2;
+pub(super) const K1: f64 = 1.2;
 /// BM25 length normalisation.
-pub const B: f64 = 0.75;
+pub(super) const B: f64 = 0.75;
 
 const SOURCES: &[(&str, &str)] = &[
     (
@@ -117,7 +117,7 @@ pub struct Corpus {
 /// A problem with a corpus file (only possible if a shipped file is edited badly).
 #[derive(Debug, thiserror::Error)]
 #[error("corpus file {file}: {problem}")]
-pub struct CorpusError {
+pub(super) struct CorpusError {
     file: String,
     problem: String,
 }
@@ -240,7 +240,7 @@ fn parse_document(file: &str, text: &str) -> Result<Document, CorpusError> {
 }
 
 /// Splits a paragraph into sentences at `.`, `!` or `?` followed by whitespace or the end.
-pub fn split_sentences(paragraph: &str) -> Vec<String> {
+pub(super) fn split_sentences(paragraph: &str) -> Vec<String> {
     let mut sentences = Vec::new();
     let mut start = 0;
     let bytes = paragraph.as_bytes();
@@ -262,7 +262,7 @@ pub fn split_sentences(paragraph: &str) -> Vec<String> {
 }
 
 /// Lowercases, splits on non-alphanumerics, drops stop words and strips a plural `s`.
-pub fn tokenize(text: &str) -> Vec<String> {
+pub(super) fn tokenize(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|t| !t.is_empty())
         .map(str::to_lowercase)
@@ -286,7 +286,7 @@ fn stem(token: &str) -> String {
 }
 
 /// Query terms from free text, each with `weight` (repeated terms add up).
-pub fn query_terms(text: &str, weight: f64) -> Vec<(String, f64)> {
+pub(super) fn query_terms(text: &str, weight: f64) -> Vec<(String, f64)> {
     let mut terms: Vec<(String, f64)> = Vec::new();
     for token in tokenize(text) {
         match terms.iter_mut().find(|(t, _)| *t == token) {

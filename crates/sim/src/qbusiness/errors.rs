@@ -44,11 +44,11 @@ pub struct ApiError {
 }
 
 /// The `ResourceNotFoundException.resourceType` of an application.
-pub const RESOURCE_APPLICATION: &str = "APPLICATION";
+pub(super) const RESOURCE_APPLICATION: &str = "APPLICATION";
 /// The `resourceType` used for conversations.
-pub const RESOURCE_CONVERSATION: &str = "CONVERSATION";
+pub(super) const RESOURCE_CONVERSATION: &str = "CONVERSATION";
 /// The `resourceType` used for plugins.
-pub const RESOURCE_PLUGIN: &str = "PLUGIN";
+pub(super) const RESOURCE_PLUGIN: &str = "PLUGIN";
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {

@@ -12,12 +12,12 @@ use super::corpus::Document;
 use super::errors::FieldError;
 
 /// Deepest nesting of `andAllFilters` / `orAllFilters` / `notFilter` accepted.
-pub const MAX_DEPTH: usize = 10;
+pub(super) const MAX_DEPTH: usize = 10;
 
 /// `AttributeFilter` (recursive).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct AttributeFilter {
+pub(super) struct AttributeFilter {
     /// All must match.
     pub and_all_filters: Option<Vec<AttributeFilter>>,
     /// One must match.
@@ -43,7 +43,7 @@ pub struct AttributeFilter {
 /// `DocumentAttribute`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct DocumentAttribute {
+pub(super) struct DocumentAttribute {
     /// Attribute name, 1-200 characters, `[a-zA-Z0-9_][a-zA-Z0-9_-]*`.
     pub name: Option<String>,
     /// The value (a union: exactly one member).
@@ -53,7 +53,7 @@ pub struct DocumentAttribute {
 /// `DocumentAttributeValue` (union).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct DocumentAttributeValue {
+pub(super) struct DocumentAttributeValue {
     /// A string (at most 2048 characters).
     pub string_value: Option<String>,
     /// A list of strings.
@@ -73,7 +73,12 @@ fn is_attribute_name(name: &str) -> bool {
 }
 
 /// Validates a filter; errors name the JSON path below `path`.
-pub fn validate(filter: &AttributeFilter, path: &str, depth: usize, errors: &mut Vec<FieldError>) {
+pub(super) fn validate(
+    filter: &AttributeFilter,
+    path: &str,
+    depth: usize,
+    errors: &mut Vec<FieldError>,
+) {
     if depth > MAX_DEPTH {
         errors.push(FieldError::new(
             path,
@@ -209,7 +214,7 @@ fn filter_value(v: &DocumentAttributeValue) -> Option<Attr<'_>> {
 }
 
 /// Whether `doc` passes the (validated) filter.
-pub fn matches(filter: &AttributeFilter, doc: &Document) -> bool {
+pub(super) fn matches(filter: &AttributeFilter, doc: &Document) -> bool {
     if let Some(list) = &filter.and_all_filters
         && !list.iter().all(|f| matches(f, doc))
     {

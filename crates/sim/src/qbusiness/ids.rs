@@ -5,7 +5,7 @@ use rand::Rng;
 
 /// A random version-4 UUID in lowercase hyphenated form (36 characters), the shape of
 /// every conversation and message id the service hands out.
-pub fn new_uuid() -> String {
+pub(super) fn new_uuid() -> String {
     let mut bytes: [u8; 16] = rand::rng().random();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
@@ -21,17 +21,17 @@ pub fn new_uuid() -> String {
 }
 
 /// 32 random hex characters (128 bits), used for OAuth `state` values.
-pub fn new_token() -> String {
+pub(super) fn new_token() -> String {
     let bytes: [u8; 16] = rand::rng().random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The pattern of application, conversation and message ids:
 /// `[a-zA-Z0-9][a-zA-Z0-9-]{35}`.
-pub const ID_PATTERN: &str = "[a-zA-Z0-9][a-zA-Z0-9-]{35}";
+pub(super) const ID_PATTERN: &str = "[a-zA-Z0-9][a-zA-Z0-9-]{35}";
 
 /// Whether `s` matches [`ID_PATTERN`].
-pub fn is_resource_id(s: &str) -> bool {
+pub(super) fn is_resource_id(s: &str) -> bool {
     let bytes = s.as_bytes();
     bytes.len() == 36
         && bytes[0].is_ascii_alphanumeric()
@@ -41,10 +41,11 @@ pub fn is_resource_id(s: &str) -> bool {
 }
 
 /// The pattern of plugin ids (a lowercase UUID).
-pub const PLUGIN_ID_PATTERN: &str = "[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}";
+pub(super) const PLUGIN_ID_PATTERN: &str =
+    "[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}";
 
 /// Whether `s` is a lowercase hyphenated UUID (see [`PLUGIN_ID_PATTERN`]).
-pub fn is_lowercase_uuid(s: &str) -> bool {
+pub(super) fn is_lowercase_uuid(s: &str) -> bool {
     let bytes = s.as_bytes();
     bytes.len() == 36
         && bytes.iter().enumerate().all(|(i, b)| match i {
@@ -54,7 +55,7 @@ pub fn is_lowercase_uuid(s: &str) -> bool {
 }
 
 /// Whether `s` has no control characters (the `\P{C}*` pattern of user ids).
-pub fn has_no_control_chars(s: &str) -> bool {
+pub(super) fn has_no_control_chars(s: &str) -> bool {
     !s.chars().any(char::is_control)
 }
 

@@ -30,18 +30,18 @@ pub const TICKET_PLUGIN_ID: &str = "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f";
 /// Plugin id of "Calendar", which needs the user to sign in.
 pub const SIGNIN_PLUGIN_ID: &str = "3c9a8b7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d";
 /// The first ticket number.
-pub const FIRST_TICKET: u64 = 1001;
+pub(super) const FIRST_TICKET: u64 = 1001;
 /// Ticket priorities, in order.
-pub const PRIORITIES: &[&str] = &["LOW", "MEDIUM", "HIGH"];
+pub(super) const PRIORITIES: &[&str] = &["LOW", "MEDIUM", "HIGH"];
 
 /// The system message of the ticket review.
-pub const TICKET_REVIEW_MESSAGE: &str =
+pub(super) const TICKET_REVIEW_MESSAGE: &str =
     "I can open an IT help desk ticket for you. Please review the details.";
 /// The system message that goes with a sign-in challenge.
-pub const SIGNIN_MESSAGE: &str =
+pub(super) const SIGNIN_MESSAGE: &str =
     "The Calendar plugin needs you to sign in first. Open the sign-in link, then continue.";
 /// The calendar answer after sign-in.
-pub const CALENDAR_ANSWER: &str = "Your next meeting is \"Robot fleet weekly sync\" tomorrow \
+pub(super) const CALENDAR_ANSWER: &str = "Your next meeting is \"Robot fleet weekly sync\" tomorrow \
      at 10:00 in Oslo HQ, room Fjord, with Ingrid Berg and Tomas Lund. After that you have \
      \"Laptop refresh planning\" at 14:30 in Berlin, room Spree.";
 
@@ -70,7 +70,7 @@ pub struct Ticket {
 
 /// The fields a ticket execution carries, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TicketFields {
+pub(super) struct TicketFields {
     /// Summary.
     pub summary: String,
     /// Priority.
@@ -101,7 +101,7 @@ fn field(
 }
 
 /// The review of a new ticket, `summary` prefilled from the user's message.
-pub fn ticket_review(message: &str) -> ActionReview {
+pub(super) fn ticket_review(message: &str) -> ActionReview {
     let summary = super::answer::truncate(message.trim(), 120);
     let mut priority = field(
         "Priority",
@@ -169,7 +169,7 @@ pub fn ticket_review(message: &str) -> ActionReview {
 }
 
 /// Checks a ticket execution payload; errors name `actionExecution.payload.<field>`.
-pub fn ticket_fields(action: &ActionExecution) -> Result<TicketFields, Vec<FieldError>> {
+pub(super) fn ticket_fields(action: &ActionExecution) -> Result<TicketFields, Vec<FieldError>> {
     let empty = BTreeMap::new();
     let payload = action.payload.as_ref().unwrap_or(&empty);
     let path = |f: &str| format!("actionExecution.payload.{f}");
@@ -231,7 +231,7 @@ pub fn ticket_fields(action: &ActionExecution) -> Result<TicketFields, Vec<Field
 }
 
 /// The system message after a ticket was created.
-pub fn ticket_created_message(ticket: &Ticket) -> String {
+pub(super) fn ticket_created_message(ticket: &Ticket) -> String {
     format!(
         "Created ticket {}: {} (priority {}).",
         ticket.id, ticket.summary, ticket.priority
@@ -240,7 +240,7 @@ pub fn ticket_created_message(ticket: &Ticket) -> String {
 
 /// A sign-in the Calendar plugin asked for.
 #[derive(Clone, Debug)]
-pub struct PendingSignIn {
+pub(super) struct PendingSignIn {
     /// Who must sign in.
     pub user: String,
     /// The conversation the challenge was sent in.
@@ -250,7 +250,7 @@ pub struct PendingSignIn {
 }
 
 /// The small page the authorization URL serves.
-pub fn signed_in_page() -> String {
+pub(super) fn signed_in_page() -> String {
     "<!doctype html><html><head><title>Northwind Calendar - signed in</title></head>\
      <body><h1>Signed in to Northwind Calendar</h1>\
      <p>You are signed in. Return to the chat and continue.</p></body></html>"
@@ -258,7 +258,7 @@ pub fn signed_in_page() -> String {
 }
 
 /// The page for an unknown `state`.
-pub fn unknown_state_page() -> String {
+pub(super) fn unknown_state_page() -> String {
     "<!doctype html><html><head><title>Northwind Calendar - sign-in failed</title></head>\
      <body><h1>Unknown or expired sign-in request</h1>\
      <p>Ask the assistant again to get a new sign-in link.</p></body></html>"

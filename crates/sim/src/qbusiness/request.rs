@@ -19,11 +19,11 @@ use super::ids::{
 };
 
 /// `chatMode` values.
-pub const CHAT_MODES: &[&str] = &["RETRIEVAL_MODE", "CREATOR_MODE", "PLUGIN_MODE"];
+pub(super) const CHAT_MODES: &[&str] = &["RETRIEVAL_MODE", "CREATOR_MODE", "PLUGIN_MODE"];
 
 /// Query-string members shared by the operations.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Query {
+pub(super) struct Query {
     /// The bare `sync` key (ChatSync vs the streaming Chat).
     pub sync: bool,
     /// `userId`.
@@ -38,7 +38,7 @@ pub struct Query {
 
 impl Query {
     /// Parses a raw query string (`sync&userId=a&userGroups=x&userGroups=y`).
-    pub fn parse(raw: Option<&str>) -> Self {
+    pub(super) fn parse(raw: Option<&str>) -> Self {
         let mut q = Self::default();
         for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
             match key.as_ref() {
@@ -54,13 +54,13 @@ impl Query {
     }
 
     /// The key conversations are kept under: the user id, or `anonymous`.
-    pub fn owner(&self) -> String {
+    pub(super) fn owner(&self) -> String {
         self.user_id.clone().unwrap_or_else(|| "anonymous".into())
     }
 
     /// Checks `userId` (1-1024 characters, no control characters) and each
     /// `userGroups` item (1-2048 characters).
-    pub fn validate_user(&self, errors: &mut Vec<FieldError>) {
+    pub(super) fn validate_user(&self, errors: &mut Vec<FieldError>) {
         if let Some(user) = &self.user_id {
             let len = user.chars().count();
             if !(1..=1024).contains(&len) {
@@ -88,7 +88,7 @@ impl Query {
 
     /// Validates `maxResults` (1-100) and `nextToken` (1-800 characters) and returns the
     /// page size and the offset the token encodes (tokens are `p<offset>`).
-    pub fn page(&self, errors: &mut Vec<FieldError>) -> (usize, usize) {
+    pub(super) fn page(&self, errors: &mut Vec<FieldError>) -> (usize, usize) {
         let mut size = 100;
         if let Some(raw) = &self.max_results {
             match raw.parse::<usize>() {
@@ -117,14 +117,14 @@ impl Query {
 }
 
 /// The next page token for `offset`.
-pub fn next_token(offset: usize) -> String {
+pub(super) fn next_token(offset: usize) -> String {
     format!("p{offset}")
 }
 
 /// ChatSync's JSON body. Unknown keys are ignored, as restJson1 servers do.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ChatSyncInput {
+pub(super) struct ChatSyncInput {
     /// The question.
     pub user_message: Option<String>,
     /// Continue this conversation.
@@ -150,7 +150,7 @@ pub struct ChatSyncInput {
 /// `chatModeConfiguration` (a union).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ChatModeConfiguration {
+pub(super) struct ChatModeConfiguration {
     /// The only member.
     pub plugin_configuration: Option<PluginConfiguration>,
 }
@@ -158,7 +158,7 @@ pub struct ChatModeConfiguration {
 /// `pluginConfiguration`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PluginConfiguration {
+pub(super) struct PluginConfiguration {
     /// Lowercase UUID.
     pub plugin_id: Option<String>,
 }
@@ -166,7 +166,7 @@ pub struct PluginConfiguration {
 /// `AttachmentInput`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AttachmentInput {
+pub(super) struct AttachmentInput {
     /// Base64 content.
     pub data: Option<String>,
     /// File name, 1-1000 characters.
@@ -178,7 +178,7 @@ pub struct AttachmentInput {
 /// `actionExecution` (also echoed in ListMessages).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ActionExecution {
+pub(super) struct ActionExecution {
     /// The plugin whose action runs.
     pub plugin_id: Option<String>,
     /// Field values, each `{"value": <document>}`.
@@ -189,7 +189,7 @@ pub struct ActionExecution {
 
 /// One `actionExecution.payload` entry.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-pub struct PayloadField {
+pub(super) struct PayloadField {
     /// Any JSON document.
     #[serde(default)]
     pub value: Value,
@@ -198,19 +198,19 @@ pub struct PayloadField {
 /// `authChallengeResponse`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AuthChallengeResponse {
+pub(super) struct AuthChallengeResponse {
     /// Keys 1-100 characters, values 1-2048.
     pub response_map: Option<BTreeMap<String, String>>,
 }
 
 impl ChatSyncInput {
     /// The chat mode, `RETRIEVAL_MODE` when unset.
-    pub fn mode(&self) -> &str {
+    pub(super) fn mode(&self) -> &str {
         self.chat_mode.as_deref().unwrap_or("RETRIEVAL_MODE")
     }
 
     /// The configured plugin id, if any.
-    pub fn plugin_id(&self) -> Option<&str> {
+    pub(super) fn plugin_id(&self) -> Option<&str> {
         self.chat_mode_configuration
             .as_ref()
             .and_then(|c| c.plugin_configuration.as_ref())
@@ -218,7 +218,7 @@ impl ChatSyncInput {
     }
 
     /// The user message, if present and not blank.
-    pub fn message(&self) -> Option<&str> {
+    pub(super) fn message(&self) -> Option<&str> {
         self.user_message
             .as_deref()
             .map(str::trim)
@@ -228,7 +228,7 @@ impl ChatSyncInput {
 
 /// Parses a ChatSync body (an empty body is `{}`) into the raw JSON value, for the
 /// idempotency fingerprint, and the typed input.
-pub fn parse_chat_sync(body: &[u8]) -> Result<(Value, ChatSyncInput), ApiError> {
+pub(super) fn parse_chat_sync(body: &[u8]) -> Result<(Value, ChatSyncInput), ApiError> {
     let value: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Object(Default::default())
     } else {
@@ -274,7 +274,7 @@ fn plugin_id(errors: &mut Vec<FieldError>, name: &str, value: Option<&str>) {
 }
 
 /// Checks every model constraint of the ChatSync input; all failures are collected.
-pub fn validate_chat_sync(input: &ChatSyncInput, errors: &mut Vec<FieldError>) {
+pub(super) fn validate_chat_sync(input: &ChatSyncInput, errors: &mut Vec<FieldError>) {
     if input.message().is_none()
         && input.action_execution.is_none()
         && input.auth_challenge_response.is_none()

@@ -27,15 +27,15 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use super::errors::ApiError;
 
 /// The signing name of Amazon Q Business.
-pub const SERVICE: &str = "qbusiness";
+pub(super) const SERVICE: &str = "qbusiness";
 /// How far `X-Amz-Date` may be from the server's clock.
-pub const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
+pub(super) const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 const DATE_FORMAT: &str = "%Y%m%dT%H%M%SZ";
 
 /// The one set of credentials the emulator accepts. `Debug` redacts the secret.
 #[derive(Clone)]
-pub struct Verifier {
+pub(super) struct Verifier {
     /// Accepted access key id.
     pub access_key_id: String,
     /// Its secret.
@@ -56,7 +56,7 @@ impl std::fmt::Debug for Verifier {
 
 /// The parts of a request that the signature covers.
 #[derive(Clone, Copy, Debug)]
-pub struct Received<'a> {
+pub(super) struct Received<'a> {
     /// HTTP method, e.g. `POST`.
     pub method: &'a str,
     /// The path and query exactly as received, e.g. `/applications/x/conversations?sync`.
@@ -133,7 +133,11 @@ fn format_time(t: DateTime<Utc>) -> String {
 
 impl Verifier {
     /// Verifies the request's SigV4 signature at time `now`; `Ok` carries the access key.
-    pub fn verify(&self, request: &Received<'_>, now: SystemTime) -> Result<String, ApiError> {
+    pub(super) fn verify(
+        &self,
+        request: &Received<'_>,
+        now: SystemTime,
+    ) -> Result<String, ApiError> {
         let headers = request.headers;
         let Some(authorization) = headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::missing_authentication_token());

@@ -1,6 +1,6 @@
 //! The emulator's mutable state: conversations per (application, user), idempotency
 //! replays, pending sign-ins, created tickets and the counters behind
-//! [`Stats`](super::Stats). One mutex guards all of it; handlers hold it only for
+//! [`Stats`]. One mutex guards all of it; handlers hold it only for
 //! in-memory work, never across an `.await`.
 
 use std::collections::{HashMap, HashSet};
@@ -13,7 +13,7 @@ use super::wire::Message;
 
 /// One conversation.
 #[derive(Clone, Debug)]
-pub struct Conversation {
+pub(super) struct Conversation {
     /// 36-character id.
     pub id: String,
     /// The first user message, shortened.
@@ -28,7 +28,7 @@ pub struct Conversation {
 
 impl Conversation {
     /// The most recent user message with text (the context of a follow-up).
-    pub fn last_user_text(&self) -> Option<&str> {
+    pub(super) fn last_user_text(&self) -> Option<&str> {
         self.messages
             .iter()
             .rev()
@@ -39,7 +39,7 @@ impl Conversation {
 
 /// A stored first response of a clientToken.
 #[derive(Clone, Debug)]
-pub struct Replay {
+pub(super) struct Replay {
     /// The request (body without `clientToken`, plus the user groups).
     pub fingerprint: Value,
     /// The response body sent the first time.
@@ -48,7 +48,7 @@ pub struct Replay {
 
 /// Everything that changes.
 #[derive(Debug, Default)]
-pub struct State {
+pub(super) struct State {
     /// Conversations by owner (user id or `anonymous`), in creation order.
     pub conversations: HashMap<String, Vec<Conversation>>,
     /// First responses by (owner, clientToken).
@@ -65,21 +65,21 @@ pub struct State {
 
 impl State {
     /// The owner's conversation `id`.
-    pub fn conversation(&self, owner: &str, id: &str) -> Option<&Conversation> {
+    pub(super) fn conversation(&self, owner: &str, id: &str) -> Option<&Conversation> {
         self.conversations
             .get(owner)
             .and_then(|list| list.iter().find(|c| c.id == id))
     }
 
     /// The owner's conversation `id`, mutably.
-    pub fn conversation_mut(&mut self, owner: &str, id: &str) -> Option<&mut Conversation> {
+    pub(super) fn conversation_mut(&mut self, owner: &str, id: &str) -> Option<&mut Conversation> {
         self.conversations
             .get_mut(owner)
             .and_then(|list| list.iter_mut().find(|c| c.id == id))
     }
 
     /// Removes the owner's conversation `id`; whether it existed.
-    pub fn remove_conversation(&mut self, owner: &str, id: &str) -> bool {
+    pub(super) fn remove_conversation(&mut self, owner: &str, id: &str) -> bool {
         let Some(list) = self.conversations.get_mut(owner) else {
             return false;
         };

@@ -11,7 +11,7 @@ use super::request::ActionExecution;
 /// ChatSync's 200 body.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ChatSyncOutput {
+pub(super) struct ChatSyncOutput {
     /// The conversation (new or continued).
     pub conversation_id: String,
     /// The answer; at most 2048 characters.
@@ -35,7 +35,7 @@ pub struct ChatSyncOutput {
 /// One cited document.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SourceAttribution {
+pub(super) struct SourceAttribution {
     /// Document title.
     pub title: String,
     /// A passage of the document around the cited text.
@@ -60,7 +60,7 @@ pub struct SourceAttribution {
 /// characters; the corpus is ASCII so bytes and characters agree).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TextSegment {
+pub(super) struct TextSegment {
     /// First character of the cited sentence.
     pub begin_offset: usize,
     /// One past its last character (before the ` [n]` marker).
@@ -71,7 +71,7 @@ pub struct TextSegment {
 
 /// `snippetExcerpt`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SnippetExcerpt {
+pub(super) struct SnippetExcerpt {
     /// The excerpt.
     pub text: String,
 }
@@ -79,7 +79,7 @@ pub struct SnippetExcerpt {
 /// `actionReview`: a plugin action the user reviews before it runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ActionReview {
+pub(super) struct ActionReview {
     /// The plugin.
     pub plugin_id: String,
     /// `CUSTOM` for the emulator's plugins.
@@ -93,7 +93,7 @@ pub struct ActionReview {
 /// One reviewable field.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ActionReviewPayloadField {
+pub(super) struct ActionReviewPayloadField {
     /// Label.
     pub display_name: String,
     /// Position in the form.
@@ -116,7 +116,7 @@ pub struct ActionReviewPayloadField {
 /// One allowed value of a reviewable field.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AllowedValue {
+pub(super) struct AllowedValue {
     /// The value to send back.
     pub value: Value,
     /// What to show.
@@ -126,7 +126,7 @@ pub struct AllowedValue {
 /// `authChallengeRequest`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AuthChallengeRequest {
+pub(super) struct AuthChallengeRequest {
     /// Where the user signs in; its `state` query parameter goes back in
     /// `authChallengeResponse.responseMap.state`.
     pub authorization_url: String,
@@ -135,7 +135,7 @@ pub struct AuthChallengeRequest {
 /// One message of ListMessages.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Message {
+pub(super) struct Message {
     /// Message id.
     pub message_id: String,
     /// The text (absent for a USER turn that only carried an action or sign-in).
@@ -159,7 +159,7 @@ pub struct Message {
 /// One conversation of ListConversations.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConversationSummary {
+pub(super) struct ConversationSummary {
     /// Conversation id.
     pub conversation_id: String,
     /// The first user message, shortened.
