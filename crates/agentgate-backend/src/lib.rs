@@ -20,7 +20,7 @@
 //! Modules:
 //! - [`job`]: [`Job`], [`Step`], [`Event`], [`JobError`], [`JobContext`], [`ToolSpec`];
 //! - [`policy`]: [`ToolPolicy`], [`PollPolicy`], [`RetryPolicy`];
-//! - [`task`]: [`TaskId`], [`Owner`], [`TaskStatus`], [`TaskRecord`];
+//! - [`task`]: [`TaskId`], [`Owner`], [`TaskPhase`], [`TaskRecord`];
 //! - [`sync_view`]: a tool's own answer for clients without the tasks extension;
 //! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
 //! - [`backend`]: the [`Backend`] trait and its config section;
@@ -53,6 +53,6 @@ pub use job::{
 };
 pub use policy::{PollPolicy, RetryPolicy, ToolPolicy};
 pub use sync_view::{BoxFuture, InlineRequest, InlineTask, SyncView};
-pub use task::{TaskRecord, TaskStatus};
+pub use task::{TaskRecord, TaskPhase};
 pub use time::{Fence, Millis};
 pub use webhook::{WEBHOOK_PREFIX, Webhook, WebhookRequest, WebhookResponse};

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use crate::TaskStatus;
+use crate::TaskPhase;
 
 /// How often a client should poll a task, per state, growing for long work.
 ///
@@ -85,10 +85,10 @@ impl PollPolicy {
 
     /// The interval to suggest for a task in `status` that is `age` old.
     /// Terminal tasks get no suggestion: there is nothing left to poll for.
-    pub fn interval(&self, status: TaskStatus, age: Duration) -> Option<Duration> {
+    pub fn interval(&self, status: TaskPhase, age: Duration) -> Option<Duration> {
         let base = match status {
-            TaskStatus::Working => self.working,
-            TaskStatus::InputRequired => self.input_required,
+            TaskPhase::Working => self.working,
+            TaskPhase::InputRequired => self.input_required,
             _ => return None,
         };
         let Some(grow_every) = self.grow_every.filter(|g| !g.is_zero()) else {
@@ -259,16 +259,16 @@ mod tests {
             .input_required(Duration::from_secs(5))
             .grow_every(Some(Duration::from_secs(60)))
             .max(Duration::from_secs(8));
-        let at = |s| p.interval(TaskStatus::Working, Duration::from_secs(s));
+        let at = |s| p.interval(TaskPhase::Working, Duration::from_secs(s));
         assert_eq!(at(0), Some(Duration::from_secs(1)));
         assert_eq!(at(61), Some(Duration::from_secs(2)));
         assert_eq!(at(130), Some(Duration::from_secs(4)));
         assert_eq!(at(100_000), Some(Duration::from_secs(8)));
         assert_eq!(
-            p.interval(TaskStatus::InputRequired, Duration::ZERO),
+            p.interval(TaskPhase::InputRequired, Duration::ZERO),
             Some(Duration::from_secs(5))
         );
-        assert_eq!(p.interval(TaskStatus::Completed, Duration::ZERO), None);
+        assert_eq!(p.interval(TaskPhase::Completed, Duration::ZERO), None);
     }
 
     #[test]

@@ -11,10 +11,13 @@ use serde_json::Value;
 
 use crate::{Fence, Millis, Owner, TaskId};
 
-/// The five task states of the Tasks extension.
+/// The five task states of the Tasks extension, as the engine and the
+/// stores keep them. Named apart from the wire's `rmcp::model::TaskStatus`
+/// (which the MCP side maps it to, one to one) and from A2A's `TaskStatus`
+/// message, so no file has to alias one of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
+pub enum TaskPhase {
     /// The job is running or waiting for its next step.
     Working,
     /// The job waits for answers to its input requests.
@@ -27,7 +30,7 @@ pub enum TaskStatus {
     Cancelled,
 }
 
-impl TaskStatus {
+impl TaskPhase {
     /// Whether the task has ended (nothing changes it any more).
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
@@ -57,7 +60,7 @@ impl TaskStatus {
     }
 }
 
-impl std::fmt::Display for TaskStatus {
+impl std::fmt::Display for TaskPhase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -75,7 +78,7 @@ pub struct TaskRecord {
     /// The call's arguments, as sent.
     pub args: Value,
     /// Where it is in its life.
-    pub status: TaskStatus,
+    pub status: TaskPhase,
     /// The `statusMessage` clients see.
     pub status_message: Option<String>,
     /// The job's checkpoint; `None` until the first step ran.

@@ -28,7 +28,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::store::{StoreResult, TaskStore};
-use crate::task::TaskStatus;
+use crate::task::TaskPhase;
 
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -202,12 +202,12 @@ impl Metrics {
     }
 }
 
-const ALL_STATUSES: [TaskStatus; 5] = [
-    TaskStatus::Working,
-    TaskStatus::InputRequired,
-    TaskStatus::Completed,
-    TaskStatus::Failed,
-    TaskStatus::Cancelled,
+const ALL_STATUSES: [TaskPhase; 5] = [
+    TaskPhase::Working,
+    TaskPhase::InputRequired,
+    TaskPhase::Completed,
+    TaskPhase::Failed,
+    TaskPhase::Cancelled,
 ];
 
 pub use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};

@@ -11,7 +11,7 @@ use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, To
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{NewTask, Owner, RetryPolicy, TaskId, TaskStatus, ToolPolicy};
+use agentgate_core::task::{NewTask, Owner, RetryPolicy, TaskId, TaskPhase, ToolPolicy};
 use agentgate_testkit::engine::{Driven, drive_to_end};
 use rmcp::model::{CallToolResult, ContentBlock};
 use schemars::JsonSchema;
@@ -129,7 +129,7 @@ async fn retryable_failures_are_retried_then_succeed() {
     let job = Flaky::default();
     let running = engine(job.clone(), 5).await;
     let Driven { task, waits } = running.run(1).await;
-    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.status, TaskPhase::Completed);
     assert_eq!(
         task.result.expect("result")["content"][0]["text"],
         json!("ok after 1 failures")
@@ -147,7 +147,7 @@ async fn too_many_retryable_failures_fail_the_task_with_the_reason() {
     let job = Flaky::default();
     let running = engine(job.clone(), 2).await;
     let Driven { task, waits } = running.run(10).await;
-    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(task.status, TaskPhase::Failed);
     let message = task.error.expect("error")["message"]
         .as_str()
         .unwrap_or_default()
@@ -169,7 +169,7 @@ async fn a_tools_retry_policy_sets_its_backoff_and_its_cap() {
     let Driven { task, waits } = running.run(100).await;
     assert_eq!(
         task.status,
-        TaskStatus::Failed,
+        TaskPhase::Failed,
         "{task:?} after {} runs",
         job.0.load(Ordering::SeqCst)
     );
@@ -196,7 +196,7 @@ async fn an_upstream_retry_after_longer_than_the_backoff_wins() {
     let retry = RetryPolicy::default().first_backoff(Duration::from_millis(20));
     let running = engine_with(job.clone(), 50, ToolPolicy::default().retry(retry)).await;
     let Driven { task, waits } = running.run_with(2, Some(5_000)).await;
-    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.status, TaskPhase::Completed);
     assert_eq!(
         waits,
         [Duration::from_secs(5), Duration::from_secs(5)],

@@ -17,7 +17,7 @@ use agentgate_core::store::{
     Claimed, InputAck, SqliteStore, StoreError, StoreResult, SweepReport, TaskCount, TaskStore,
 };
 use agentgate_core::task::{
-    Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy,
+    Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskPhase, ToolPolicy,
 };
 use agentgate_testkit::spy::{StoreSpy, outage};
 use async_trait::async_trait;
@@ -115,7 +115,7 @@ async fn a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_
     let (engine, shutdown) = engine(store.clone(), job.clone());
     let id = create(&engine).await;
     let task = until_terminal(&engine, &id).await;
-    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.status, TaskPhase::Completed);
     assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
     assert_eq!(store.calls("checkpoint"), 4, "3 failed saves, then one");
     assert_eq!(store.calls("release"), 0);
@@ -129,7 +129,7 @@ async fn a_save_that_cannot_be_made_gives_the_lease_up_at_once() {
     let (engine, shutdown) = engine(store.clone(), job.clone());
     let id = create(&engine).await;
     let task = until_terminal(&engine, &id).await;
-    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.status, TaskPhase::Completed);
     assert_eq!(store.calls("release"), 1, "the lease was released");
     assert_eq!(
         job.0.load(Ordering::SeqCst),
@@ -155,6 +155,9 @@ struct Full {
 #[async_trait]
 impl TaskStore for Full {
     async fn create(&self, _: NewTask) -> StoreResult<TaskRecord> {
+        Err(outage())
+    }
+    async fn create_claimed(&self, _: NewTask, _: &str, _: Duration) -> StoreResult<TaskRecord> {
         Err(outage())
     }
     async fn get(&self, _: &Owner, _: &TaskId, _: Millis) -> StoreResult<Option<TaskRecord>> {
@@ -375,7 +378,7 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
                 .expect("get")
                 .unwrap_or_else(|| panic!("acknowledged task {id} was lost"));
             if task.status.is_terminal() {
-                assert_eq!(task.status, TaskStatus::Completed, "{id}: {task:?}");
+                assert_eq!(task.status, TaskPhase::Completed, "{id}: {task:?}");
                 break;
             }
             assert!(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use agentgate_core::clock::{Clock as _, Millis};
 use agentgate_core::store::{Outage, PostgresStore, SqliteStore, StoreError, TaskStore};
-use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskStatus};
+use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskPhase};
 use agentgate_testkit::faults::{PgCluster, SmallDisk, unavailable};
 use serde_json::json;
 
@@ -142,7 +142,7 @@ async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itse
             .await
             .expect("reads work on a full disk")
             .expect("task");
-        assert_eq!(task.status, TaskStatus::Working);
+        assert_eq!(task.status, TaskPhase::Working);
     }
 
     // Space comes back: the same store, not reopened, takes writes again.
@@ -172,7 +172,7 @@ async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itse
         )
         .await
         .expect("a checkpoint after space is freed");
-    assert_eq!(saved.status, TaskStatus::Completed);
+    assert_eq!(saved.status, TaskPhase::Completed);
     for _ in 0..10 {
         let task = new_task(now());
         let id = task.id.clone();
@@ -217,13 +217,13 @@ async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itse
         .await
         .expect("get")
         .expect("task");
-    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(done.status, TaskPhase::Completed);
     let resumed = reopened
         .get(&owner(), &waiting_id, now())
         .await
         .expect("get")
         .expect("task");
-    assert_eq!(resumed.status, TaskStatus::Working);
+    assert_eq!(resumed.status, TaskPhase::Working);
 }
 
 async fn sqlite_reads_of_a_foreign_task_never_decode_its_row() {
@@ -417,7 +417,7 @@ async fn postgres_connections_killed_mid_transaction_lose_no_acknowledged_write(
         if completed.contains(id) {
             assert_eq!(
                 task.status,
-                TaskStatus::Completed,
+                TaskPhase::Completed,
                 "checkpoint of {id} was lost"
             );
         }

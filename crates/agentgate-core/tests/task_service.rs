@@ -20,7 +20,7 @@ use agentgate_core::registry::ToolRegistry;
 use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{Changed, Engine, EngineConfig, TaskError, TaskQuota};
 use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskStatus, ToolPolicy};
+use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskPhase, ToolPolicy};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
 };
@@ -118,6 +118,11 @@ impl Drop for Fixture {
 const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 
 async fn fixture(run: bool) -> Fixture {
+    fixture_with(run, EngineConfig::default().concurrency).await
+}
+
+/// [`fixture`] with `concurrency` step slots.
+async fn fixture_with(run: bool, concurrency: usize) -> Fixture {
     let store = SqliteStore::open("sqlite::memory:").await.expect("store");
     let probe = Probe::default();
     let policy = ToolPolicy::default()
@@ -128,7 +133,10 @@ async fn fixture(run: bool) -> Fixture {
         Arc::new(store),
         tools,
         Arc::new(ManualClock::starting_at(T0)),
-        EngineConfig::default(),
+        EngineConfig {
+            concurrency,
+            ..EngineConfig::default()
+        },
     );
     let shutdown = CancellationToken::new();
     if run {
@@ -252,7 +260,7 @@ async fn answer_publishes_and_wakes_so_the_task_finishes() {
     let f = fixture(true).await;
     let task = create(&f.engine, "alice", "ask", &TaskQuota::default()).await;
     until(&f.engine, "alice", &task.id, |r| {
-        r.status == TaskStatus::InputRequired
+        r.status == TaskPhase::InputRequired
     })
     .await;
     let mut watch = f.engine.watch(&Owner::new("alice"), vec![task.id.clone()]);
@@ -278,7 +286,7 @@ async fn answer_publishes_and_wakes_so_the_task_finishes() {
         Changed::Task(task.id.clone())
     );
     let done = until(&f.engine, "alice", &task.id, |r| r.status.is_terminal()).await;
-    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(done.status, TaskPhase::Completed);
     assert_eq!(
         done.result.expect("result")["content"][0]["text"],
         "hello ada"
@@ -311,7 +319,7 @@ async fn cancel_interrupts_a_running_step() {
     // The step would hang for its hour-long timeout; only the interrupt
     // lets the cancel step run.
     let done = until(&f.engine, "alice", &task.id, |r| r.status.is_terminal()).await;
-    assert_eq!(done.status, TaskStatus::Cancelled);
+    assert_eq!(done.status, TaskPhase::Cancelled);
 }
 
 #[tokio::test]
@@ -418,7 +426,7 @@ async fn stopping_a_runtime_interrupts_its_steps_and_frees_their_leases_at_once(
         .find(|c| c.task.id == task.id)
         .expect("the task is free for another worker now");
     assert_eq!(again.taken_over_from, None, "released, not expired");
-    assert_eq!(again.task.status, TaskStatus::Working);
+    assert_eq!(again.task.status, TaskPhase::Working);
     assert_eq!(again.task.job_state, None);
     assert_eq!(again.task.steps, 0);
 }
@@ -500,7 +508,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
         .await
         .expect("get")
         .expect("task");
-    assert_eq!(now.status, TaskStatus::Working, "{now:?}");
+    assert_eq!(now.status, TaskPhase::Working, "{now:?}");
     assert_eq!(now.result, None, "the fenced result was not saved");
     assert_eq!(
         now.lease_owner.as_deref(),
@@ -508,4 +516,46 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
         "the new lease holds"
     );
     assert_eq!(now.fence, taken.task.fence);
+}
+
+/// A task created while the scheduler runs and has slots free starts at
+/// once, leased to this worker by the `INSERT` itself (no claim); with the
+/// slots taken it is queued and claimed when one frees up; with no scheduler
+/// running it is simply queued.
+#[tokio::test]
+async fn a_task_created_here_starts_at_once_unless_the_slots_are_taken() {
+    let idle = fixture(false).await;
+    let queued = create(&idle.engine, "alice", "ask", &TaskQuota::default()).await;
+    assert_eq!(queued.lease_owner, None, "no scheduler: queued for a claim");
+
+    let f = fixture_with(true, 4).await;
+    let worker = f.engine.config().worker_id.clone();
+    let first = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    assert_eq!(
+        first.lease_owner.as_deref(),
+        Some(worker.as_str()),
+        "created leased to this worker"
+    );
+    assert_eq!(first.fence, agentgate_core::task::Fence::from_raw(1));
+    f.probe.started.notified().await;
+    // 3 of 4 slots free is more than a quarter: this one starts at once too.
+    let second = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    assert!(second.lease_owner.is_some());
+    f.probe.started.notified().await;
+    // 2 of 4 free: still more than a quarter.
+    let third = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    assert!(third.lease_owner.is_some());
+    f.probe.started.notified().await;
+    // 1 of 4 free is a quarter: the slot stays with the claim loop, which
+    // claims the queued task itself.
+    let fourth = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    assert_eq!(fourth.lease_owner, None, "queued: {fourth:?}");
+    f.probe.started.notified().await;
+    let claimed = f.engine.get(&Owner::new("alice"), &fourth.id).await.expect("get");
+    assert_eq!(claimed.lease_owner.as_deref(), Some(worker.as_str()), "claimed");
+    for task in [&first, &second, &third, &fourth] {
+        f.probe.release.notify_one();
+        let done = until(&f.engine, "alice", &task.id, |t| t.status.is_terminal()).await;
+        assert_eq!(done.status, TaskPhase::Completed, "{done:?}");
+    }
 }

@@ -48,7 +48,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use agentgate_backend::{
-    Event, Job, JobContext, JobError, Millis, PollPolicy, Step, StepResult, TaskStatus,
+    Event, Job, JobContext, JobError, Millis, PollPolicy, Step, StepResult, TaskPhase,
 };
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ErrorData, InputRequest, InputRequests, InputResponses,
@@ -273,7 +273,7 @@ impl AgentJob {
             longest
         } else {
             poll_policy(settings.poll_interval, longest)
-                .interval(TaskStatus::Working, cx.now.since(state.since))
+                .interval(TaskPhase::Working, cx.now.since(state.since))
                 .unwrap_or(longest)
         };
         Step::Wait {
@@ -942,7 +942,7 @@ mod poll_tests {
         let policy = poll_policy(Duration::from_secs(1), Duration::from_secs(30));
         let at = |secs| {
             policy
-                .interval(TaskStatus::Working, Duration::from_secs(secs))
+                .interval(TaskPhase::Working, Duration::from_secs(secs))
                 .expect("working")
         };
         assert_eq!(at(0), Duration::from_secs(1));

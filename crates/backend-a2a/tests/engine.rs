@@ -12,7 +12,7 @@ use agentgate_core::clock::SystemClock;
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig, TaskQuota};
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskStatus};
+use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskPhase};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use common::*;
 use serde_json::{Map, Value, json};
@@ -101,7 +101,7 @@ async fn a_question_is_answered_through_the_engine_and_the_result_is_stored() {
         .await;
     let asking = run
         .until(&id, "input_required", |r| {
-            r.status == TaskStatus::InputRequired
+            r.status == TaskPhase::InputRequired
         })
         .await;
     assert!(
@@ -130,7 +130,7 @@ async fn a_question_is_answered_through_the_engine_and_the_result_is_stored() {
     let done = run
         .until(&id, "completed", |r| r.status.is_terminal())
         .await;
-    assert_eq!(done.status, TaskStatus::Completed, "{done:?}");
+    assert_eq!(done.status, TaskPhase::Completed, "{done:?}");
     let result = done.result.expect("a stored result");
     assert_eq!(result["content"][0]["text"], "Hello, Lin!");
     assert_eq!(
@@ -168,7 +168,7 @@ async fn a_refused_cancel_through_the_engine_ends_with_the_agents_answer() {
     let done = run
         .until(&id, "completed", |r| r.status.is_terminal())
         .await;
-    assert_eq!(done.status, TaskStatus::Completed, "{done:?}");
+    assert_eq!(done.status, TaskPhase::Completed, "{done:?}");
     let result = done.result.expect("a stored result");
     assert_eq!(result["content"][0]["text"], "Finished 20 steps.");
     assert_eq!(emulator.sent_of("CancelTask").len(), 1);
@@ -191,7 +191,7 @@ async fn a_cancel_through_the_engine_cancels_the_agent_task() {
     let done = run
         .until(&id, "cancelled", |r| r.status.is_terminal())
         .await;
-    assert_eq!(done.status, TaskStatus::Cancelled, "{done:?}");
+    assert_eq!(done.status, TaskPhase::Cancelled, "{done:?}");
     assert_eq!(emulator.sent_of("CancelTask").len(), 1);
     emulator.assert_requests_conform();
 }

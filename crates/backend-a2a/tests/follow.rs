@@ -17,7 +17,7 @@ use agentgate_backend::{Backend, ToolSpec};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{EngineConfig, TaskQuota};
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskStatus};
+use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskPhase};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use backend_a2a::A2aBackend;
 use common::*;
@@ -109,7 +109,7 @@ fn long_running(steps: u64) -> Value {
 }
 
 fn assert_finished(record: &TaskRecord, steps: u64) {
-    assert_eq!(record.status, TaskStatus::Completed, "{record:?}");
+    assert_eq!(record.status, TaskPhase::Completed, "{record:?}");
     let result = record.result.as_ref().expect("a result");
     assert_eq!(
         result["content"][0]["text"],

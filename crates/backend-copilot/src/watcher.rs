@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agentgate_backend::Nudge;
-use agentgate_backend::{PollPolicy, TaskId, TaskStatus};
+use agentgate_backend::{PollPolicy, TaskId, TaskPhase};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -178,7 +178,7 @@ impl CopilotWatcher {
     /// The interval a target `age` into its watch is polled at.
     pub fn interval(&self, age: Duration) -> Duration {
         self.poll
-            .interval(TaskStatus::Working, age)
+            .interval(TaskPhase::Working, age)
             .unwrap_or(self.poll.max)
     }
 

@@ -25,7 +25,7 @@ use agentgate_core::clock::SystemClock;
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{NewTask, Owner, TaskId, TaskStatus};
+use agentgate_core::task::{NewTask, Owner, TaskId, TaskPhase};
 use agentgate_testkit::prop::{self as shared, Canned, CannedUpstream, config};
 use backend_copilot::github::GitHub;
 use backend_copilot::github::model;
@@ -515,7 +515,7 @@ async fn run_first_step(
     copilot: Copilot,
     tool: &str,
     args: Map<String, Value>,
-) -> Result<TaskStatus, TestCaseError> {
+) -> Result<TaskPhase, TestCaseError> {
     let store = SqliteStore::open("sqlite::memory:")
         .await
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -582,7 +582,7 @@ async fn run_first_step(
     let shown = format!("{:?}", outcome(&task));
     prop_assert!(!shown.contains(TOKEN), "the task leaks the token: {shown}");
     match task.status {
-        TaskStatus::Failed => {
+        TaskPhase::Failed => {
             let message = task
                 .error
                 .as_ref()
@@ -590,16 +590,16 @@ async fn run_first_step(
                 .unwrap_or("");
             check_message("failed task", message)?;
         }
-        TaskStatus::Completed => {
+        TaskPhase::Completed => {
             let result = task.result.clone().unwrap_or_default();
             let text = result["content"][0]["text"].as_str().unwrap_or("");
             check_message("completed task", text)?;
         }
-        TaskStatus::Working | TaskStatus::InputRequired => {
+        TaskPhase::Working | TaskPhase::InputRequired => {
             let message = task.status_message.clone().unwrap_or_default();
             check_message("status message", &message)?;
         }
-        TaskStatus::Cancelled => prop_assert!(false, "cancelled without a cancel request"),
+        TaskPhase::Cancelled => prop_assert!(false, "cancelled without a cancel request"),
     }
     shutdown.cancel();
     Ok(task.status)

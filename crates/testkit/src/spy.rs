@@ -123,6 +123,15 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         self.enter("create")?;
         self.inner.create(task).await
     }
+    async fn create_claimed(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> StoreResult<TaskRecord> {
+        self.enter("create_claimed")?;
+        self.inner.create_claimed(task, worker, lease).await
+    }
     async fn get(
         &self,
         owner: &Owner,

@@ -27,7 +27,7 @@ use super::error::GatewayError;
 use super::gateway::{Gateway, is_modern};
 use super::wire;
 use crate::job::ToolSpec;
-use crate::task::{Owner, TaskId, TaskRecord, TaskStatus};
+use crate::task::{Owner, TaskId, TaskRecord, TaskPhase};
 
 /// How long a sealed MRTR `requestState` stays valid.
 const REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
@@ -103,21 +103,21 @@ impl Gateway {
         loop {
             let record = watch.read(id).await?;
             match record.status {
-                TaskStatus::Completed => return wire::tool_result(&record).map(Into::into),
-                TaskStatus::Failed => return Err(wire::task_error(&record)),
-                TaskStatus::Cancelled => {
+                TaskPhase::Completed => return wire::tool_result(&record).map(Into::into),
+                TaskPhase::Failed => return Err(wire::task_error(&record)),
+                TaskPhase::Cancelled => {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "Error: task {id} was cancelled before it finished"
                     ))])
                     .into());
                 }
-                TaskStatus::InputRequired => {
+                TaskPhase::InputRequired => {
                     if let Some(answer) = self.ask_inline(&record, owner, cx).await? {
                         return Ok(answer);
                     }
                     continue;
                 }
-                TaskStatus::Working => {}
+                TaskPhase::Working => {}
             }
             if let Some(token) = &progress_token
                 && record.status_message != last_message
@@ -133,7 +133,7 @@ impl Gateway {
                 _ = watch.changed(RECHECK) => {}
                 () = tokio::time::sleep_until(deadline) => {
                     let record = watch.read(id).await?;
-                    if record.status.is_terminal() || record.status == TaskStatus::InputRequired {
+                    if record.status.is_terminal() || record.status == TaskPhase::InputRequired {
                         continue;
                     }
                     return Ok(still_running(&record, spec));

@@ -14,7 +14,7 @@ use super::error::GatewayError;
 use super::wire;
 use crate::job::{BoxFuture, InlineRequest, InlineTask};
 use crate::scheduler::TaskWatch;
-use crate::task::{TaskId, TaskRecord, TaskStatus};
+use crate::task::{TaskId, TaskRecord, TaskPhase};
 
 /// One inline request following one task.
 struct GatewayInline<'a> {
@@ -83,12 +83,12 @@ impl InlineRequest for GatewayInline<'_> {
 
     fn ended(&self, record: &TaskRecord) -> Option<Result<CallToolResult, ErrorData>> {
         match record.status {
-            TaskStatus::Completed => Some(wire::tool_result(record)),
-            TaskStatus::Failed => Some(Err(wire::task_error(record))),
-            TaskStatus::Cancelled => Some(Ok(CallToolResult::error(vec![ContentBlock::text(
+            TaskPhase::Completed => Some(wire::tool_result(record)),
+            TaskPhase::Failed => Some(Err(wire::task_error(record))),
+            TaskPhase::Cancelled => Some(Ok(CallToolResult::error(vec![ContentBlock::text(
                 format!("Error: task {} was cancelled before it finished", record.id),
             )]))),
-            TaskStatus::Working | TaskStatus::InputRequired => None,
+            TaskPhase::Working | TaskPhase::InputRequired => None,
         }
     }
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::gateway::Gateway;
 use super::wire;
 use crate::scheduler::TaskError;
-use crate::task::{TaskId, TaskStatus};
+use crate::task::{TaskId, TaskPhase};
 
 pub(super) const ANSWER: &str = "task_answer";
 pub(super) const CANCEL: &str = "task_cancel";
@@ -113,7 +113,7 @@ impl Gateway {
             Ok(record) => record,
             Err(e) => return unknown_or(e, &id),
         };
-        if record.status != TaskStatus::InputRequired {
+        if record.status != TaskPhase::InputRequired {
             return Ok(error(format!(
                 "task `{id}` is {} and waits for no input; `task_status` shows it",
                 record.status

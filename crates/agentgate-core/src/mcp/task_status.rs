@@ -132,7 +132,7 @@ impl Gateway {
         if let Some(message) = &record.status_message {
             text.push_str(&format!(" ({message})"));
         }
-        if record.status == crate::task::TaskStatus::InputRequired {
+        if record.status == crate::task::TaskPhase::InputRequired {
             for (key, request) in &record.input_requests {
                 let params = &request["params"];
                 let message = params["message"].as_str().unwrap_or("(no message)");

@@ -123,6 +123,12 @@ pub fn http_router<H: ServerHandler + Clone>(
         .with_allowed_origins(options.allowed_origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_body)
+        // A request answered by one message gets it as `application/json`
+        // (the transport allows either when the client accepts both): no SSE
+        // stream to set up, frame and close for a `tasks/get`. A handler
+        // that sends anything before its answer (progress, an elicitation)
+        // still gets an SSE stream, so nothing is lost.
+        .with_json_response(true)
         .with_cancellation_token(shutdown);
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),

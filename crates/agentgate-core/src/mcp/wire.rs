@@ -8,15 +8,15 @@ use serde_json::Value;
 
 use crate::clock::{Millis, iso8601};
 use crate::registry::ToolRegistry;
-use crate::task::{TaskRecord, TaskStatus};
+use crate::task::{TaskRecord, TaskPhase};
 
-pub(crate) fn wire_status(status: TaskStatus) -> WireStatus {
+pub(crate) fn wire_status(status: TaskPhase) -> WireStatus {
     match status {
-        TaskStatus::Working => WireStatus::Working,
-        TaskStatus::InputRequired => WireStatus::InputRequired,
-        TaskStatus::Completed => WireStatus::Completed,
-        TaskStatus::Failed => WireStatus::Failed,
-        TaskStatus::Cancelled => WireStatus::Cancelled,
+        TaskPhase::Working => WireStatus::Working,
+        TaskPhase::InputRequired => WireStatus::InputRequired,
+        TaskPhase::Completed => WireStatus::Completed,
+        TaskPhase::Failed => WireStatus::Failed,
+        TaskPhase::Cancelled => WireStatus::Cancelled,
     }
 }
 
@@ -47,15 +47,15 @@ pub fn to_detailed_task(
 ) -> Result<DetailedTask, ErrorData> {
     let task = task_fields(record, tools, now);
     let payload = match record.status {
-        TaskStatus::Working => TaskPayload::Working,
-        TaskStatus::Cancelled => TaskPayload::Cancelled,
-        TaskStatus::InputRequired => TaskPayload::InputRequired {
+        TaskPhase::Working => TaskPayload::Working,
+        TaskPhase::Cancelled => TaskPayload::Cancelled,
+        TaskPhase::InputRequired => TaskPayload::InputRequired {
             input_requests: input_requests(record)?,
         },
-        TaskStatus::Completed => TaskPayload::Completed {
+        TaskPhase::Completed => TaskPayload::Completed {
             result: object(record.result.clone(), "result")?,
         },
-        TaskStatus::Failed => TaskPayload::Failed {
+        TaskPhase::Failed => TaskPayload::Failed {
             error: object(record.error.clone(), "error")?,
         },
     };

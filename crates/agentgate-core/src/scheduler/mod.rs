@@ -1,6 +1,7 @@
 //! The scheduler: claims due tasks, runs one step each, saves the result.
 //!
 //! ```text
+//! create (this process) ─▶ store.create_claimed ─▶ hand-off ─┐  (while slots are free)
 //! loop:  store.claim(worker, free slots, lease) ──▶ spawn run_step per task
 //!        run_step: heartbeat every lease/3 ─┐
 //!                  job.step(...) under the tool's step timeout
@@ -27,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -36,7 +37,11 @@ use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
 use crate::store::TaskStore;
 use crate::store::seal::SealKey;
-use crate::task::TaskId;
+use crate::task::{TaskId, TaskRecord};
+
+/// A task `create` leased to this process, with the step slot it runs in,
+/// on its way to the claim loop.
+type Handoff = (TaskRecord, OwnedSemaphorePermit);
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -111,6 +116,12 @@ struct Inner {
     running: Mutex<HashMap<TaskId, CancellationToken>>,
     /// Per-owner locks of [`Engine::create`]'s live-task cap.
     admissions: Vec<tokio::sync::Mutex<()>>,
+    /// This process's step slots (`concurrency` permits): a step holds one
+    /// from its claim (or hand-off) until it is saved.
+    slots: Arc<Semaphore>,
+    /// Where [`Engine::create`] hands the claim loop a task it leased to
+    /// this process; `Some` while [`Engine::run`] runs.
+    handoff: Mutex<Option<mpsc::UnboundedSender<Handoff>>>,
 }
 
 impl Engine {
@@ -133,6 +144,7 @@ impl Engine {
         metrics: Metrics,
     ) -> Self {
         let (changes, _) = broadcast::channel(1024);
+        let slots = Arc::new(Semaphore::new(config.concurrency));
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -144,6 +156,8 @@ impl Engine {
                 changes,
                 running: Mutex::new(HashMap::new()),
                 admissions: service::admission_stripes(),
+                slots,
+                handoff: Mutex::new(None),
             }),
         }
     }
@@ -235,6 +249,45 @@ impl Engine {
         }
     }
 
+    /// Starts `task`'s step in `slot`, interruptible by a cancel or by
+    /// `shutdown`; the slot is free again once the step is saved.
+    fn spawn_step(
+        &self,
+        steps: &mut JoinSet<()>,
+        task: TaskRecord,
+        slot: Option<OwnedSemaphorePermit>,
+        shutdown: &CancellationToken,
+    ) {
+        let token = shutdown.child_token();
+        self.running().insert(task.id.clone(), token.clone());
+        let engine = self.clone();
+        steps.spawn(async move {
+            engine.run_step(task, token).await;
+            drop(slot);
+        });
+    }
+
+    /// A step slot and the way to the claim loop, for a task `create` is
+    /// about to make: `None` while the scheduler is not running or fewer
+    /// than a quarter of the slots are free (those stay with the claim loop,
+    /// so queued and retried tasks are not starved by new ones).
+    fn handoff(&self) -> Option<(mpsc::UnboundedSender<Handoff>, OwnedSemaphorePermit)> {
+        let sender = self.handoff_sender().clone()?;
+        if self.inner.slots.available_permits() <= self.inner.config.concurrency / 4 {
+            return None;
+        }
+        let slot = self.inner.slots.clone().try_acquire_owned().ok()?;
+        Some((sender, slot))
+    }
+
+    fn handoff_sender(&self) -> std::sync::MutexGuard<'_, Option<mpsc::UnboundedSender<Handoff>>> {
+        // The guarded value is a plain Option: a panic cannot leave it torn.
+        self.inner
+            .handoff
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
         // A poisoned map only means a step panicked while holding the lock;
         // the map itself is still consistent.
@@ -248,7 +301,20 @@ impl Engine {
     /// the running steps (a step in flight is dropped and runs again from its
     /// last checkpoint, like after a crash), waits up to the lease for them to
     /// wind up, and releases every lease still held.
-    pub async fn run(self, shutdown: CancellationToken) {
+    ///
+    /// From the call on (before the future is first polled), tasks
+    /// [`create`](Self::create)d here are handed to this scheduler.
+    pub fn run(self, shutdown: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+        let (handoff, handoffs) = mpsc::unbounded_channel();
+        *self.handoff_sender() = Some(handoff);
+        self.run_scheduler(shutdown, handoffs)
+    }
+
+    async fn run_scheduler(
+        self,
+        shutdown: CancellationToken,
+        mut handoffs: mpsc::UnboundedReceiver<Handoff>,
+    ) {
         let mut steps = JoinSet::new();
         // The sweeper and the change relay watch `shutdown` and are awaited
         // below: nothing of the engine outlives `run`.
@@ -260,7 +326,13 @@ impl Engine {
         let config = self.inner.config.clone();
         let mut claims = Trouble::new("claiming due tasks");
         loop {
-            let free = config.concurrency.saturating_sub(steps.len());
+            while let Ok((task, slot)) = handoffs.try_recv() {
+                self.spawn_step(&mut steps, task, Some(slot), &shutdown);
+            }
+            // Slots are taken per claimed task, not held across the claim,
+            // so `create` can hand off meanwhile; a claim that raced a
+            // hand-off may run a step over `concurrency` for a moment.
+            let free = self.inner.slots.available_permits();
             let mut claimed = 0;
             let mut backoff = None;
             if free > 0 {
@@ -285,9 +357,8 @@ impl Engine {
                                 tracing::info!(task = %task.id, %previous, "took over an expired lease");
                                 self.inner.metrics.lease_taken_over();
                             }
-                            let token = shutdown.child_token();
-                            self.running().insert(task.id.clone(), token.clone());
-                            steps.spawn(self.clone().run_step(task, token));
+                            let slot = self.inner.slots.clone().try_acquire_owned().ok();
+                            self.spawn_step(&mut steps, task, slot, &shutdown);
                         }
                     }
                     Err(e) => backoff = Some(claims.failed(&e)),
@@ -314,8 +385,16 @@ impl Engine {
                 _ = self.inner.wake.notified() => {}
                 () = self.inner.clock.sleep_until(next_look) => {}
                 Some(_) = steps.join_next(), if !steps.is_empty() => {}
+                Some((task, slot)) = handoffs.recv() => {
+                    self.spawn_step(&mut steps, task, Some(slot), &shutdown);
+                }
             }
         }
+        // Tasks handed off but not started keep their lease until
+        // `release_all` below gives it up; `create` releases one it could not
+        // hand off at all.
+        *self.handoff_sender() = None;
+        drop(handoffs);
         // Steps watch the shutdown token and checkpoint an interruption.
         let drain = crate::clock::timeout(&*self.inner.clock, config.lease, async {
             while steps.join_next().await.is_some() {}

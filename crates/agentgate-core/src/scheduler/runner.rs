@@ -100,7 +100,7 @@ impl Engine {
 
     /// Gives up `task`'s lease so its step runs again without waiting for the
     /// lease to run out.
-    async fn release(&self, task: &TaskRecord) {
+    pub(super) async fn release(&self, task: &TaskRecord) {
         let now = self.inner.clock.now();
         match self
             .inner

@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Engine;
@@ -108,21 +108,38 @@ impl Engine {
             None
         };
         let ttl = quota.ttl(spec.policy.ttl);
+        let task = NewTask {
+            id: TaskId::generate(),
+            owner,
+            tool: spec.tool.name.to_string(),
+            args: Value::Object(args),
+            status_message: Some("queued".to_owned()),
+            ttl_ms: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            now,
+        };
+        // With a step slot free here, the task is created leased to this
+        // process and its first step starts at once; otherwise it is queued
+        // for the next claim, here or on another instance.
+        let Some((handoff, slot)) = self.handoff() else {
+            let record = self.inner.store.create(task).await?;
+            tracing::info!(task = %record.id, tool = %spec.tool.name, "task created");
+            self.wake();
+            return Ok(record);
+        };
+        let config = &self.inner.config;
         let record = self
             .inner
             .store
-            .create(NewTask {
-                id: TaskId::generate(),
-                owner,
-                tool: spec.tool.name.to_string(),
-                args: Value::Object(args),
-                status_message: Some("queued".to_owned()),
-                ttl_ms: ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-                now,
-            })
+            .create_claimed(task, &config.worker_id, config.lease)
             .await?;
-        tracing::info!(task = %record.id, tool = %spec.tool.name, "task created");
-        self.wake();
+        tracing::info!(task = %record.id, tool = %spec.tool.name, "task created; first step starting");
+        if let Err(mpsc::error::SendError((unstarted, _slot))) =
+            handoff.send((record.clone(), slot))
+        {
+            // The scheduler stopped meanwhile: give the lease up so another
+            // instance (or this one, restarted) need not wait for it.
+            self.release(&unstarted).await;
+        }
         Ok(record)
     }
 

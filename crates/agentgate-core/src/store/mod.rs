@@ -51,6 +51,7 @@ use serde_json::Value;
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
 
+mod checkpoints;
 mod postgres;
 pub mod seal;
 mod sqlite;
@@ -233,7 +234,7 @@ impl std::ops::Deref for Claimed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskCount {
     pub tool: String,
-    pub status: crate::task::TaskStatus,
+    pub status: crate::task::TaskPhase,
     pub count: u64,
 }
 
@@ -257,6 +258,19 @@ pub enum ChangeKind {
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Persists a new `working` task, due at once, and returns it.
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord>;
+
+    /// Persists a new `working` task already leased to `worker` until
+    /// `task.now + lease` (its first [`Fence`]), in the one transaction that
+    /// creates it: the process that creates a task runs its first step at
+    /// once instead of waiting for its next claim. To everyone else it is a
+    /// task being stepped; if `worker` dies, the lease runs out and any
+    /// instance claims it, as after any crash.
+    async fn create_claimed(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> StoreResult<TaskRecord>;
 
     /// The task, if it exists, belongs to `owner` and has not expired.
     async fn get(&self, owner: &Owner, id: &TaskId, now: Millis)
@@ -363,7 +377,7 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 /// A `(tool, status, count)` row of `count_by_tool_and_status`.
 fn task_count((tool, status, count): (String, String, i64)) -> StoreResult<TaskCount> {
     Ok(TaskCount {
-        status: crate::task::TaskStatus::parse(&status).ok_or_else(|| StoreError::Corrupt {
+        status: crate::task::TaskPhase::parse(&status).ok_or_else(|| StoreError::Corrupt {
             task: format!("(a {tool} task)"),
             reason: format!("status {status}"),
         })?,

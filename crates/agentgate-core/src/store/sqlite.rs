@@ -21,10 +21,27 @@
 //! writer). A second process on the same file waits for SQLite's write lock
 //! (`BEGIN IMMEDIATE` under the busy timeout) instead of failing half-way.
 //!
+//! Step checkpoints are group-committed (see [`crate::store::checkpoints`]):
+//! the checkpoints that queue up while one batch commits are saved in the
+//! next single transaction, so the write turn is taken once per batch, not
+//! once per step.
+//!
+//! **Durability.** WAL with `synchronous = NORMAL`: a commit is in the WAL
+//! file when it is acknowledged, so a crashed or killed process loses
+//! nothing it acknowledged. The WAL is flushed to disk at checkpoints (the
+//! SQLite kind, about every 1000 pages), not at every commit, so a power
+//! cut or kernel crash can roll the database back to an earlier consistent
+//! state, losing the last acknowledged writes: a created task may vanish
+//! (its client's `tasks/get` then says it is unknown), and a step runs
+//! again from the last checkpoint that survived, as after a crash mid-step
+//! (backends guard their side effects against a repeated step). A
+//! deployment that must survive power cuts runs on PostgreSQL
+//! (`synchronous_commit = on`).
+//!
 //! Reads that take a caller's owner filter on it in SQL, so another owner's
 //! task costs the same as an id that does not exist: no row is decoded.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -36,14 +53,23 @@ use sqlx::sqlite::{
 };
 use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
 
+use super::checkpoints::{Checkpoint, CheckpointWriter, SaveCheckpoints, decide};
 use super::transition::visible;
 use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
 use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskPhase};
 
 /// Tasks in a SQLite database file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
+    db: Db,
+    /// Saves checkpoints in batches (see [`crate::store::checkpoints`]).
+    checkpoints: CheckpointWriter,
+}
+
+/// The database: what the store and its checkpoint writer share.
+#[derive(Debug, Clone)]
+struct Db {
     pool: SqlitePool,
     /// Taken by every write (see the module docs).
     write: std::sync::Arc<tokio::sync::Mutex<()>>,
@@ -91,9 +117,13 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-        Ok(Self {
+        let db = Db {
             pool,
             write: std::sync::Arc::default(),
+        };
+        Ok(Self {
+            checkpoints: CheckpointWriter::start(db.clone()),
+            db,
         })
     }
 
@@ -103,11 +133,45 @@ impl SqliteStore {
         let row = sqlx::query("SELECT * FROM tasks WHERE id = ? AND owner = ?")
             .bind(id.as_str())
             .bind(owner.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         row.map(decode).transpose()
     }
 
+    /// `create` and `create_claimed`: one INSERT, leased or not.
+    async fn insert(
+        &self,
+        task: NewTask,
+        lease: Option<(&str, Millis)>,
+    ) -> StoreResult<TaskRecord> {
+        let mut tx = self.db.write().await?;
+        let row = sqlx::query(
+            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+             updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
+             VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+        )
+        .bind(task.id.as_str())
+        .bind(task.owner.as_str())
+        .bind(&task.tool)
+        .bind(json_text(&task.args))
+        .bind(&task.status_message)
+        .bind(task.now)
+        .bind(task.now)
+        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+        .bind(task.now)
+        .bind(lease.map(|(worker, _)| worker))
+        .bind(lease.map(|(_, until)| until))
+        .bind(i64::from(lease.is_some()))
+        .fetch_one(tx.conn())
+        .await?;
+        let record = decode(row)?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+}
+
+impl Db {
     /// Starts a write: takes this process's write turn, then opens a
     /// `BEGIN IMMEDIATE` transaction on a pooled connection.
     async fn write(&self) -> StoreResult<WriteTx<'_>> {
@@ -122,6 +186,51 @@ impl SqliteStore {
             conn,
             open: true,
         })
+    }
+}
+
+/// A batch of checkpoints in one write transaction (the batching itself is
+/// [`crate::store::checkpoints`]).
+#[async_trait]
+impl SaveCheckpoints for Db {
+    async fn save(&self, batch: &[Checkpoint]) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
+        let mut tx = self.write().await?;
+        let ids = json_text(&batch.iter().map(|one| one.id.as_str()).collect::<Vec<_>>());
+        let rows = sqlx::query("SELECT * FROM tasks WHERE id IN (SELECT value FROM json_each(?))")
+            .bind(ids)
+            .fetch_all(tx.conn())
+            .await?;
+        let mut current = HashMap::with_capacity(rows.len());
+        for row in rows {
+            current.insert(row.try_get::<String, _>("id")?, decode(row));
+        }
+        let decided = decide(batch, current);
+        for task in &decided.writes {
+            sqlx::query(
+                "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, \
+                 input_requests = ?, input_responses = ?, used_input_keys = ?, result = ?, \
+                 error = ?, updated_at = ?, due_at = ?, lease_owner = NULL, lease_until = NULL, \
+                 steps = ?, failures = ? WHERE id = ? AND attempt = ?",
+            )
+            .bind(task.status.as_str())
+            .bind(&task.status_message)
+            .bind(task.job_state.as_ref().map(json_text))
+            .bind(json_text(&task.input_requests))
+            .bind(json_text(&task.input_responses))
+            .bind(json_text(&task.used_input_keys))
+            .bind(task.result.as_ref().map(json_text))
+            .bind(task.error.as_ref().map(json_text))
+            .bind(task.updated_at)
+            .bind(task.due_at)
+            .bind(task.steps)
+            .bind(task.failures)
+            .bind(task.id.as_str())
+            .bind(task.fence)
+            .execute(tx.conn())
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(decided.results)
     }
 }
 
@@ -202,7 +311,7 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
     };
     let status_raw: String = row.try_get("status")?;
     let status =
-        TaskStatus::parse(&status_raw).ok_or_else(|| corrupt(format!("status {status_raw}")))?;
+        TaskPhase::parse(&status_raw).ok_or_else(|| corrupt(format!("status {status_raw}")))?;
     let map = |column: &str| -> StoreResult<BTreeMap<String, Value>> {
         let text: String = row.try_get(column)?;
         serde_json::from_str(&text).map_err(|e| corrupt(format!("column {column}: {e}")))
@@ -241,25 +350,17 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
-        let mut tx = self.write().await?;
-        let row = sqlx::query(
-            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-             updated_at, ttl_ms, due_at) VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?) RETURNING *",
-        )
-        .bind(task.id.as_str())
-        .bind(task.owner.as_str())
-        .bind(&task.tool)
-        .bind(json_text(&task.args))
-        .bind(&task.status_message)
-        .bind(task.now)
-        .bind(task.now)
-        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
-        .bind(task.now)
-        .fetch_one(tx.conn())
-        .await?;
-        let record = decode(row)?;
-        tx.commit().await?;
-        Ok(record)
+        self.insert(task, None).await
+    }
+
+    async fn create_claimed(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> StoreResult<TaskRecord> {
+        let until = task.now.saturating_add(lease);
+        self.insert(task, Some((worker, until))).await
     }
 
     async fn get(
@@ -281,7 +382,7 @@ impl TaskStore for SqliteStore {
         responses: BTreeMap<String, Value>,
         now: Millis,
     ) -> StoreResult<InputAck> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let row = sqlx::query("SELECT * FROM tasks WHERE id = ? AND owner = ?")
             .bind(id.as_str())
             .bind(owner.as_str())
@@ -294,7 +395,7 @@ impl TaskStore for SqliteStore {
                 return Err(StoreError::NotFound);
             }
         };
-        if task.status != TaskStatus::InputRequired {
+        if task.status != TaskPhase::InputRequired {
             tx.rollback().await?;
             return Ok(InputAck::default());
         }
@@ -304,9 +405,9 @@ impl TaskStore for SqliteStore {
             return Ok(InputAck { accepted, complete });
         }
         let (status, due) = if complete {
-            (TaskStatus::Working, Some(now))
+            (TaskPhase::Working, Some(now))
         } else {
-            (TaskStatus::InputRequired, task.due_at)
+            (TaskPhase::InputRequired, task.due_at)
         };
         sqlx::query(
             "UPDATE tasks SET input_requests = ?, input_responses = ?, status = ?, \
@@ -331,7 +432,7 @@ impl TaskStore for SqliteStore {
         if task.status.is_terminal() {
             return Ok(());
         }
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         sqlx::query(&format!(
             "UPDATE tasks SET cancel_requested = 1, due_at = ?, updated_at = ? \
              WHERE id = ? AND {LIVE}"
@@ -356,13 +457,12 @@ impl TaskStore for SqliteStore {
         }
         // RETURNING shows new values only: the leases being replaced are read
         // first, in the same write transaction, so they are the ones replaced.
-        let mut tx = self.write().await?;
-        let due: Vec<(String, Option<String>)> = sqlx::query_as(&format!(
-            "SELECT id, lease_owner FROM tasks WHERE {LIVE} AND due_at IS NOT NULL \
-             AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?) \
-             ORDER BY due_at LIMIT ?"
-        ))
-        .bind(now)
+        // Both statements walk the `runnable_at` index (see migration 0003).
+        let mut tx = self.db.write().await?;
+        let due: Vec<(String, Option<String>)> = sqlx::query_as(
+            "SELECT id, lease_owner FROM tasks WHERE runnable_at <= ? \
+             ORDER BY runnable_at LIMIT ?",
+        )
         .bind(now)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(tx.conn())
@@ -371,23 +471,29 @@ impl TaskStore for SqliteStore {
             tx.rollback().await?;
             return Ok(Vec::new());
         }
-        let lease_until = now.saturating_add(lease);
-        let mut claimed = Vec::with_capacity(due.len());
-        for (id, taken_over_from) in due {
-            let row = sqlx::query(
-                "UPDATE tasks SET lease_owner = ?, lease_until = ?, attempt = attempt + 1 \
-                 WHERE id = ? RETURNING *",
-            )
-            .bind(worker)
-            .bind(lease_until)
-            .bind(&id)
-            .fetch_one(tx.conn())
-            .await?;
-            claimed.push(Claimed {
-                task: decode(row)?,
-                taken_over_from,
-            });
-        }
+        let ids = json_text(&due.iter().map(|(id, _)| id).collect::<Vec<_>>());
+        let rows = sqlx::query(
+            "UPDATE tasks SET lease_owner = ?, lease_until = ?, attempt = attempt + 1 \
+             WHERE id IN (SELECT value FROM json_each(?)) RETURNING *",
+        )
+        .bind(worker)
+        .bind(now.saturating_add(lease))
+        .bind(ids)
+        .fetch_all(tx.conn())
+        .await?;
+        let mut previous: HashMap<String, Option<String>> =
+            due.into_iter().collect();
+        let claimed = rows
+            .into_iter()
+            .map(|row| {
+                let task = decode(row)?;
+                let taken_over_from = previous.remove(task.id.as_str()).flatten();
+                Ok(Claimed {
+                    task,
+                    taken_over_from,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
         tx.commit().await?;
         Ok(claimed)
     }
@@ -399,7 +505,7 @@ impl TaskStore for SqliteStore {
         fence: Fence,
         lease_until: Millis,
     ) -> StoreResult<()> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND attempt = ?",
         )
@@ -425,56 +531,9 @@ impl TaskStore for SqliteStore {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        let mut tx = self.write().await?;
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
-            .bind(id.as_str())
-            .fetch_optional(tx.conn())
-            .await?;
-        let mut task = match row.map(decode).transpose()? {
-            Some(task)
-                if task.lease_owner.as_deref() == Some(worker)
-                    && task.fence == fence
-                    && !task.status.is_terminal() =>
-            {
-                task
-            }
-            Some(_) => {
-                tx.rollback().await?;
-                return Err(StoreError::LeaseLost { task: id.clone() });
-            }
-            // Gone (swept after it expired): nobody holds it, nothing to save.
-            None => {
-                tx.rollback().await?;
-                return Err(StoreError::NotFound);
-            }
-        };
-        super::transition::apply(&mut task, outcome, now);
-        sqlx::query(
-            "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, input_requests = ?, \
-             input_responses = ?, used_input_keys = ?, result = ?, error = ?, updated_at = ?, \
-             due_at = ?, lease_owner = NULL, lease_until = NULL, steps = ?, failures = ? \
-             WHERE id = ? AND attempt = ?",
-        )
-        .bind(task.status.as_str())
-        .bind(&task.status_message)
-        .bind(task.job_state.as_ref().map(json_text))
-        .bind(json_text(&task.input_requests))
-        .bind(json_text(&task.input_responses))
-        .bind(json_text(&task.used_input_keys))
-        .bind(task.result.as_ref().map(json_text))
-        .bind(task.error.as_ref().map(json_text))
-        .bind(task.updated_at)
-        .bind(task.due_at)
-        .bind(task.steps)
-        .bind(task.failures)
-        .bind(id.as_str())
-        .bind(fence)
-        .execute(tx.conn())
-        .await?;
-        tx.commit().await?;
-        task.lease_owner = None;
-        task.lease_until = None;
-        Ok(task)
+        self.checkpoints
+            .checkpoint(id, worker, fence, outcome, now)
+            .await
     }
 
     async fn release(
@@ -484,7 +543,7 @@ impl TaskStore for SqliteStore {
         fence: Fence,
         now: Millis,
     ) -> StoreResult<()> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE MIN(due_at, ?) END \
@@ -505,7 +564,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET due_at = ? WHERE id = ? AND status = 'working' \
              AND due_at > ? AND (lease_until IS NULL OR lease_until <= ?)",
@@ -521,7 +580,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn release_all(&self, worker: &str, now: Millis) -> StoreResult<u64> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE MIN(due_at, ?) END \
@@ -536,11 +595,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        let due: Option<Millis> = sqlx::query_scalar(&format!(
-            "SELECT MIN(MAX(due_at, COALESCE(lease_until, 0))) FROM tasks \
-             WHERE {LIVE} AND due_at IS NOT NULL"
-        ))
-        .fetch_one(&self.pool)
+        // The first entry of the `runnable_at` index (migration 0003).
+        let due: Option<Millis> =
+            sqlx::query_scalar("SELECT MIN(runnable_at) FROM tasks WHERE runnable_at IS NOT NULL")
+                .fetch_one(&self.db.pool)
         .await?;
         Ok(due)
     }
@@ -548,7 +606,7 @@ impl TaskStore for SqliteStore {
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
         let rows: Vec<(String, String, i64)> =
             sqlx::query_as("SELECT tool, status, COUNT(*) FROM tasks GROUP BY tool, status")
-                .fetch_all(&self.pool)
+                .fetch_all(&self.db.pool)
                 .await?;
         rows.into_iter().map(super::task_count).collect()
     }
@@ -560,14 +618,14 @@ impl TaskStore for SqliteStore {
         ))
         .bind(owner.as_str())
         .bind(now)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         let error = json_text(&crate::job::expired_error());
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let expired = sqlx::query(&format!(
             "UPDATE tasks SET status = 'failed', error = ?, status_message = 'expired', \
              due_at = NULL, lease_owner = NULL, lease_until = NULL, input_requests = '{{}}', \
@@ -594,7 +652,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn secret(&self, name: &str, fresh: Vec<u8>) -> StoreResult<Vec<u8>> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         sqlx::query("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING")
             .bind(name)
             .bind(&fresh)
@@ -609,7 +667,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool> {
-        let mut tx = self.write().await?;
+        let mut tx = self.db.write().await?;
         let done = sqlx::query("UPDATE secrets SET value = ? WHERE name = ? AND value = ?")
             .bind(&new)
             .bind(name)

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{StoreError, TaskStore};
 use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskStatus};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase};
 
 const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 
@@ -61,7 +61,7 @@ pub async fn created_task_is_visible_to_its_owner_only(store: &dyn TaskStore) {
         .await
         .expect("get")
         .expect("visible");
-    assert_eq!(task.status, TaskStatus::Working);
+    assert_eq!(task.status, TaskPhase::Working);
     assert_eq!(task.args, json!({"n": 1}));
     assert_eq!(task.due_at, Some(T0), "a new task is due at once");
     let other = store
@@ -145,6 +145,155 @@ pub async fn claim_leases_each_due_task_once(store: &dyn TaskStore) {
     assert!(limited.is_empty());
 }
 
+/// A task created leased to its creator is that worker's to step at once:
+/// nobody else claims it before the lease runs out, its creator saves it
+/// with the first fence, and a crashed creator's task is taken over.
+pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(
+    store: &dyn TaskStore,
+) {
+    let make = |id: &TaskId| NewTask {
+        id: id.clone(),
+        owner: alice(),
+        tool: "tool".into(),
+        args: json!({"n": 1}),
+        status_message: Some("queued".into()),
+        ttl_ms: None,
+        now: T0,
+    };
+    let id = TaskId::generate();
+    let task = store
+        .create_claimed(make(&id), "creator", LEASE)
+        .await
+        .expect("create_claimed");
+    assert_eq!(task.status, TaskPhase::Working);
+    assert_eq!(task.lease_owner.as_deref(), Some("creator"));
+    assert_eq!(task.lease_until, Some(T0.saturating_add(LEASE)));
+    assert_eq!(task.fence, Fence::from_raw(1), "the fence a first claim takes");
+    let seen = store.get(&alice(), &id, T0).await.expect("get").expect("visible");
+    assert_eq!(seen, task, "committed as returned");
+    let others = store.claim("w2", 10, LEASE, at(1)).await.expect("claim");
+    assert!(others.is_empty(), "leased to its creator: {others:?}");
+    assert_eq!(
+        store.next_due().await.expect("next_due"),
+        Some(T0.saturating_add(LEASE)),
+        "runnable again when the lease runs out"
+    );
+    store
+        .checkpoint(&id, "creator", task.fence, Outcome::Cancelled, at(2))
+        .await
+        .expect("the creator saves its first step");
+
+    // A creator that dies: its task is claimed once the lease is over.
+    let orphan = TaskId::generate();
+    store
+        .create_claimed(make(&orphan), "dead", LEASE)
+        .await
+        .expect("create_claimed");
+    let early = store.claim("w2", 10, LEASE, at(29_999)).await.expect("claim");
+    assert!(early.is_empty(), "{early:?}");
+    let taken = store.claim("w2", 10, LEASE, at(30_000)).await.expect("claim");
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].id, orphan);
+    assert_eq!(taken[0].taken_over_from.as_deref(), Some("dead"));
+    assert_eq!(taken[0].fence, Fence::from_raw(2));
+    let stale = store
+        .checkpoint(&orphan, "dead", Fence::from_raw(1), Outcome::Cancelled, at(30_001))
+        .await;
+    assert!(matches!(stale, Err(StoreError::LeaseLost { .. })), "{stale:?}");
+}
+
+/// Claims take the earliest runnable tasks first, up to the limit, and
+/// `next_due` is the earliest time any live task can be claimed: its due
+/// time, or the end of its lease if that is later.
+pub async fn claims_take_the_earliest_runnable_tasks_first(store: &dyn TaskStore) {
+    let mut ids = Vec::new();
+    for n in 0..5u64 {
+        let id = TaskId::generate();
+        store
+            .create(NewTask {
+                id: id.clone(),
+                owner: alice(),
+                tool: "tool".into(),
+                args: json!({"n": n}),
+                status_message: None,
+                ttl_ms: None,
+                now: at(n * 10),
+            })
+            .await
+            .expect("create");
+        ids.push(id);
+    }
+    assert_eq!(store.next_due().await.expect("next_due"), Some(T0));
+    let first = store.claim("w", 3, LEASE, at(100)).await.expect("claim");
+    let mut got: Vec<TaskId> = first.iter().map(|t| t.id.clone()).collect();
+    got.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let mut want = ids[..3].to_vec();
+    want.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(got, want, "the three due first");
+    assert_eq!(store.next_due().await.expect("next_due"), Some(at(30)));
+    let rest = store.claim("w", 10, LEASE, at(100)).await.expect("claim");
+    assert_eq!(rest.len(), 2);
+    // Every live task is leased: the next is the earliest lease end.
+    assert_eq!(
+        store.next_due().await.expect("next_due"),
+        Some(at(100).saturating_add(LEASE))
+    );
+    // A task waiting for input is never runnable, and an ended one is gone.
+    store
+        .checkpoint(&first[0].id, "w", first[0].fence, ask(&["q"]), at(200))
+        .await
+        .expect("ask");
+    store
+        .checkpoint(&first[1].id, "w", first[1].fence, Outcome::Cancelled, at(200))
+        .await
+        .expect("cancel");
+    assert_eq!(
+        store.next_due().await.expect("next_due"),
+        Some(at(100).saturating_add(LEASE)),
+        "the three still leased"
+    );
+}
+
+/// Many checkpoints at once (a store may save them together) each get their
+/// own answer: a stale fence is refused without failing the others.
+pub async fn concurrent_checkpoints_each_get_their_own_answer(store: &dyn TaskStore) {
+    for _ in 0..40 {
+        new_task(store, None).await;
+    }
+    let claimed = store.claim("w", 100, LEASE, T0).await.expect("claim");
+    assert_eq!(claimed.len(), 40);
+    let saves = claimed.iter().enumerate().map(|(n, task)| {
+        // Every fourth one with a fence that is not the lease's.
+        let fence = if n % 4 == 0 {
+            Fence::from_raw(99)
+        } else {
+            task.fence
+        };
+        let outcome = Outcome::Completed {
+            result: json!({"n": n}),
+        };
+        async move { store.checkpoint(&task.id, "w", fence, outcome, at(1)).await }
+    });
+    let answers = futures::future::join_all(saves).await;
+    for (n, (answer, task)) in answers.into_iter().zip(&claimed).enumerate() {
+        let stored = store
+            .get(&alice(), &task.id, at(2))
+            .await
+            .expect("get")
+            .expect("visible");
+        if n % 4 == 0 {
+            assert!(matches!(answer, Err(StoreError::LeaseLost { .. })), "{n}: {answer:?}");
+            assert_eq!(stored.status, TaskPhase::Working, "{n}: unchanged");
+        } else {
+            let saved = answer.unwrap_or_else(|e| panic!("{n}: {e}"));
+            assert_eq!(saved.result, Some(json!({"n": n})));
+            assert_eq!(stored.status, TaskPhase::Completed);
+            assert_eq!(stored.result, Some(json!({"n": n})), "{n}: its own result");
+            assert_eq!(stored.lease_owner, None);
+        }
+    }
+}
+
 pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let first = store.claim("w1", 1, LEASE, T0).await.expect("claim");
@@ -187,7 +336,7 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
         .checkpoint(&id, "w2", Fence::from_raw(2), done, later)
         .await
         .expect("checkpoint");
-    assert_eq!(saved.status, TaskStatus::Completed);
+    assert_eq!(saved.status, TaskPhase::Completed);
     assert_eq!(saved.lease_owner, None);
     let again = store
         .checkpoint(&id, "w2", Fence::from_raw(2), Outcome::Cancelled, later)
@@ -258,7 +407,7 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
         .checkpoint(&id, "w", t.fence, ask(&["a", "b"]), T0)
         .await
         .expect("save");
-    assert_eq!(saved.status, TaskStatus::InputRequired);
+    assert_eq!(saved.status, TaskPhase::InputRequired);
     assert_eq!(saved.due_at, None, "a task waiting for input is not due");
 
     let mut partial = BTreeMap::new();
@@ -275,7 +424,7 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
         .await
         .expect("get")
         .expect("task");
-    assert_eq!(task.status, TaskStatus::InputRequired);
+    assert_eq!(task.status, TaskPhase::InputRequired);
     assert_eq!(task.input_requests.keys().collect::<Vec<_>>(), vec!["b"]);
 
     let mut again = BTreeMap::new();
@@ -301,7 +450,7 @@ pub async fn input_is_accepted_for_outstanding_keys_only(store: &dyn TaskStore) 
         .await
         .expect("get")
         .expect("task");
-    assert_eq!(task.status, TaskStatus::Working);
+    assert_eq!(task.status, TaskPhase::Working);
     assert_eq!(task.due_at, Some(at(3)));
     assert_eq!(
         task.input_responses.get("a"),
@@ -335,7 +484,7 @@ pub async fn input_keys_are_unique_for_a_tasks_life(store: &dyn TaskStore) {
         .expect("save");
     assert_eq!(
         saved.status,
-        TaskStatus::Failed,
+        TaskPhase::Failed,
         "reusing a key must fail the task"
     );
     let message = saved
@@ -368,7 +517,7 @@ pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
         .checkpoint(&id, "w", claimed[0].fence, Outcome::Cancelled, at(6))
         .await
         .expect("save");
-    assert_eq!(done.status, TaskStatus::Cancelled);
+    assert_eq!(done.status, TaskPhase::Cancelled);
     assert!(done.input_requests.is_empty());
     store
         .request_cancel(&alice(), &id, at(7))
@@ -586,7 +735,7 @@ pub async fn release_gives_up_one_lease_and_is_fenced(store: &dyn TaskStore) {
     assert_eq!(again[0].id, id);
     assert_eq!(again[0].fence, attempt.next());
     assert_eq!(again[0].steps, 0);
-    assert_eq!(again[0].status, TaskStatus::Working);
+    assert_eq!(again[0].status, TaskPhase::Working);
     assert!(matches!(
         store.release(&id, "w1", attempt, at(2)).await,
         Err(StoreError::LeaseLost { .. })
@@ -757,10 +906,10 @@ pub async fn tasks_are_counted_by_tool_and_status(store: &dyn TaskStore) {
     assert_eq!(
         counts,
         vec![
-            ("a".to_owned(), TaskStatus::Completed, 1),
-            ("a".to_owned(), TaskStatus::InputRequired, 1),
-            ("a".to_owned(), TaskStatus::Working, 1),
-            ("b".to_owned(), TaskStatus::Working, 1),
+            ("a".to_owned(), TaskPhase::Completed, 1),
+            ("a".to_owned(), TaskPhase::InputRequired, 1),
+            ("a".to_owned(), TaskPhase::Working, 1),
+            ("b".to_owned(), TaskPhase::Working, 1),
         ]
     );
 }
@@ -872,6 +1021,9 @@ macro_rules! store_suite {
             created_task_is_visible_to_its_owner_only,
             task_past_its_ttl_is_invisible,
             claim_leases_each_due_task_once,
+            a_task_created_claimed_is_its_creators_until_the_lease_ends,
+            claims_take_the_earliest_runnable_tasks_first,
+            concurrent_checkpoints_each_get_their_own_answer,
             expired_lease_is_taken_over_and_stale_worker_is_fenced,
             heartbeat_keeps_a_lease_alive,
             waiting_step_is_due_again_at_its_time,

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::InputAck;
 use crate::clock::Millis;
-use crate::task::{Outcome, Owner, TaskRecord, TaskStatus};
+use crate::task::{Outcome, Owner, TaskRecord, TaskPhase};
 
 /// Whether `owner` may see the task at `now`: another owner's or an expired
 /// task looks exactly like an unknown id.
@@ -48,7 +48,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
         // An ended task's message says how it ended; the last one of its
         // work ("waiting for a pull request") would no longer be true.
         Outcome::Completed { result } => {
-            task.status = TaskStatus::Completed;
+            task.status = TaskPhase::Completed;
             let tool_error = result.get("isError") == Some(&Value::Bool(true));
             task.status_message = Some(
                 if tool_error {
@@ -62,7 +62,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
             finish(task);
         }
         Outcome::Failed { error } => {
-            task.status = TaskStatus::Failed;
+            task.status = TaskPhase::Failed;
             let reason = error.get("message").and_then(Value::as_str);
             task.status_message = Some(match reason {
                 Some(reason) => format!("failed: {reason}"),
@@ -72,7 +72,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
             finish(task);
         }
         Outcome::Cancelled => {
-            task.status = TaskStatus::Cancelled;
+            task.status = TaskPhase::Cancelled;
             task.status_message = Some("cancelled".to_owned());
             finish(task);
         }
@@ -81,7 +81,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
             status_message,
             due_at,
         } => {
-            task.status = TaskStatus::Working;
+            task.status = TaskPhase::Working;
             task.job_state = Some(state);
             task.status_message = status_message.or(task.status_message.take());
             task.input_responses.clear();
@@ -103,7 +103,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
             if !reused.is_empty() {
                 // A job bug: keys must be unique for the task's lifetime, or a
                 // late answer to the old request would be taken for the new one.
-                task.status = TaskStatus::Failed;
+                task.status = TaskPhase::Failed;
                 task.error = Some(crate::job::error_object(
                     rmcp::model::ErrorCode::INTERNAL_ERROR.0,
                     format!("job reused input keys {reused:?}; keys must be unique per task"),
@@ -113,7 +113,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
             }
             task.used_input_keys.extend(requests.keys().cloned());
             task.input_requests = requests;
-            task.status = TaskStatus::InputRequired;
+            task.status = TaskPhase::InputRequired;
             // A cancel that arrived while the step ran is delivered at once.
             task.due_at = task.cancel_requested.then_some(now);
         }
@@ -123,7 +123,7 @@ pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
         } => {
             task.steps -= 1;
             task.failures = failures_before.saturating_add(1);
-            task.status = TaskStatus::Working;
+            task.status = TaskPhase::Working;
             if status_message.is_some() {
                 task.status_message = status_message;
             }

@@ -10,6 +10,6 @@
 mod record;
 
 pub use agentgate_backend::{
-    Fence, Owner, PollPolicy, RetryPolicy, TaskId, TaskRecord, TaskStatus, ToolPolicy,
+    Fence, Owner, PollPolicy, RetryPolicy, TaskId, TaskRecord, TaskPhase, ToolPolicy,
 };
 pub use record::{NewTask, Outcome};

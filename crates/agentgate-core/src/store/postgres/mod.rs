@@ -31,7 +31,9 @@
 //!   instances racing to create one all end up with the same value.
 //! - **Change notices.** Saving a step, recording input, nudging and
 //!   requesting a cancel also `NOTIFY` on [`CHANNEL`] in the same
-//!   transaction (delivered on commit). Every store `LISTEN`s from `open` on
+//!   transaction (delivered on commit). Checkpoints are group-committed
+//!   (see [`crate::store::checkpoints`]): one transaction and one notice,
+//!   naming every task saved, per batch. Every store `LISTEN`s from `open` on
 //!   and hands the notices out through [`TaskStore::changes`]; the engine
 //!   wakes its claim loop on them, tells local waiters (inline calls,
 //!   `task_status`), and interrupts a local step whose task was cancelled
@@ -78,13 +80,17 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
 use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
 
+mod checkpoints;
+
+use super::checkpoints::CheckpointWriter;
+
 use super::transition::visible;
 use super::{
     ChangeKind, Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskCount,
     TaskStore, redact_url,
 };
 use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskStatus};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskPhase};
 
 /// Tasks in a PostgreSQL database, shared by every instance that opens it.
 #[derive(Clone)]
@@ -94,6 +100,8 @@ pub struct PostgresStore {
     changes: tokio::sync::broadcast::Sender<TaskChange>,
     /// Where the store lives, without credentials (for `Debug`).
     label: String,
+    /// Saves checkpoints in batches (see [`crate::store::checkpoints`]).
+    checkpoints: CheckpointWriter,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -109,8 +117,8 @@ impl fmt::Debug for PostgresStore {
 }
 
 const LIVE: &str = "status IN ('working', 'input_required')";
-/// The `NOTIFY` channel: payload `u:<task id>` (updated) or `c:<task id>`
-/// (cancel requested). Notifications sent inside a transaction are delivered
+/// The `NOTIFY` channel: payload `u:<task ids>` (updated; ids separated by
+/// spaces) or `c:<task id>` (cancel requested). Notifications sent inside a transaction are delivered
 /// on commit, so listeners never hear of a change they cannot read yet.
 pub(super) const CHANNEL: &str = "agentgate_task_changes";
 /// How often `open` retries a server that refuses connections.
@@ -184,10 +192,37 @@ impl PostgresStore {
             }
         }
         Ok(Self {
+            checkpoints: CheckpointWriter::start(checkpoints::PgCheckpoints { pool: pool.clone() }),
             pool,
             changes,
             label,
         })
+    }
+
+    /// `create` and `create_claimed`: one INSERT, leased or not.
+    async fn insert(
+        &self,
+        task: NewTask,
+        lease: Option<(&str, Millis)>,
+    ) -> StoreResult<TaskRecord> {
+        let row = sqlx::query(
+            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+             updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
+             VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10) RETURNING *",
+        )
+        .bind(task.id.as_str())
+        .bind(task.owner.as_str())
+        .bind(&task.tool)
+        .bind(&task.args)
+        .bind(&task.status_message)
+        .bind(task.now)
+        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+        .bind(lease.map(|(worker, _)| worker))
+        .bind(lease.map(|(_, until)| until))
+        .bind(i64::from(lease.is_some()))
+        .fetch_one(&self.pool)
+        .await?;
+        decode(row)
     }
 
     /// The task if `owner` owns it: filtered in SQL, so a foreign row is
@@ -273,14 +308,17 @@ async fn relay(
         match listener.recv().await {
             Ok(note) => {
                 let payload = note.payload();
-                let (kind, id) = match payload.split_once(':') {
-                    Some(("c", id)) => (ChangeKind::CancelRequested, id),
-                    Some((_, id)) => (ChangeKind::Updated, id),
+                let (kind, ids) = match payload.split_once(':') {
+                    Some(("c", ids)) => (ChangeKind::CancelRequested, ids),
+                    Some((_, ids)) => (ChangeKind::Updated, ids),
                     None => continue,
                 };
-                let task = TaskId::from_client(id);
-                // No receiver yet (the engine subscribes at start) is fine.
-                let _ = changes.send(TaskChange { task, kind });
+                // One notice may name several tasks (a batch of checkpoints).
+                for id in ids.split(' ') {
+                    let task = TaskId::from_client(id);
+                    // No receiver yet (the engine subscribes at start) is fine.
+                    let _ = changes.send(TaskChange { task, kind });
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "task change listener failed; retrying");
@@ -322,7 +360,7 @@ fn typed<T: DeserializeOwned>(id: &str, column: &str, value: Value) -> StoreResu
 fn decode(row: PgRow) -> StoreResult<TaskRecord> {
     let id: String = row.try_get("id")?;
     let status_raw: String = row.try_get("status")?;
-    let status = TaskStatus::parse(&status_raw).ok_or_else(|| StoreError::Corrupt {
+    let status = TaskPhase::parse(&status_raw).ok_or_else(|| StoreError::Corrupt {
         task: id.clone(),
         reason: format!("status {status_raw}"),
     })?;
@@ -358,21 +396,17 @@ fn decode(row: PgRow) -> StoreResult<TaskRecord> {
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn create(&self, task: NewTask) -> StoreResult<TaskRecord> {
-        let row = sqlx::query(
-            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-             updated_at, ttl_ms, due_at) VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6) \
-             RETURNING *",
-        )
-        .bind(task.id.as_str())
-        .bind(task.owner.as_str())
-        .bind(&task.tool)
-        .bind(&task.args)
-        .bind(&task.status_message)
-        .bind(task.now)
-        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
-        .fetch_one(&self.pool)
-        .await?;
-        decode(row)
+        self.insert(task, None).await
+    }
+
+    async fn create_claimed(
+        &self,
+        task: NewTask,
+        worker: &str,
+        lease: Duration,
+    ) -> StoreResult<TaskRecord> {
+        let until = task.now.saturating_add(lease);
+        self.insert(task, Some((worker, until))).await
     }
 
     async fn get(
@@ -409,16 +443,16 @@ impl TaskStore for PostgresStore {
                 return Err(StoreError::NotFound);
             }
         };
-        if task.status != TaskStatus::InputRequired {
+        if task.status != TaskPhase::InputRequired {
             tx.rollback().await?;
             return Ok(InputAck::default());
         }
         let InputAck { accepted, complete } = super::transition::accept_input(&mut task, responses);
         if !accepted.is_empty() {
             let (status, due) = if complete {
-                (TaskStatus::Working, Some(now))
+                (TaskPhase::Working, Some(now))
             } else {
-                (TaskStatus::InputRequired, task.due_at)
+                (TaskPhase::InputRequired, task.due_at)
             };
             sqlx::query(
                 "UPDATE tasks SET input_requests = $1, input_responses = $2, status = $3, \
@@ -472,10 +506,8 @@ impl TaskStore for PostgresStore {
         // RETURNING shows new values only, so the lease being replaced is
         // read in `due` (under the row lock, so it is the one replaced).
         let rows = sqlx::query(&format!(
-            "WITH due AS (SELECT id, lease_owner AS previous_owner FROM tasks WHERE {LIVE} \
-             AND due_at IS NOT NULL AND due_at <= $3 \
-             AND (lease_until IS NULL OR lease_until <= $3) \
-             ORDER BY due_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
+            "WITH due AS (SELECT id, lease_owner AS previous_owner FROM tasks \
+             WHERE runnable_at <= $3 ORDER BY runnable_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
              UPDATE tasks SET lease_owner = $1, lease_until = $2, attempt = tasks.attempt + 1 \
              FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner"
         ))
@@ -528,57 +560,9 @@ impl TaskStore for PostgresStore {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        let mut tx = self.pool.begin().await?;
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 FOR UPDATE")
-            .bind(id.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-        let mut task = match row.map(decode).transpose()? {
-            Some(task)
-                if task.lease_owner.as_deref() == Some(worker)
-                    && task.fence == fence
-                    && !task.status.is_terminal() =>
-            {
-                task
-            }
-            Some(_) => {
-                tx.rollback().await?;
-                return Err(StoreError::LeaseLost { task: id.clone() });
-            }
-            // Gone (swept after it expired): nobody holds it, nothing to save.
-            None => {
-                tx.rollback().await?;
-                return Err(StoreError::NotFound);
-            }
-        };
-        super::transition::apply(&mut task, outcome, now);
-        sqlx::query(
-            "UPDATE tasks SET status = $1, status_message = $2, job_state = $3, \
-             input_requests = $4, input_responses = $5, used_input_keys = $6, result = $7, \
-             error = $8, updated_at = $9, due_at = $10, lease_owner = NULL, lease_until = NULL, \
-             steps = $11, failures = $12 WHERE id = $13 AND attempt = $14",
-        )
-        .bind(task.status.as_str())
-        .bind(&task.status_message)
-        .bind(&task.job_state)
-        .bind(Json(&task.input_requests))
-        .bind(Json(&task.input_responses))
-        .bind(Json(&task.used_input_keys))
-        .bind(&task.result)
-        .bind(&task.error)
-        .bind(task.updated_at)
-        .bind(task.due_at)
-        .bind(task.steps)
-        .bind(task.failures)
-        .bind(id.as_str())
-        .bind(fence)
-        .execute(&mut *tx)
-        .await?;
-        notify(&mut *tx, ChangeKind::Updated, id).await?;
-        tx.commit().await?;
-        task.lease_owner = None;
-        task.lease_until = None;
-        Ok(task)
+        self.checkpoints
+            .checkpoint(id, worker, fence, outcome, now)
+            .await
     }
 
     async fn release(
@@ -638,11 +622,10 @@ impl TaskStore for PostgresStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        let due: Option<Millis> = sqlx::query_scalar(&format!(
-            "SELECT MIN(GREATEST(due_at, COALESCE(lease_until, 0))) FROM tasks \
-             WHERE {LIVE} AND due_at IS NOT NULL"
-        ))
-        .fetch_one(&self.pool)
+        // The first entry of the `runnable_at` index (migration 0003).
+        let due: Option<Millis> =
+            sqlx::query_scalar("SELECT MIN(runnable_at) FROM tasks WHERE runnable_at IS NOT NULL")
+                .fetch_one(&self.pool)
         .await?;
         Ok(due)
     }

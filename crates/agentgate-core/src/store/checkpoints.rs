@@ -1,0 +1,207 @@
+//! Group commit of step checkpoints, for both stores.
+//!
+//! ```text
+//! checkpoint() ─▶ queue ─▶ writer task: every checkpoint queued by then, in one transaction:
+//!      ▲                    read the rows ─▶ decide (lease, fence, transition) ─▶ write
+//!      └── its own answer ◀─ (PostgreSQL: one NOTIFY naming them all) ─▶ COMMIT
+//! ```
+//!
+//! A commit costs the same for one row as for a hundred: on PostgreSQL it
+//! waits for a WAL flush, and a transaction that `NOTIFY`s takes a
+//! database-wide lock for its commit, so notifying commits run one at a time;
+//! on SQLite every write transaction takes the one write lock. With one
+//! transaction per checkpoint, the scheduler could save no more steps a
+//! second than commits happen. Here one writer per store saves every
+//! checkpoint that queued up while its last batch committed; under low load
+//! a batch is one checkpoint and costs what it did before.
+//!
+//! Each caller still gets its own answer: `LeaseLost` and `NotFound` are
+//! decided per row, in queue order, so a second checkpoint of the same task
+//! in one batch finds the lease the first one released. A database error
+//! aborts the transaction, so nothing of the batch was saved: an outage is
+//! every caller's error (each retries); any other error has each checkpoint
+//! tried alone, so one row the database refuses cannot fail the steps of
+//! other tasks. A checkpoint is acknowledged only after its batch committed.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Outage, StoreError, StoreResult};
+use crate::clock::Millis;
+use crate::task::{Fence, Outcome, TaskId, TaskRecord};
+
+/// The most checkpoints saved in one transaction.
+const MAX_BATCH: usize = 256;
+
+/// One step's outcome to save, as [`TaskStore::checkpoint`](super::TaskStore::checkpoint)
+/// received it.
+#[derive(Debug)]
+pub(super) struct Checkpoint {
+    pub(super) id: TaskId,
+    pub(super) worker: String,
+    pub(super) fence: Fence,
+    pub(super) outcome: Outcome,
+    pub(super) now: Millis,
+}
+
+/// What a store does with one batch, in one transaction: read the rows,
+/// [`decide`], write [`Decided::writes`], commit. The outer `Err` means
+/// nothing was saved; the inner results are per checkpoint, in batch order.
+#[async_trait]
+pub(super) trait SaveCheckpoints: Send + Sync + 'static {
+    async fn save(&self, batch: &[Checkpoint]) -> StoreResult<Vec<StoreResult<TaskRecord>>>;
+}
+
+struct Queued {
+    checkpoint: Checkpoint,
+    answer: oneshot::Sender<StoreResult<TaskRecord>>,
+}
+
+/// The queue in front of a store's checkpoint writer. The writer task ends
+/// when the last clone of this queue (of the store) is dropped.
+#[derive(Debug, Clone)]
+pub(super) struct CheckpointWriter {
+    queue: mpsc::UnboundedSender<Queued>,
+}
+
+impl std::fmt::Debug for Queued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.checkpoint.fmt(f)
+    }
+}
+
+impl CheckpointWriter {
+    pub(super) fn start(saver: impl SaveCheckpoints) -> Self {
+        let (queue, queued) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(saver, queued));
+        Self { queue }
+    }
+
+    /// Saves a step's outcome with the next batch.
+    pub(super) async fn checkpoint(
+        &self,
+        id: &TaskId,
+        worker: &str,
+        fence: Fence,
+        outcome: Outcome,
+        now: Millis,
+    ) -> StoreResult<TaskRecord> {
+        let (answer, answered) = oneshot::channel();
+        let checkpoint = Checkpoint {
+            id: id.clone(),
+            worker: worker.to_owned(),
+            fence,
+            outcome,
+            now,
+        };
+        self.queue
+            .send(Queued { checkpoint, answer })
+            .map_err(|_| writer_gone())?;
+        answered.await.map_err(|_| writer_gone())?
+    }
+}
+
+/// The writer stopped (its runtime is shutting down): nothing was saved.
+fn writer_gone() -> StoreError {
+    StoreError::Unavailable {
+        cause: Outage::Unreachable,
+        source: sqlx::Error::WorkerCrashed,
+    }
+}
+
+async fn write_loop(saver: impl SaveCheckpoints, mut queued: mpsc::UnboundedReceiver<Queued>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while queued.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        write(&saver, std::mem::take(&mut batch)).await;
+    }
+}
+
+/// Saves `batch` and answers every caller (a caller that stopped waiting
+/// needs no answer, so failed sends are ignored).
+async fn write(saver: &impl SaveCheckpoints, batch: Vec<Queued>) {
+    let (checkpoints, answers): (Vec<Checkpoint>, Vec<_>) = batch
+        .into_iter()
+        .map(|queued| (queued.checkpoint, queued.answer))
+        .unzip();
+    match saver.save(&checkpoints).await {
+        Ok(results) => {
+            for (answer, result) in answers.into_iter().zip(results) {
+                let _ = answer.send(result);
+            }
+        }
+        Err(e) if checkpoints.len() > 1 && e.outage().is_none() => {
+            tracing::debug!(error = %e, size = checkpoints.len(), "a checkpoint batch failed; saving each alone");
+            for (checkpoint, answer) in checkpoints.iter().zip(answers) {
+                let result = match saver.save(std::slice::from_ref(checkpoint)).await {
+                    Ok(mut results) => results.pop().unwrap_or_else(|| Err(writer_gone())),
+                    Err(e) => Err(e),
+                };
+                let _ = answer.send(result);
+            }
+        }
+        Err(e) => {
+            for answer in answers {
+                let _ = answer.send(Err(copy_error(&e)));
+            }
+        }
+    }
+}
+
+/// The same failure for every caller of a failed batch (`sqlx::Error` is
+/// not `Clone`): an outage stays an outage of the same cause.
+fn copy_error(error: &StoreError) -> StoreError {
+    let source = sqlx::Error::Io(std::io::Error::other(error.to_string()));
+    match error.outage() {
+        Some(cause) => StoreError::Unavailable { cause, source },
+        None => StoreError::Database(source),
+    }
+}
+
+/// A batch's answers and the rows to write back.
+#[derive(Debug)]
+pub(super) struct Decided {
+    /// Per checkpoint, in batch order.
+    pub(super) results: Vec<StoreResult<TaskRecord>>,
+    /// The new state of every task saved (lease released; `fence` is the
+    /// one the write must still find), in batch order.
+    pub(super) writes: Vec<TaskRecord>,
+}
+
+/// Checks each checkpoint against the task as the transaction read it
+/// (`rows`, by id; a missing id was deleted) and applies its outcome, in
+/// batch order.
+pub(super) fn decide(
+    batch: &[Checkpoint],
+    mut rows: HashMap<String, StoreResult<TaskRecord>>,
+) -> Decided {
+    let mut results = Vec::with_capacity(batch.len());
+    let mut writes = Vec::new();
+    for one in batch {
+        let result = match rows.get_mut(one.id.as_str()) {
+            // Gone (swept after it expired): nobody holds it, nothing to save.
+            None => Err(StoreError::NotFound),
+            Some(Err(e)) => Err(StoreError::Corrupt {
+                task: one.id.to_string(),
+                reason: e.to_string(),
+            }),
+            Some(Ok(task))
+                if task.lease_owner.as_deref() == Some(one.worker.as_str())
+                    && task.fence == one.fence
+                    && !task.status.is_terminal() =>
+            {
+                super::transition::apply(task, one.outcome.clone(), one.now);
+                task.lease_owner = None;
+                task.lease_until = None;
+                writes.push(task.clone());
+                Ok(task.clone())
+            }
+            Some(Ok(_)) => Err(StoreError::LeaseLost {
+                task: one.id.clone(),
+            }),
+        };
+        results.push(result);
+    }
+    Decided { results, writes }
+}
