@@ -18,7 +18,8 @@
 //!    HTTP layer at a time, run back to back (see [`ladder`]).
 //! 3. Scheduler throughput: a store seeded by SQL with `backlog_tasks`
 //!    queued tasks, agentgate started on it, timed until none is unstepped.
-//! 4. Scale (seeded stores), RSS (many working tasks), the watcher.
+//! 4. Scale (seeded stores), RSS (many working tasks; agentgate without
+//!    `[limits]`, see [`rss_run`]), the watcher.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -612,13 +613,18 @@ async fn drain(store: &str, limit: Duration, every: Duration) -> anyhow::Result<
     }
 }
 
-/// Peak RSS of a server holding `count` working tasks.
+/// Peak RSS of a server holding `count` working tasks, all of one
+/// principal. agentgate runs without `[limits]` here: with the defaults one
+/// principal may hold 200 live tasks, and even with that cap raised every
+/// create counts the principal's live tasks row by row under its admission
+/// lock, so creating 100 000 would take about an hour (about 260 creates/s
+/// at 10 000 live tasks, falling as they pile up).
 async fn rss_run(
     kind: &str,
     store: Option<&str>,
     count: usize,
 ) -> anyhow::Result<report::RssFigures> {
-    let server = Server::start(&Spec::new(kind, store)).await?;
+    let server = Server::start(&Spec::new(kind, store).without_limits()).await?;
     let (_, idle) = server.rss_mb();
     let started = Instant::now();
     create_many(&server, count, 64, LONG_MS).await?;

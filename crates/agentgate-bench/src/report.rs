@@ -771,6 +771,13 @@ impl Report {
         }
         let _ = writeln!(
             md,
+            "\nPeak RSS holding many working tasks of one principal, created through `tools/call` by 64 clients. \
+             agentgate runs **without `[limits]`** here: by default one principal may hold 200 live tasks, and with \
+             that cap raised each create still counts the principal's live tasks row by row under its admission \
+             lock (100 000 creates would take about an hour)."
+        );
+        let _ = writeln!(
+            md,
             "\n| server | store | working tasks | of which first step pending | RSS idle MB | peak RSS (VmHWM) MB | created in s |\n|---|---|---:|---:|---:|---:|---:|"
         );
         for r in &self.rss {

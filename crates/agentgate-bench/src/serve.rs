@@ -7,8 +7,9 @@
 //!   ([`bench_limits`]: the defaults, with the three caps the bench's load
 //!   would hit raised so every check still runs but none refuses), `[auth]`
 //!   in its default mode (`none`: every caller is `anonymous`). With
-//!   `--token-sha256` it checks bearer tokens (mode `tokens`), with
-//!   `--no-limits` it enforces no limits (both for the layer ladder).
+//!   `--token-sha256` it checks bearer tokens (mode `tokens`, for the layer
+//!   ladder), with `--no-limits` it enforces no limits (the ladder, and the
+//!   RSS runs, where one principal holds far more than 200 live tasks).
 //! - `baseline` (reported as `baseline-rmcp-our-stack`): a minimal rmcp
 //!   server whose tasks live in rmcp's own in-memory [`TaskManager`], same
 //!   tool, behind the *same* `http_router` and accept loop as agentgate (same
