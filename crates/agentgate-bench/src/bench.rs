@@ -1,12 +1,25 @@
 //! The run: start each server as a child process, drive it, stop it, and
 //! collect every figure into a [`Report`].
 //!
-//! Order per server: fill the store with `store_tasks` working tasks, then
-//! `tasks/get` at 1, 16 and 64 pollers on random ids among them, then durable
-//! create (`tools/call` → `CreateTaskResult`) at 1 and 16 clients, then the
-//! full lifecycle (create → poll every 2 ms → completed). After that, the
-//! scale runs (seeded stores), the RSS runs (many working tasks) and the
-//! watcher.
+//! Servers ([`crate::serve`] says what each is): `agentgate-sqlite`,
+//! `agentgate-postgres` (both as `agentgate serve` runs by default: limits
+//! on, auth mode `none`), `baseline-rmcp-our-stack` (rmcp's `TaskManager`
+//! behind our `http_router`), `baseline-rmcp-plain` (the same handler on
+//! rmcp's default Streamable HTTP stack) and `echo`.
+//!
+//! Order:
+//! 1. Per MCP server: fill it with `store_tasks` working tasks, then
+//!    `tasks/get` at 1, 16 and 64 pollers on random ids among them, then the
+//!    one-step lifecycle (create with `ms` = 0 → poll every 2 ms →
+//!    completed) and the two-step one (`ms` = 1: the first step waits, the
+//!    second completes), then durable create (`tools/call` →
+//!    `CreateTaskResult`) at 1 and 16 clients. The echo gets the pollers only.
+//! 2. The layer ladder: `tasks/get` at 16 pollers on servers that add one
+//!    HTTP layer at a time, run back to back (see [`ladder`]).
+//! 3. Scheduler throughput: a store seeded by SQL with `backlog_tasks`
+//!    queued tasks, agentgate started on it, timed until none is unstepped.
+//! 4. Scale (seeded stores), RSS (many working tasks; agentgate without
+//!    `[limits]`, see [`rss_run`]), the watcher.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -54,6 +67,10 @@ pub(crate) struct Sizes {
     pub pollers: Vec<usize>,
     pub create_clients: Vec<usize>,
     pub lifecycle_clients: usize,
+    /// Pollers on every rung of the layer ladder.
+    pub ladder_pollers: usize,
+    /// Queued tasks seeded for the scheduler throughput measure.
+    pub backlog_tasks: u64,
     /// Scale: stored tasks, small and large.
     pub scale_small: u64,
     pub scale_large: u64,
@@ -89,8 +106,10 @@ impl Sizes {
             pollers: vec![1, 16, 64],
             create_clients: vec![1, 16],
             lifecycle_clients: 16,
+            ladder_pollers: 16,
+            backlog_tasks: if quick { 5_000 } else { 50_000 },
             scale_small: 1_000,
-            scale_large: if quick { 100_000 } else { 1_000_000 },
+            scale_large: if quick { 100_000 } else { 10_000_000 },
             rss_working: if quick { 10_000 } else { 100_000 },
             // rmcp's TaskManager scans every task on every call, so creating
             // N tasks costs O(N²), and agentgate on PostgreSQL steps a few
@@ -111,15 +130,58 @@ struct Server {
     child: tokio::process::Child,
     pid: u32,
     base: String,
+    /// The bearer token its clients send, if it checks tokens.
+    token: Option<String>,
+}
+
+/// What to start: a `serve` kind, its store, and its layer switches.
+#[derive(Debug, Clone)]
+struct Spec<'a> {
+    kind: &'a str,
+    store: Option<&'a str>,
+    /// Check bearer tokens (one made like `agentgate auth new-token` does).
+    auth: bool,
+    no_limits: bool,
+}
+
+impl<'a> Spec<'a> {
+    fn new(kind: &'a str, store: Option<&'a str>) -> Self {
+        Self {
+            kind,
+            store,
+            auth: false,
+            no_limits: false,
+        }
+    }
+
+    fn with_auth(mut self) -> Self {
+        self.auth = true;
+        self
+    }
+
+    fn without_limits(mut self) -> Self {
+        self.no_limits = true;
+        self
+    }
 }
 
 impl Server {
-    async fn start(kind: &str, store: Option<&str>) -> anyhow::Result<Self> {
+    async fn start(spec: &Spec<'_>) -> anyhow::Result<Self> {
+        let kind = spec.kind;
         let exe = std::env::current_exe().context("locating the bench binary")?;
         let mut command = tokio::process::Command::new(exe);
         command.arg("serve").arg(kind);
-        if let Some(store) = store {
+        if let Some(store) = spec.store {
             command.arg("--store").arg(store);
+        }
+        let token = spec.auth.then(agentgate_core::auth::tokens::new_token);
+        if let Some(token) = &token {
+            command
+                .arg("--token-sha256")
+                .arg(agentgate_core::auth::tokens::token_hash(token));
+        }
+        if spec.no_limits {
+            command.arg("--no-limits");
         }
         let mut child = command
             .stdin(Stdio::null())
@@ -141,11 +203,21 @@ impl Server {
             .to_owned();
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(Self { child, pid, base })
+        Ok(Self {
+            child,
+            pid,
+            base,
+            token,
+        })
     }
 
     fn client(&self) -> anyhow::Result<McpClient> {
-        McpClient::new(&self.base)
+        McpClient::new(&self.base, self.token.as_deref())
+    }
+
+    /// What each load worker needs to build its own client.
+    fn target(&self) -> (String, Option<String>) {
+        (self.base.clone(), self.token.clone())
     }
 
     /// Peak and current resident set size, in MB.
@@ -170,8 +242,8 @@ impl Server {
 
 /// A worker's client; the error as text so that it can be cloned into
 /// every operation (and counted there) instead of aborting the run.
-fn client_for(base: &str) -> Result<McpClient, String> {
-    McpClient::new(base).map_err(|e| format!("{e:#}"))
+fn client_for((base, token): &(String, Option<String>)) -> Result<McpClient, String> {
+    McpClient::new(base, token.as_deref()).map_err(|e| format!("{e:#}"))
 }
 
 /// Creates `count` tasks with `clients` concurrent clients; returns their ids.
@@ -203,9 +275,9 @@ async fn create_many(
 
 /// `tasks/get` on random ids from `ids`.
 async fn polls(server: &Server, ids: Arc<Vec<String>>, pollers: usize, plan: Plan) -> Measured {
-    let base = server.base.clone();
+    let target = server.target();
     load::run(pollers, plan, move |_| {
-        let client = client_for(&base);
+        let client = client_for(&target);
         let ids = ids.clone();
         move || {
             let client = client.clone();
@@ -220,9 +292,9 @@ async fn polls(server: &Server, ids: Arc<Vec<String>>, pollers: usize, plan: Pla
 }
 
 async fn echoes(server: &Server, pollers: usize, plan: Plan) -> Measured {
-    let base = server.base.clone();
+    let target = server.target();
     load::run(pollers, plan, move |_| {
-        let client = client_for(&base);
+        let client = client_for(&target);
         move || {
             let client = client.clone();
             let id = seed::seeded_id(rand::rng().random_range(0..1000));
@@ -233,9 +305,9 @@ async fn echoes(server: &Server, pollers: usize, plan: Plan) -> Measured {
 }
 
 async fn creates(server: &Server, clients: usize, plan: Plan) -> Measured {
-    let base = server.base.clone();
+    let target = server.target();
     load::run(clients, plan, move |_| {
-        let client = client_for(&base);
+        let client = client_for(&target);
         move || {
             let client = client.clone();
             async move {
@@ -247,16 +319,17 @@ async fn creates(server: &Server, clients: usize, plan: Plan) -> Measured {
     .await
 }
 
-/// Create an immediate task, poll it every 2 ms until it ends.
-async fn lifecycles(server: &Server, clients: usize, plan: Plan) -> Measured {
-    let base = server.base.clone();
+/// Create a task of `ms` (0: one step that completes; 1: a first step that
+/// waits 1 ms, a second that completes), poll it every 2 ms until it ends.
+async fn lifecycles(server: &Server, clients: usize, ms: u64, plan: Plan) -> Measured {
+    let target = server.target();
     load::run(clients, plan, move |_| {
-        let client = client_for(&base);
+        let client = client_for(&target);
         move || {
             let client = client.clone();
             async move {
                 let client = client.map_err(anyhow::Error::msg)?;
-                let id = client.create(0).await?;
+                let id = client.create(ms).await?;
                 let deadline = Instant::now() + Duration::from_secs(30);
                 loop {
                     match client.get(&id).await?.as_str() {
@@ -275,37 +348,39 @@ async fn lifecycles(server: &Server, clients: usize, plan: Plan) -> Measured {
     .await
 }
 
-/// Every throughput and latency figure for one MCP server.
-async fn mcp_server(
-    name: &str,
-    kind: &str,
-    store: Option<&str>,
-    sizes: &Sizes,
-) -> anyhow::Result<ServerFigures> {
-    eprintln!("== {name}: starting");
-    let server = Server::start(kind, store).await?;
-    let mut figures = ServerFigures::new(name);
-    let ids = Arc::new(create_many(&server, sizes.store_tasks, 16, LONG_MS).await?);
-    // agentgate steps each new task once (a checkpointed wait) in the
-    // background; let that finish so the reads below run alone.
+/// Creates `count` long-waiting tasks on `server` and, for agentgate, waits
+/// until the scheduler has run their first steps (each a checkpointed wait),
+/// so the reads that follow run alone. Returns their ids.
+async fn fill(server: &Server, store: Option<&str>, count: usize) -> anyhow::Result<Vec<String>> {
+    let ids = create_many(server, count, 16, LONG_MS).await?;
     if let Some(store) = store {
-        let left = drain(store, Duration::from_secs(120)).await?;
+        let left = drain(store, Duration::from_secs(120), DRAIN_POLL).await?;
         if left > 0 {
             eprintln!("   ({left} first steps still queued when the reads began)");
         }
     }
+    Ok(ids)
+}
+
+/// Every throughput and latency figure for one MCP server.
+async fn mcp_server(name: &str, spec: &Spec<'_>, sizes: &Sizes) -> anyhow::Result<ServerFigures> {
+    eprintln!("== {name}: starting");
+    let server = Server::start(spec).await?;
+    let store = spec.store;
+    let mut figures = ServerFigures::new(name);
+    let ids = Arc::new(fill(&server, store, sizes.store_tasks).await?);
     for &pollers in &sizes.pollers {
         let m = polls(&server, ids.clone(), pollers, sizes.plan).await;
         eprintln!("   tasks/get x{pollers}: {}", report::line(&m));
         figures.tasks_get.push(m);
     }
-    let m = lifecycles(&server, sizes.lifecycle_clients, sizes.plan).await;
-    eprintln!(
-        "   lifecycle x{}: {}",
-        sizes.lifecycle_clients,
-        report::line(&m)
-    );
+    let clients = sizes.lifecycle_clients;
+    let m = lifecycles(&server, clients, 0, sizes.plan).await;
+    eprintln!("   lifecycle x{clients}: {}", report::line(&m));
     figures.lifecycle = Some(m);
+    let m = lifecycles(&server, clients, 1, sizes.plan).await;
+    eprintln!("   two-step lifecycle x{clients}: {}", report::line(&m));
+    figures.lifecycle_two_step = Some(m);
     for &clients in &sizes.create_clients {
         let m = creates(&server, clients, sizes.plan).await;
         eprintln!("   create x{clients}: {}", report::line(&m));
@@ -316,7 +391,7 @@ async fn mcp_server(
     if let Some(store) = store {
         let backlog = seed::unstepped(store).await?;
         let started = Instant::now();
-        let left = drain(store, Duration::from_secs(90)).await?;
+        let left = drain(store, Duration::from_secs(90), DRAIN_POLL).await?;
         let seconds = started.elapsed().as_secs_f64();
         eprintln!(
             "   scheduler: ran {} of {backlog} queued first steps in {seconds:.1} s",
@@ -333,9 +408,122 @@ async fn mcp_server(
     Ok(figures)
 }
 
+/// The layer ladder: `tasks/get` at `ladder_pollers` on servers that each
+/// add one layer to the one before, run back to back so that they share
+/// the machine's state. The limits live in agentgate's `Gateway`, not in
+/// the HTTP stack, so they can only be switched on the engine: the engine
+/// rung (Gateway on SQLite instead of rmcp's `TaskManager`) comes before
+/// the limits rung. The last row is agentgate as it runs by default (auth
+/// mode `none`), for reference.
+async fn ladder(
+    sizes: &Sizes,
+    sqlite: &dyn Fn(&str) -> String,
+) -> anyhow::Result<Vec<report::Rung>> {
+    let a = sqlite("ladder-a.db");
+    let b = sqlite("ladder-b.db");
+    let c = sqlite("ladder-c.db");
+    let rungs: Vec<(&str, &str, Spec<'_>)> = vec![
+        (
+            "rmcp plain",
+            "rmcp's StreamableHttpService (default config, LocalSessionManager) under axum::serve, TCP_NODELAY",
+            Spec::new("baseline-plain", None),
+        ),
+        (
+            "+ accept loop",
+            "core's serve_http: connection cap, header-read and idle timeouts",
+            Spec::new("baseline-accept", None),
+        ),
+        (
+            "+ http_router (body/listen)",
+            "json_rpc_body (body read and JSON check, Mcp-Name, subscriptions/listen), Host/Origin config",
+            Spec::new("baseline", None),
+        ),
+        (
+            "+ auth",
+            "[auth] mode = \"tokens\", one bearer token",
+            Spec::new("baseline", None).with_auth(),
+        ),
+        (
+            "+ engine (SQLite)",
+            "agentgate's Gateway on a SQLite store instead of rmcp's TaskManager",
+            Spec::new("agentgate", Some(&a))
+                .with_auth()
+                .without_limits(),
+        ),
+        (
+            "+ limits = full agentgate",
+            "[limits] defaults (caps raised out of the bench's reach)",
+            Spec::new("agentgate", Some(&b)).with_auth(),
+        ),
+        (
+            "full agentgate, default auth (none)",
+            "as agentgate serve runs by default: reference, not a rung",
+            Spec::new("agentgate", Some(&c)),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, adds, spec) in rungs {
+        let server = Server::start(&spec).await?;
+        let ids = Arc::new(fill(&server, spec.store, sizes.store_tasks).await?);
+        let m = polls(&server, ids, sizes.ladder_pollers, sizes.plan).await;
+        eprintln!("   {name}: {}", report::line(&m));
+        server.stop().await;
+        out.push(report::Rung {
+            name: name.to_owned(),
+            adds: adds.to_owned(),
+            tasks_get: m,
+        });
+    }
+    Ok(out)
+}
+
+/// Scheduler throughput: `count` queued tasks seeded by SQL, agentgate
+/// started on the store, timed until no task is left unstepped.
+async fn scheduler_run(
+    store: &str,
+    count: u64,
+    postgres: bool,
+) -> anyhow::Result<report::SchedulerFigures> {
+    migrate(store).await?;
+    let started = Instant::now();
+    if postgres {
+        seed::backlog_postgres(store, count).await?;
+    } else {
+        seed::backlog_sqlite(store, count).await?;
+    }
+    let seed_s = started.elapsed().as_secs_f64();
+    let server = Server::start(&Spec::new("agentgate", Some(store))).await?;
+    // Timed from the moment the server listens (its scheduler started just
+    // before): the steps counted are those run inside the timed window.
+    let at_start = seed::unstepped(store).await?;
+    let started = Instant::now();
+    // Generous: a slow store still finishes, its rate is then just low.
+    let limit = Duration::from_secs(120 + count / 50);
+    let left = drain(store, limit, Duration::from_millis(50)).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    server.stop().await;
+    let steps = at_start - left;
+    let figures = report::SchedulerFigures {
+        store: if postgres { "postgres" } else { "sqlite" }.to_owned(),
+        seeded: count,
+        seed_seconds: seed_s,
+        steps,
+        left,
+        seconds,
+        steps_per_s: steps as f64 / seconds.max(0.001),
+    };
+    eprintln!(
+        "   {}: {steps} steps in {seconds:.2} s = {:.0} steps/s ({} already run before the timing began, {left} left; seeded in {seed_s:.1} s)",
+        figures.store,
+        figures.steps_per_s,
+        i64::try_from(count).unwrap_or(i64::MAX) - at_start,
+    );
+    Ok(figures)
+}
+
 async fn echo_server(sizes: &Sizes) -> anyhow::Result<ServerFigures> {
     eprintln!("== echo: starting");
-    let server = Server::start("echo", None).await?;
+    let server = Server::start(&Spec::new("echo", None)).await?;
     let mut figures = ServerFigures::new("echo");
     for &pollers in &sizes.pollers {
         let m = echoes(&server, pollers, sizes.plan).await;
@@ -354,8 +542,7 @@ async fn scale_run(
     sizes: &Sizes,
     seed_pg: bool,
 ) -> anyhow::Result<report::ScaleFigures> {
-    // The store's own migrations create the schema.
-    drop(agentgate_core::store::open(store).await?);
+    migrate(store).await?;
     let started = Instant::now();
     if seed_pg {
         seed::postgres(store, count).await?;
@@ -363,10 +550,10 @@ async fn scale_run(
         seed::sqlite(store, count).await?;
     }
     let seed_s = started.elapsed().as_secs_f64();
-    let server = Server::start("agentgate", Some(store)).await?;
-    let base = server.base.clone();
+    let server = Server::start(&Spec::new("agentgate", Some(store))).await?;
+    let target = server.target();
     let m = load::run(16, sizes.plan, move |_| {
-        let client = client_for(&base);
+        let client = client_for(&target);
         move || {
             let client = client.clone();
             let id = seed::seeded_id(rand::rng().random_range(0..count));
@@ -389,26 +576,55 @@ async fn scale_run(
     })
 }
 
-/// Waits up to `limit` until the scheduler has run every task's first step;
-/// returns how many are still waiting (0 when it caught up).
-async fn drain(store: &str, limit: Duration) -> anyhow::Result<i64> {
+/// Creates the schema of `store` by its own migrations, in a child process
+/// (see [`crate::serve::migrate`]).
+async fn migrate(store: &str) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the bench binary")?;
+    let status = tokio::process::Command::new(exe)
+        .args(["migrate", "--store", store])
+        .stdin(Stdio::null())
+        .status()
+        .await
+        .context("running the migrations")?;
+    if !status.success() {
+        bail!(
+            "migrating {} failed: {status}",
+            agentgate_core::store::redact_url(store)
+        );
+    }
+    Ok(())
+}
+
+/// How often [`drain`] counts the unstepped tasks, but for the scheduler
+/// measure (which counts more often, for a finer end time).
+const DRAIN_POLL: Duration = Duration::from_millis(100);
+
+/// Waits up to `limit` until the scheduler has run every task's first step,
+/// counting every `every`; returns how many are still waiting (0 when it
+/// caught up).
+async fn drain(store: &str, limit: Duration, every: Duration) -> anyhow::Result<i64> {
     let deadline = Instant::now() + limit;
     loop {
         let left = seed::unstepped(store).await?;
         if left == 0 || Instant::now() > deadline {
             return Ok(left);
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(every).await;
     }
 }
 
-/// Peak RSS of a server holding `count` working tasks.
+/// Peak RSS of a server holding `count` working tasks, all of one
+/// principal. agentgate runs without `[limits]` here: with the defaults one
+/// principal may hold 200 live tasks, and even with that cap raised every
+/// create counts the principal's live tasks row by row under its admission
+/// lock, so creating 100 000 would take about an hour (about 260 creates/s
+/// at 10 000 live tasks, falling as they pile up).
 async fn rss_run(
     kind: &str,
     store: Option<&str>,
     count: usize,
 ) -> anyhow::Result<report::RssFigures> {
-    let server = Server::start(kind, store).await?;
+    let server = Server::start(&Spec::new(kind, store).without_limits()).await?;
     let (_, idle) = server.rss_mb();
     let started = Instant::now();
     create_many(&server, count, 64, LONG_MS).await?;
@@ -417,7 +633,7 @@ async fn rss_run(
     // one is a checkpointed, waiting `working` task (as a watched agent is).
     // (Bounded: the scheduler's step rate falls as waiting tasks pile up.)
     let unstepped = match store {
-        Some(store) => drain(store, Duration::from_secs(60)).await?,
+        Some(store) => drain(store, Duration::from_secs(60), DRAIN_POLL).await?,
         None => 0,
     };
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -529,26 +745,59 @@ pub(crate) async fn run(options: Options) -> anyhow::Result<()> {
         report.postgres_skipped = Some(why.clone());
     }
 
-    // 1–3: throughput, create latency and lifecycle per server.
+    // 1: throughput, lifecycle and create latency per server.
     report.servers.push(
         mcp_server(
             "agentgate-sqlite",
-            "agentgate",
-            Some(&sqlite("main.db")),
+            &Spec::new("agentgate", Some(&sqlite("main.db"))),
             &sizes,
         )
         .await?,
     );
     if let Ok(admin) = &pg_admin {
         let db = PgDb::create(admin, "main").await?;
-        let figures = mcp_server("agentgate-postgres", "agentgate", Some(&db.url), &sizes).await;
+        let figures = mcp_server(
+            "agentgate-postgres",
+            &Spec::new("agentgate", Some(&db.url)),
+            &sizes,
+        )
+        .await;
         db.drop_db().await;
         report.servers.push(figures?);
     }
-    report
-        .servers
-        .push(mcp_server("baseline-rmcp", "baseline", None, &sizes).await?);
+    report.servers.push(
+        mcp_server(
+            report::BASELINE_OUR_STACK,
+            &Spec::new("baseline", None),
+            &sizes,
+        )
+        .await?,
+    );
+    report.servers.push(
+        mcp_server(
+            report::BASELINE_PLAIN,
+            &Spec::new("baseline-plain", None),
+            &sizes,
+        )
+        .await?,
+    );
     report.servers.push(echo_server(&sizes).await?);
+
+    // 2: the cost of each HTTP layer.
+    eprintln!("== layer ladder: tasks/get x{}", sizes.ladder_pollers);
+    report.ladder = ladder(&sizes, &sqlite).await?;
+
+    // 3: scheduler throughput on a seeded backlog.
+    eprintln!("== scheduler: {} queued tasks", sizes.backlog_tasks);
+    report
+        .scheduler
+        .push(scheduler_run(&sqlite("backlog.db"), sizes.backlog_tasks, false).await?);
+    if let Ok(admin) = &pg_admin {
+        let db = PgDb::create(admin, "backlog").await?;
+        let figures = scheduler_run(&db.url, sizes.backlog_tasks, true).await;
+        db.drop_db().await;
+        report.scheduler.push(figures?);
+    }
 
     // 4a: tasks/get p99 with few vs many stored tasks (SQLite).
     eprintln!("== scale (agentgate-sqlite)");

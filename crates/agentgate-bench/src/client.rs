@@ -17,6 +17,8 @@ use crate::serve::TOOL;
 pub(crate) struct McpClient {
     http: reqwest::Client,
     url: String,
+    /// `Authorization` header value, for servers that check tokens.
+    bearer: Option<String>,
 }
 
 /// The `_meta` every modern request carries: the version and the tasks
@@ -31,8 +33,9 @@ fn meta() -> Value {
 }
 
 impl McpClient {
-    /// A client for `base` (`http://ADDR`), posting to `base/mcp`.
-    pub(crate) fn new(base: &str) -> anyhow::Result<Self> {
+    /// A client for `base` (`http://ADDR`), posting to `base/mcp`, sending
+    /// `token` as a bearer token if given.
+    pub(crate) fn new(base: &str, token: Option<&str>) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(1)
             .tcp_nodelay(true)
@@ -42,15 +45,18 @@ impl McpClient {
         Ok(Self {
             http,
             url: format!("{base}/mcp"),
+            bearer: token.map(|t| format!("Bearer {t}")),
         })
     }
 
     /// Posts one JSON-RPC request and returns its `result`.
     async fn call(&self, method: &str, name: &str, params: Value) -> anyhow::Result<Value> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let response = self
-            .http
-            .post(&self.url)
+        let mut request = self.http.post(&self.url);
+        if let Some(bearer) = &self.bearer {
+            request = request.header("authorization", bearer);
+        }
+        let response = request
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")

@@ -1,15 +1,16 @@
 //! `agentgate-bench`: end-to-end load benchmarks of agentgate over Streamable
-//! HTTP, against an rmcp `TaskManager` baseline and a bare axum echo, in one
-//! run on one machine, so the ratios between them mean something.
+//! HTTP, against rmcp `TaskManager` baselines (on rmcp's own plain stack, and
+//! behind our HTTP stack) and a bare axum echo, in one run on one machine, so
+//! the ratios between them mean something.
 //!
 //! ```text
 //! cargo run --release -p agentgate-bench -- [--quick] [--json FILE] [--markdown FILE]
 //! ```
 //!
 //! Each server under test is this same binary re-executed as a child
-//! (`agentgate-bench serve agentgate|baseline|echo`), so it has its own
-//! runtime and its peak RSS (`VmHWM`) is its own; the load comes from this
-//! process. The full run writes its tables into `BENCHMARKS.md` between the
+//! (`agentgate-bench serve KIND`; [`serve`] says what each kind is), so it
+//! has its own runtime and its peak RSS (`VmHWM`) is its own; the load comes
+//! from this process. The full run writes its tables into `BENCHMARKS.md` between the
 //! `bench:begin`/`bench:end` markers (the hand-written analysis around them
 //! is kept); `--quick` (CI smoke) prints the tables and writes Markdown only
 //! when `--markdown` is given. No figure is ever asserted on.
@@ -18,7 +19,7 @@
 //! - [`serve`]: the servers under test and the bench tool.
 //! - [`client`]: the raw HTTP client every server is driven with.
 //! - [`load`]: closed-loop load with warm-up, rounds and medians.
-//! - [`seed`]: bulk SQL seeding for the scale measurement.
+//! - [`seed`]: bulk SQL seeding for the scale and scheduler measurements.
 //! - [`watch`]: the Copilot watcher against the GitHub emulator.
 //! - [`bench`](mod@bench): the run: which server, which measurement, in what order.
 //! - [`report`]: Markdown and JSON output.
@@ -69,7 +70,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Runs one server under test (used by the bench itself).
+    /// Runs one server under test (used by the bench itself; see `serve`).
     #[command(hide = true)]
     Serve {
         kind: Kind,
@@ -78,6 +79,19 @@ enum Command {
         store: String,
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Check bearer tokens (`[auth] mode = "tokens"`): the SHA-256 of
+        /// the one token accepted (agentgate and baseline only).
+        #[arg(long, value_name = "HEX")]
+        token_sha256: Option<String>,
+        /// Enforce no `[limits]` (agentgate only).
+        #[arg(long)]
+        no_limits: bool,
+    },
+    /// Applies a store's migrations and exits (used by the bench itself).
+    #[command(hide = true)]
+    Migrate {
+        #[arg(long)]
+        store: String,
     },
 }
 
@@ -85,6 +99,8 @@ enum Command {
 enum Kind {
     Agentgate,
     Baseline,
+    BaselinePlain,
+    BaselineAccept,
     Echo,
 }
 
@@ -100,14 +116,23 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     match cli.serve {
+        Some(Command::Migrate { store }) => runtime.block_on(serve::migrate(&store)),
         Some(Command::Serve {
             kind,
             store,
             listen,
+            token_sha256,
+            no_limits,
         }) => runtime.block_on(async move {
+            let layers = serve::Layers {
+                token_sha256,
+                no_limits,
+            };
             match kind {
-                Kind::Agentgate => serve::agentgate(listen, &store).await,
-                Kind::Baseline => serve::baseline(listen).await,
+                Kind::Agentgate => serve::agentgate(listen, &store, &layers).await,
+                Kind::Baseline => serve::baseline(listen, &layers).await,
+                Kind::BaselinePlain => serve::baseline_plain(listen).await,
+                Kind::BaselineAccept => serve::baseline_accept(listen).await,
                 Kind::Echo => serve::echo(listen).await,
             }
         }),

@@ -1,5 +1,11 @@
 //! Filling a store with many tasks quickly, straight through SQL.
 //!
+//! Two kinds of rows: *completed* tasks for the scale measurement
+//! ([`sqlite`], [`postgres`]) and *queued* ones for the scheduler backlog
+//! ([`backlog_sqlite`], [`backlog_postgres`]). Both insert only ordinary
+//! columns, with the rest left to the schema's defaults, so a migration that
+//! adds a generated column does not break them.
+//!
 //! Creating a million tasks through `tools/call` would take longer than the
 //! rest of the run, so the scale measurement seeds the `tasks` table with one
 //! bulk `INSERT … SELECT` (a recursive CTE in SQLite, `generate_series` in
@@ -36,9 +42,7 @@ const TTL_MS: i64 = 3_600_000;
 /// Inserts `count` completed tasks into the SQLite store at `url` (whose
 /// schema must exist).
 pub(crate) async fn sqlite(url: &str, count: u64) -> anyhow::Result<()> {
-    let mut conn = sqlx::SqliteConnection::connect(url)
-        .await
-        .with_context(|| format!("connecting to {url}"))?;
+    let mut conn = seeding_connection(url).await?;
     let now = chrono::Utc::now().timestamp_millis();
     sqlx::query(
         "WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n + 1 < ?1) \
@@ -76,6 +80,68 @@ pub(crate) async fn postgres(url: &str, count: u64) -> anyhow::Result<()> {
     .execute(&mut conn)
     .await
     .context("bulk insert into PostgreSQL")?;
+    sqlx::query("ANALYZE tasks").execute(&mut conn).await.ok();
+    conn.close().await.ok();
+    Ok(())
+}
+
+/// A SQLite connection for one big insert: a page cache large enough for
+/// the primary-key index of millions of rows (random keys touch pages all
+/// over it; with the default 2 MB cache every insert would miss).
+async fn seeding_connection(url: &str) -> anyhow::Result<sqlx::SqliteConnection> {
+    let mut conn = sqlx::SqliteConnection::connect(url)
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
+    sqlx::query("PRAGMA cache_size = -1048576")
+        .execute(&mut conn)
+        .await
+        .context("sizing the page cache")?;
+    Ok(conn)
+}
+
+/// Inserts `count` queued tasks into the SQLite store at `url`, as
+/// `create` leaves them: `working`, no job state, due now, no lease, no
+/// step run yet. The tool's one step finishes them (`ms` = 0).
+pub(crate) async fn backlog_sqlite(url: &str, count: u64) -> anyhow::Result<()> {
+    let mut conn = seeding_connection(url).await?;
+    let now = chrono::Utc::now().timestamp_millis();
+    sqlx::query(
+        "WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n + 1 < ?1) \
+         INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+                            updated_at, ttl_ms, due_at) \
+         SELECT printf('back%08x%015d', (n * 2654435761) % 4294967296, n), 'anonymous', \
+                'bench_sleep', '{\"ms\":0}', 'working', 'queued', ?2, ?2, ?3, ?2 FROM s",
+    )
+    .bind(i64::try_from(count).unwrap_or(i64::MAX))
+    .bind(now)
+    .bind(TTL_MS)
+    .execute(&mut conn)
+    .await
+    .context("bulk insert of the backlog into SQLite")?;
+    conn.close().await.ok();
+    Ok(())
+}
+
+/// Inserts `count` queued tasks into the PostgreSQL store at `url` (see
+/// [`backlog_sqlite`]).
+pub(crate) async fn backlog_postgres(url: &str, count: u64) -> anyhow::Result<()> {
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .context("connecting to PostgreSQL")?;
+    let now = chrono::Utc::now().timestamp_millis();
+    sqlx::query(
+        "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+                            updated_at, ttl_ms, due_at) \
+         SELECT 'back' || lpad(to_hex((n * 2654435761) % 4294967296), 8, '0') || lpad(n::text, 15, '0'), \
+                'anonymous', 'bench_sleep', '{\"ms\":0}'::jsonb, 'working', 'queued', $2, $2, $3, $2 \
+         FROM generate_series(0::bigint, $1 - 1) AS n",
+    )
+    .bind(i64::try_from(count).unwrap_or(i64::MAX))
+    .bind(now)
+    .bind(TTL_MS)
+    .execute(&mut conn)
+    .await
+    .context("bulk insert of the backlog into PostgreSQL")?;
     sqlx::query("ANALYZE tasks").execute(&mut conn).await.ok();
     conn.close().await.ok();
     Ok(())

@@ -2,10 +2,26 @@
 //! serve KIND`), so each has its own runtime and its own peak RSS.
 //!
 //! - `agentgate`: the [`Gateway`] of agentgate-core on a SQLite or PostgreSQL
-//!   store, with the bench tool as its only job, behind core's `http_router`.
-//! - `baseline`: a minimal rmcp server whose tasks live in rmcp's own
-//!   in-memory [`TaskManager`], same tool, behind the *same* `http_router`
-//!   (same axum/hyper stack, same Streamable HTTP config, same middleware).
+//!   store, with the bench tool as its only job, served as `agentgate serve`
+//!   serves it: core's `http_router` in core's accept loop, `[limits]` on
+//!   ([`bench_limits`]: the defaults, with the three caps the bench's load
+//!   would hit raised so every check still runs but none refuses), `[auth]`
+//!   in its default mode (`none`: every caller is `anonymous`). With
+//!   `--token-sha256` it checks bearer tokens (mode `tokens`, for the layer
+//!   ladder), with `--no-limits` it enforces no limits (the ladder, and the
+//!   RSS runs, where one principal holds far more than 200 live tasks).
+//! - `baseline` (reported as `baseline-rmcp-our-stack`): a minimal rmcp
+//!   server whose tasks live in rmcp's own in-memory [`TaskManager`], same
+//!   tool, behind the *same* `http_router` and accept loop as agentgate (same
+//!   Streamable HTTP config, same middleware); `--token-sha256` puts auth in
+//!   front as for agentgate.
+//! - `baseline-plain` (`baseline-rmcp-plain`): the same handler on rmcp's own
+//!   default Streamable HTTP stack (`StreamableHttpService`,
+//!   `LocalSessionManager`, `StreamableHttpServerConfig::default()`) under
+//!   `axum::serve` with `TCP_NODELAY` on accepted sockets: none of our layers.
+//! - `baseline-accept`: the plain stack inside core's accept loop
+//!   (`serve_http`: connection cap, header-read and idle timeouts), for the
+//!   ladder's first rung.
 //! - `echo`: a bare axum route that parses the JSON body and sends it back:
 //!   the transport's limit on this machine.
 //!
@@ -13,10 +29,12 @@
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator, TokenEntry};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::mcp::{Gateway, HttpOptions, http_router, serve_http};
+use agentgate_core::mcp::{Gateway, HttpOptions, Limits, http_router, serve_http};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::task::{PollPolicy, ToolPolicy};
 use anyhow::Context as _;
@@ -29,6 +47,8 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskManager, TaskOptions};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -104,8 +124,68 @@ fn stop_on_ctrl_c(shutdown: &CancellationToken) {
     });
 }
 
-/// agentgate's gateway on `store`, as production serves it.
-pub(crate) async fn agentgate(listen: SocketAddr, store_url: &str) -> anyhow::Result<()> {
+/// How a server under test checks its callers and what it enforces.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Layers {
+    /// `[auth] mode = "tokens"` with one token of this SHA-256 (principal
+    /// `bench`); `None`: mode `none`, `agentgate serve`'s default.
+    pub token_sha256: Option<String>,
+    /// agentgate only: enforce no `[limits]` at all.
+    pub no_limits: bool,
+}
+
+/// The principal of the bench's bearer token.
+const PRINCIPAL: &str = "bench";
+
+/// The `[limits]` defaults (`agentgate serve` with no `[limits]` section),
+/// except for the caps a load generator acting as one principal would be
+/// refused by: `max_active_tasks` (200 live tasks; the bench holds 1 000 and
+/// more), `requests_per_second`/`request_burst` (100/s after a burst of 500)
+/// and `poll_burst` (20 polls of one task per 100 ms `pollIntervalMs`; the
+/// lifecycle polls every 2 ms). They are raised out of reach, not turned
+/// off (0 would skip the check), so the live-task count under the owner's
+/// admission lock, the token bucket and the poll cache's counting still run
+/// on every request. The poll cache, the input cap and the TTL cap are the
+/// defaults.
+pub(crate) fn bench_limits() -> Limits {
+    Limits {
+        max_active_tasks: u64::MAX,
+        requests_per_second: 1e12,
+        request_burst: u32::MAX,
+        poll_burst: u32::MAX,
+        ..Limits::default()
+    }
+}
+
+/// `HttpOptions::default()` with the authenticator `layers` ask for.
+fn http_options(
+    layers: &Layers,
+    listener: &tokio::net::TcpListener,
+) -> anyhow::Result<HttpOptions> {
+    let mut options = HttpOptions::default();
+    let mut auth = AuthConfig::default();
+    if let Some(sha256) = &layers.token_sha256 {
+        auth.mode = AuthMode::Tokens;
+        auth.tokens.push(TokenEntry {
+            principal: PRINCIPAL.to_owned(),
+            sha256: Some(sha256.clone()),
+            token_env: None,
+        });
+    }
+    // As `agentgate serve` builds it: the resource defaults to this URL.
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    options.auth =
+        Authenticator::from_config(&auth, &url, |_| None).context("configuring authentication")?;
+    Ok(options)
+}
+
+/// agentgate's gateway on `store`, as `agentgate serve` serves it (see the
+/// module docs for `layers`).
+pub(crate) async fn agentgate(
+    listen: SocketAddr,
+    store_url: &str,
+    layers: &Layers,
+) -> anyhow::Result<()> {
     let store = agentgate_core::store::open(store_url)
         .await
         .with_context(|| {
@@ -114,12 +194,16 @@ pub(crate) async fn agentgate(listen: SocketAddr, store_url: &str) -> anyhow::Re
                 agentgate_core::store::redact_url(store_url)
             )
         })?;
-    let runtime = Runtime::builder(store)
-        .tool(ToolSpec::new(TOOL, DESCRIPTION, policy(), SleepJob))
-        .start()?;
+    let mut builder =
+        Runtime::builder(store).tool(ToolSpec::new(TOOL, DESCRIPTION, policy(), SleepJob));
+    if !layers.no_limits {
+        builder = builder.limits(bench_limits());
+    }
+    let runtime = builder.start()?;
     stop_on_ctrl_c(runtime.shutdown_token());
     let listener = bind(listen).await?;
-    let served = runtime.serve_http(listener, HttpOptions::default()).await;
+    let options = http_options(layers, &listener)?;
+    let served = runtime.serve_http(listener, options).await;
     runtime.stop().await?;
     served.context("serving HTTP")
 }
@@ -238,19 +322,75 @@ impl ServerHandler for Baseline {
     }
 }
 
-/// The baseline behind the same router agentgate uses.
-pub(crate) async fn baseline(listen: SocketAddr) -> anyhow::Result<()> {
+/// The baseline behind the same router and accept loop agentgate uses.
+pub(crate) async fn baseline(listen: SocketAddr, layers: &Layers) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     stop_on_ctrl_c(&shutdown);
-    let router = http_router(
-        Baseline::default(),
-        HttpOptions::default(),
-        shutdown.clone(),
-    );
     let listener = bind(listen).await?;
+    let options = http_options(layers, &listener)?;
+    let router = http_router(Baseline::default(), options, shutdown.clone());
     serve_http(listener, router, shutdown)
         .await
         .context("serving HTTP")
+}
+
+/// rmcp's own Streamable HTTP service with its default configuration (the
+/// client needs nothing else: its `Host` is allowed, it sends no `Origin`).
+/// One handler, cloned for each request as `http_router` does: the clones
+/// share one `TaskManager`.
+fn plain_router() -> axum::Router {
+    let handler = Baseline::default();
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    axum::Router::new().nest_service("/mcp", service)
+}
+
+/// The baseline on rmcp's plain stack under `axum::serve`, with
+/// `TCP_NODELAY` on every accepted socket.
+pub(crate) async fn baseline_plain(listen: SocketAddr) -> anyhow::Result<()> {
+    use axum::serve::ListenerExt as _;
+    let shutdown = CancellationToken::new();
+    stop_on_ctrl_c(&shutdown);
+    let listener = bind(listen).await?.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            eprintln!("could not set TCP_NODELAY: {e}");
+        }
+    });
+    axum::serve(listener, plain_router())
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .context("serving HTTP")
+}
+
+/// The plain stack inside core's accept loop (`serve_http`).
+pub(crate) async fn baseline_accept(listen: SocketAddr) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    stop_on_ctrl_c(&shutdown);
+    let listener = bind(listen).await?;
+    serve_http(listener, plain_router(), shutdown)
+        .await
+        .context("serving HTTP")
+}
+
+/// Opens the store at `url` (applying its migrations) and returns. In a
+/// process of its own: core's PostgreSQL store leaves its `LISTEN` relay
+/// running after the store is dropped, and the bench must not keep one on a
+/// database it is about to drop.
+pub(crate) async fn migrate(store_url: &str) -> anyhow::Result<()> {
+    drop(
+        agentgate_core::store::open(store_url)
+            .await
+            .with_context(|| {
+                format!(
+                    "opening store {}",
+                    agentgate_core::store::redact_url(store_url)
+                )
+            })?,
+    );
+    Ok(())
 }
 
 /// A bare JSON echo at `/mcp`: parse the body, serialize it back.
