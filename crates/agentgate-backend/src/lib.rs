@@ -53,6 +53,6 @@ pub use job::{
 };
 pub use policy::{PollPolicy, RetryPolicy, ToolPolicy};
 pub use sync_view::{BoxFuture, InlineRequest, InlineTask, SyncView};
-pub use task::{TaskRecord, TaskPhase};
+pub use task::{TaskPhase, TaskRecord};
 pub use time::{Fence, Millis};
 pub use webhook::{WEBHOOK_PREFIX, Webhook, WebhookRequest, WebhookResponse};

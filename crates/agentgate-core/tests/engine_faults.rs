@@ -17,7 +17,7 @@ use agentgate_core::store::{
     Claimed, InputAck, SqliteStore, StoreError, StoreResult, SweepReport, TaskCount, TaskStore,
 };
 use agentgate_core::task::{
-    Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskPhase, ToolPolicy,
+    Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy,
 };
 use agentgate_testkit::spy::{StoreSpy, outage};
 use async_trait::async_trait;
@@ -207,7 +207,7 @@ impl TaskStore for Full {
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
         Ok(Vec::new())
     }
-    async fn count_active(&self, _: &Owner, _: Millis) -> StoreResult<u64> {
+    async fn count_active(&self, _: &Owner, _: Millis, _: u64) -> StoreResult<u64> {
         Ok(0)
     }
     async fn sweep(&self, _: Millis, _: Duration) -> StoreResult<SweepReport> {

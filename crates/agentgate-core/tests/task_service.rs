@@ -20,7 +20,7 @@ use agentgate_core::registry::ToolRegistry;
 use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{Changed, Engine, EngineConfig, TaskError, TaskQuota};
 use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskPhase, ToolPolicy};
+use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
 };
@@ -551,8 +551,16 @@ async fn a_task_created_here_starts_at_once_unless_the_slots_are_taken() {
     let fourth = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
     assert_eq!(fourth.lease_owner, None, "queued: {fourth:?}");
     f.probe.started.notified().await;
-    let claimed = f.engine.get(&Owner::new("alice"), &fourth.id).await.expect("get");
-    assert_eq!(claimed.lease_owner.as_deref(), Some(worker.as_str()), "claimed");
+    let claimed = f
+        .engine
+        .get(&Owner::new("alice"), &fourth.id)
+        .await
+        .expect("get");
+    assert_eq!(
+        claimed.lease_owner.as_deref(),
+        Some(worker.as_str()),
+        "claimed"
+    );
     for task in [&first, &second, &third, &fourth] {
         f.probe.release.notify_one();
         let done = until(&f.engine, "alice", &task.id, |t| t.status.is_terminal()).await;

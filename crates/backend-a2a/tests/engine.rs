@@ -12,7 +12,7 @@ use agentgate_core::clock::SystemClock;
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig, TaskQuota};
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskPhase};
+use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use common::*;
 use serde_json::{Map, Value, json};

@@ -17,7 +17,7 @@ use agentgate_backend::{Backend, ToolSpec};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{EngineConfig, TaskQuota};
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskId, TaskRecord, TaskPhase};
+use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use backend_a2a::A2aBackend;
 use common::*;

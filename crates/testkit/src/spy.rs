@@ -212,9 +212,9 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         self.enter("count_by_tool_and_status")?;
         self.inner.count_by_tool_and_status().await
     }
-    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
+    async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64> {
         self.enter("count_active")?;
-        self.inner.count_active(owner, now).await
+        self.inner.count_active(owner, now, at_most).await
     }
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         self.enter("sweep")?;

@@ -13,3 +13,12 @@ CREATE INDEX tasks_runnable ON tasks (runnable_at) WHERE runnable_at IS NOT NULL
 
 -- Served by tasks_runnable now; one index fewer to keep up on every write.
 DROP INDEX tasks_due;
+
+-- `count_active`: the end of a task's TTL (NULL: none), so counting an
+-- owner's live, unexpired tasks reads the index alone, never a row.
+ALTER TABLE tasks ADD COLUMN expires_at BIGINT GENERATED ALWAYS AS (created_at + ttl_ms) STORED;
+
+CREATE INDEX tasks_owner_live_expiry ON tasks (owner, expires_at)
+    WHERE status IN ('working', 'input_required');
+
+DROP INDEX tasks_owner_live;

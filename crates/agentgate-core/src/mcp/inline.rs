@@ -27,7 +27,7 @@ use super::error::GatewayError;
 use super::gateway::{Gateway, is_modern};
 use super::wire;
 use crate::job::ToolSpec;
-use crate::task::{Owner, TaskId, TaskRecord, TaskPhase};
+use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
 
 /// How long a sealed MRTR `requestState` stays valid.
 const REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);

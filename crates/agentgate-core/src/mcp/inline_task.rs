@@ -14,7 +14,7 @@ use super::error::GatewayError;
 use super::wire;
 use crate::job::{BoxFuture, InlineRequest, InlineTask};
 use crate::scheduler::TaskWatch;
-use crate::task::{TaskId, TaskRecord, TaskPhase};
+use crate::task::{TaskId, TaskPhase, TaskRecord};
 
 /// One inline request following one task.
 struct GatewayInline<'a> {

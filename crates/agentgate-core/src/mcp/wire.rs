@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::clock::{Millis, iso8601};
 use crate::registry::ToolRegistry;
-use crate::task::{TaskRecord, TaskPhase};
+use crate::task::{TaskPhase, TaskRecord};
 
 pub(crate) fn wire_status(status: TaskPhase) -> WireStatus {
     match status {

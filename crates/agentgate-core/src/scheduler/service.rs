@@ -18,8 +18,8 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::{broadcast, mpsc};
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, mpsc};
 
 use super::Engine;
 use crate::job::ToolSpec;
@@ -96,7 +96,11 @@ impl Engine {
         // instances racing).
         let _admission = if quota.max_live > 0 {
             let guard = self.admission(&owner).await;
-            let active = self.inner.store.count_active(&owner, now).await?;
+            let active = self
+                .inner
+                .store
+                .count_active(&owner, now, quota.max_live)
+                .await?;
             if active >= quota.max_live {
                 return Err(TaskError::TooManyTasks {
                     limit: quota.max_live,

@@ -38,7 +38,8 @@
 //! - **Nudge** moves a waiting `working` task's `due_at` forward to now and
 //!   touches nothing else; it never wakes a task that waits for input.
 //! - **Active count.** `count_active` counts an owner's live tasks that `get`
-//!   would still show (not past their TTL), whether or not the sweeper ran.
+//!   would still show (not past their TTL), whether or not the sweeper ran,
+//!   up to the bound it is given.
 //! - **Sweep** marks live tasks past their TTL `failed` and deletes ended tasks
 //!   whose last update is older than the retention window.
 
@@ -350,9 +351,11 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>>;
 
     /// How many live (`working` or `input_required`) tasks `owner` has that
-    /// are not past their TTL, for the per-principal cap on concurrent tasks.
-    /// Counted in the store, so the cap holds across instances.
-    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64>;
+    /// are not past their TTL, counting no further than `at_most`, for the
+    /// per-principal cap on concurrent tasks (so a check costs at most the
+    /// cap, however many tasks the owner has). Counted in the store, so the
+    /// cap holds across instances.
+    async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64>;
 
     /// Expires overdue tasks and deletes old ended ones.
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;

@@ -57,7 +57,7 @@ use super::checkpoints::{Checkpoint, CheckpointWriter, SaveCheckpoints, decide};
 use super::transition::visible;
 use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
 use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskPhase};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
 
 /// Tasks in a SQLite database file.
 #[derive(Debug, Clone)]
@@ -168,7 +168,6 @@ impl SqliteStore {
         tx.commit().await?;
         Ok(record)
     }
-
 }
 
 impl Db {
@@ -481,8 +480,7 @@ impl TaskStore for SqliteStore {
         .bind(ids)
         .fetch_all(tx.conn())
         .await?;
-        let mut previous: HashMap<String, Option<String>> =
-            due.into_iter().collect();
+        let mut previous: HashMap<String, Option<String>> = due.into_iter().collect();
         let claimed = rows
             .into_iter()
             .map(|row| {
@@ -599,7 +597,7 @@ impl TaskStore for SqliteStore {
         let due: Option<Millis> =
             sqlx::query_scalar("SELECT MIN(runnable_at) FROM tasks WHERE runnable_at IS NOT NULL")
                 .fetch_one(&self.db.pool)
-        .await?;
+                .await?;
         Ok(due)
     }
 
@@ -611,13 +609,16 @@ impl TaskStore for SqliteStore {
         rows.into_iter().map(super::task_count).collect()
     }
 
-    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
+    async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64> {
+        // Index-only (`tasks_owner_live_expiry`, migration 0003), and no
+        // further than `at_most` entries.
         let count: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM tasks WHERE owner = ? AND {LIVE} \
-             AND (ttl_ms IS NULL OR created_at + ttl_ms > ?)"
+            "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE owner = ? AND {LIVE} \
+             AND (expires_at IS NULL OR expires_at > ?) LIMIT ?)"
         ))
         .bind(owner.as_str())
         .bind(now)
+        .bind(i64::try_from(at_most).unwrap_or(i64::MAX))
         .fetch_one(&self.db.pool)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))

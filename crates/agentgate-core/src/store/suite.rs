@@ -148,9 +148,7 @@ pub async fn claim_leases_each_due_task_once(store: &dyn TaskStore) {
 /// A task created leased to its creator is that worker's to step at once:
 /// nobody else claims it before the lease runs out, its creator saves it
 /// with the first fence, and a crashed creator's task is taken over.
-pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(
-    store: &dyn TaskStore,
-) {
+pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(store: &dyn TaskStore) {
     let make = |id: &TaskId| NewTask {
         id: id.clone(),
         owner: alice(),
@@ -168,8 +166,16 @@ pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(
     assert_eq!(task.status, TaskPhase::Working);
     assert_eq!(task.lease_owner.as_deref(), Some("creator"));
     assert_eq!(task.lease_until, Some(T0.saturating_add(LEASE)));
-    assert_eq!(task.fence, Fence::from_raw(1), "the fence a first claim takes");
-    let seen = store.get(&alice(), &id, T0).await.expect("get").expect("visible");
+    assert_eq!(
+        task.fence,
+        Fence::from_raw(1),
+        "the fence a first claim takes"
+    );
+    let seen = store
+        .get(&alice(), &id, T0)
+        .await
+        .expect("get")
+        .expect("visible");
     assert_eq!(seen, task, "committed as returned");
     let others = store.claim("w2", 10, LEASE, at(1)).await.expect("claim");
     assert!(others.is_empty(), "leased to its creator: {others:?}");
@@ -189,17 +195,32 @@ pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(
         .create_claimed(make(&orphan), "dead", LEASE)
         .await
         .expect("create_claimed");
-    let early = store.claim("w2", 10, LEASE, at(29_999)).await.expect("claim");
+    let early = store
+        .claim("w2", 10, LEASE, at(29_999))
+        .await
+        .expect("claim");
     assert!(early.is_empty(), "{early:?}");
-    let taken = store.claim("w2", 10, LEASE, at(30_000)).await.expect("claim");
+    let taken = store
+        .claim("w2", 10, LEASE, at(30_000))
+        .await
+        .expect("claim");
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].id, orphan);
     assert_eq!(taken[0].taken_over_from.as_deref(), Some("dead"));
     assert_eq!(taken[0].fence, Fence::from_raw(2));
     let stale = store
-        .checkpoint(&orphan, "dead", Fence::from_raw(1), Outcome::Cancelled, at(30_001))
+        .checkpoint(
+            &orphan,
+            "dead",
+            Fence::from_raw(1),
+            Outcome::Cancelled,
+            at(30_001),
+        )
         .await;
-    assert!(matches!(stale, Err(StoreError::LeaseLost { .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StoreError::LeaseLost { .. })),
+        "{stale:?}"
+    );
 }
 
 /// Claims take the earliest runnable tasks first, up to the limit, and
@@ -244,7 +265,13 @@ pub async fn claims_take_the_earliest_runnable_tasks_first(store: &dyn TaskStore
         .await
         .expect("ask");
     store
-        .checkpoint(&first[1].id, "w", first[1].fence, Outcome::Cancelled, at(200))
+        .checkpoint(
+            &first[1].id,
+            "w",
+            first[1].fence,
+            Outcome::Cancelled,
+            at(200),
+        )
         .await
         .expect("cancel");
     assert_eq!(
@@ -282,7 +309,10 @@ pub async fn concurrent_checkpoints_each_get_their_own_answer(store: &dyn TaskSt
             .expect("get")
             .expect("visible");
         if n % 4 == 0 {
-            assert!(matches!(answer, Err(StoreError::LeaseLost { .. })), "{n}: {answer:?}");
+            assert!(
+                matches!(answer, Err(StoreError::LeaseLost { .. })),
+                "{n}: {answer:?}"
+            );
             assert_eq!(stored.status, TaskPhase::Working, "{n}: unchanged");
         } else {
             let saved = answer.unwrap_or_else(|e| panic!("{n}: {e}"));
@@ -915,7 +945,10 @@ pub async fn tasks_are_counted_by_tool_and_status(store: &dyn TaskStore) {
 }
 
 pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
-    assert_eq!(store.count_active(&alice(), T0).await.expect("count"), 0);
+    assert_eq!(
+        store.count_active(&alice(), T0, 100).await.expect("count"),
+        0
+    );
     let done = new_task(store, None).await;
     let asking = new_task(store, None).await;
     let _working = new_task(store, None).await;
@@ -932,10 +965,18 @@ pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
         })
         .await
         .expect("create");
-    assert_eq!(store.count_active(&alice(), T0).await.expect("count"), 4);
+    assert_eq!(
+        store.count_active(&alice(), T0, 100).await.expect("count"),
+        4
+    );
+    assert_eq!(
+        store.count_active(&alice(), T0, 2).await.expect("count"),
+        2,
+        "counts no further than asked"
+    );
     assert_eq!(
         store
-            .count_active(&Owner::new("bob"), T0)
+            .count_active(&Owner::new("bob"), T0, 100)
             .await
             .expect("count"),
         1
@@ -960,18 +1001,21 @@ pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
         .checkpoint(&asking, "w", attempt(&asking), ask(&["k"]), T0)
         .await
         .expect("save");
-    assert_eq!(store.count_active(&alice(), T0).await.expect("count"), 3);
+    assert_eq!(
+        store.count_active(&alice(), T0, 100).await.expect("count"),
+        3
+    );
     // Past its TTL a task no longer counts, even before the sweeper runs.
     assert_eq!(
         store
-            .count_active(&alice(), at(1_000))
+            .count_active(&alice(), at(1_000), 100)
             .await
             .expect("count"),
         2
     );
     assert_eq!(
         store
-            .count_active(&Owner::new("carol"), T0)
+            .count_active(&Owner::new("carol"), T0, 100)
             .await
             .expect("count"),
         0

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::InputAck;
 use crate::clock::Millis;
-use crate::task::{Outcome, Owner, TaskRecord, TaskPhase};
+use crate::task::{Outcome, Owner, TaskPhase, TaskRecord};
 
 /// Whether `owner` may see the task at `now`: another owner's or an expired
 /// task looks exactly like an unknown id.

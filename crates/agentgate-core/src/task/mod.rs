@@ -10,6 +10,6 @@
 mod record;
 
 pub use agentgate_backend::{
-    Fence, Owner, PollPolicy, RetryPolicy, TaskId, TaskRecord, TaskPhase, ToolPolicy,
+    Fence, Owner, PollPolicy, RetryPolicy, TaskId, TaskPhase, TaskRecord, ToolPolicy,
 };
 pub use record::{NewTask, Outcome};

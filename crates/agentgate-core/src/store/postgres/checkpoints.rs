@@ -7,12 +7,12 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use sqlx::types::Json;
 use sqlx::{PgPool, Row as _};
 
 use super::{CHANNEL, decode};
 use crate::store::StoreResult;
 use crate::store::checkpoints::{Checkpoint, SaveCheckpoints, decide};
+use crate::clock::Millis;
 use crate::task::TaskRecord;
 
 /// The longest `NOTIFY` payload sent (PostgreSQL's limit is 8000 bytes).
@@ -37,8 +37,8 @@ impl SaveCheckpoints for PgCheckpoints {
             current.insert(row.try_get::<String, _>("id")?, decode(row));
         }
         let decided = decide(batch, current);
-        for task in &decided.writes {
-            update(&mut tx, task).await?;
+        if !decided.writes.is_empty() {
+            update(&mut tx, &decided.writes).await?;
         }
         let saved: Vec<&str> = decided.writes.iter().map(|t| t.id.as_str()).collect();
         for payload in notices(&saved) {
@@ -53,31 +53,45 @@ impl SaveCheckpoints for PgCheckpoints {
     }
 }
 
-/// Writes a decided task back, if the lease's fence is still `task.fence`.
-async fn update(tx: &mut sqlx::PgConnection, task: &TaskRecord) -> StoreResult<()> {
+/// Writes the decided tasks back, each if its lease's fence is still
+/// `task.fence`: one statement for the whole batch (the columns as arrays),
+/// not one round trip per task.
+async fn update(tx: &mut sqlx::PgConnection, tasks: &[TaskRecord]) -> StoreResult<()> {
     sqlx::query(
-        "UPDATE tasks SET status = $1, status_message = $2, job_state = $3, \
-         input_requests = $4, input_responses = $5, used_input_keys = $6, result = $7, \
-         error = $8, updated_at = $9, due_at = $10, lease_owner = NULL, lease_until = NULL, \
-         steps = $11, failures = $12 WHERE id = $13 AND attempt = $14",
+        "UPDATE tasks SET status = u.status, status_message = u.status_message, \
+         job_state = u.job_state, input_requests = u.input_requests, \
+         input_responses = u.input_responses, used_input_keys = u.used_input_keys, \
+         result = u.result, error = u.error, updated_at = u.updated_at, due_at = u.due_at, \
+         lease_owner = NULL, lease_until = NULL, steps = u.steps, failures = u.failures \
+         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[], $6::jsonb[], \
+                     $7::jsonb[], $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], \
+                     $12::bigint[], $13::bigint[], $14::bigint[]) \
+           AS u(id, status, status_message, job_state, input_requests, input_responses, \
+                used_input_keys, result, error, updated_at, due_at, steps, failures, fence) \
+         WHERE tasks.id = u.id AND tasks.attempt = u.fence",
     )
-    .bind(task.status.as_str())
-    .bind(&task.status_message)
-    .bind(&task.job_state)
-    .bind(Json(&task.input_requests))
-    .bind(Json(&task.input_responses))
-    .bind(Json(&task.used_input_keys))
-    .bind(&task.result)
-    .bind(&task.error)
-    .bind(task.updated_at)
-    .bind(task.due_at)
-    .bind(task.steps)
-    .bind(task.failures)
-    .bind(task.id.as_str())
-    .bind(task.fence)
+    .bind(tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.status.as_str()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.status_message.as_deref()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.job_state.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| to_json(&t.input_requests)).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| to_json(&t.input_responses)).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| to_json(&t.used_input_keys)).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.result.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.error.clone()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.updated_at.unix_ms()).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.due_at.map(Millis::unix_ms)).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.steps).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.failures).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.fence.raw()).collect::<Vec<_>>())
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// A map or list of JSON values as one JSON value (which cannot fail).
+fn to_json(value: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
 /// `NOTIFY` payloads naming the saved tasks: `u:` and the ids separated by

@@ -90,7 +90,7 @@ use super::{
     TaskStore, redact_url,
 };
 use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord, TaskPhase};
+use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
 
 /// Tasks in a PostgreSQL database, shared by every instance that opens it.
 #[derive(Clone)]
@@ -626,7 +626,7 @@ impl TaskStore for PostgresStore {
         let due: Option<Millis> =
             sqlx::query_scalar("SELECT MIN(runnable_at) FROM tasks WHERE runnable_at IS NOT NULL")
                 .fetch_one(&self.pool)
-        .await?;
+                .await?;
         Ok(due)
     }
 
@@ -638,13 +638,16 @@ impl TaskStore for PostgresStore {
         rows.into_iter().map(super::task_count).collect()
     }
 
-    async fn count_active(&self, owner: &Owner, now: Millis) -> StoreResult<u64> {
+    async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64> {
+        // From `tasks_owner_live_expiry` (migration 0003), and no further
+        // than `at_most` entries.
         let count: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM tasks WHERE owner = $1 AND {LIVE} \
-             AND (ttl_ms IS NULL OR created_at + ttl_ms > $2)"
+            "SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE owner = $1 AND {LIVE} \
+             AND (expires_at IS NULL OR expires_at > $2) LIMIT $3) AS live"
         ))
         .bind(owner.as_str())
         .bind(now)
+        .bind(i64::try_from(at_most).unwrap_or(i64::MAX))
         .fetch_one(&self.pool)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))
