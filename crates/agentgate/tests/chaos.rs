@@ -365,6 +365,10 @@ async fn flaky_upstreams_complete_every_task_with_one_effect_each() {
     // and writes' answers are lost after the effect.
     up.qbusiness.sim.faults().lose_next_answers(2);
     up.github.sim.faults().lose_next_writes(2);
+    // And a failure before the effect for certain, on each upstream (the
+    // random rates alone miss one about once in a hundred runs).
+    up.qbusiness.sim.faults().script(["ThrottlingException"]);
+    up.github.sim.faults().script(["502"]);
 
     let mut tasks: Vec<(String, Expect)> = Vec::new();
     for i in 0..QUESTIONS {

@@ -52,7 +52,7 @@ use serde_json::Value;
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
 
-mod checkpoints;
+mod group_commit;
 mod postgres;
 pub mod seal;
 mod sqlite;

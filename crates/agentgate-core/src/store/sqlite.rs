@@ -21,10 +21,10 @@
 //! writer). A second process on the same file waits for SQLite's write lock
 //! (`BEGIN IMMEDIATE` under the busy timeout) instead of failing half-way.
 //!
-//! Step checkpoints are group-committed (see [`crate::store::checkpoints`]):
-//! the checkpoints that queue up while one batch commits are saved in the
-//! next single transaction, so the write turn is taken once per batch, not
-//! once per step.
+//! Creates and step checkpoints are group-committed (see
+//! [`crate::store::group_commit`]): those that queue up while one batch
+//! commits are saved in the next single transaction, so the write turn is
+//! taken once per batch, not once per write.
 //!
 //! **Durability.** WAL with `synchronous = NORMAL`: a commit is in the WAL
 //! file when it is acknowledged, so a crashed or killed process loses
@@ -53,7 +53,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
 
-use super::checkpoints::{Checkpoint, CheckpointWriter, SaveCheckpoints, decide};
+use super::group_commit::{SaveBatch, Write, WriteQueue, decide, in_batch_order};
 use super::transition::visible;
 use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
 use crate::clock::Millis;
@@ -63,8 +63,9 @@ use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord}
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     db: Db,
-    /// Saves checkpoints in batches (see [`crate::store::checkpoints`]).
-    checkpoints: CheckpointWriter,
+    /// Creates and checkpoints, group-committed (see
+    /// [`crate::store::group_commit`]).
+    writes: WriteQueue,
 }
 
 /// The database: what the store and its checkpoint writer share.
@@ -122,7 +123,7 @@ impl SqliteStore {
             write: std::sync::Arc::default(),
         };
         Ok(Self {
-            checkpoints: CheckpointWriter::start(db.clone()),
+            writes: WriteQueue::start(db.clone()),
             db,
         })
     }
@@ -138,36 +139,44 @@ impl SqliteStore {
         row.map(decode).transpose()
     }
 
-    /// `create` and `create_claimed`: one INSERT, leased or not.
+    /// `create` and `create_claimed`: one INSERT, leased or not, with the
+    /// next batch of writes.
     async fn insert(
         &self,
         task: NewTask,
         lease: Option<(&str, Millis)>,
     ) -> StoreResult<TaskRecord> {
-        let mut tx = self.db.write().await?;
-        let row = sqlx::query(
-            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-             updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
-             VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
-        )
-        .bind(task.id.as_str())
-        .bind(task.owner.as_str())
-        .bind(&task.tool)
-        .bind(json_text(&task.args))
-        .bind(&task.status_message)
-        .bind(task.now)
-        .bind(task.now)
-        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
-        .bind(task.now)
-        .bind(lease.map(|(worker, _)| worker))
-        .bind(lease.map(|(_, until)| until))
-        .bind(i64::from(lease.is_some()))
-        .fetch_one(tx.conn())
-        .await?;
-        let record = decode(row)?;
-        tx.commit().await?;
-        Ok(record)
+        self.writes.insert(task, lease).await
     }
+}
+
+/// Inserts one new task in `conn`'s transaction. The outer `Err` is the
+/// database's (it aborts the batch); the inner one a row that does not decode.
+async fn insert_row(
+    conn: &mut SqliteConnection,
+    task: &NewTask,
+    lease: Option<(&str, Millis)>,
+) -> StoreResult<StoreResult<TaskRecord>> {
+    let row = sqlx::query(
+        "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
+         VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+    )
+    .bind(task.id.as_str())
+    .bind(task.owner.as_str())
+    .bind(&task.tool)
+    .bind(json_text(&task.args))
+    .bind(&task.status_message)
+    .bind(task.now)
+    .bind(task.now)
+    .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+    .bind(task.now)
+    .bind(lease.map(|(worker, _)| worker))
+    .bind(lease.map(|(_, until)| until))
+    .bind(i64::from(lease.is_some()))
+    .fetch_one(conn)
+    .await?;
+    Ok(decode(row))
 }
 
 impl Db {
@@ -188,49 +197,80 @@ impl Db {
     }
 }
 
-/// A batch of checkpoints in one write transaction (the batching itself is
-/// [`crate::store::checkpoints`]).
+/// A batch of creates and checkpoints in one write transaction (the
+/// batching itself is [`crate::store::group_commit`]).
 #[async_trait]
-impl SaveCheckpoints for Db {
-    async fn save(&self, batch: &[Checkpoint]) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
+impl SaveBatch for Db {
+    async fn save(&self, batch: &[Write]) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
         let mut tx = self.write().await?;
-        let ids = json_text(&batch.iter().map(|one| one.id.as_str()).collect::<Vec<_>>());
+        match save_batch(&mut tx, batch).await {
+            Ok(results) => {
+                tx.commit().await?;
+                Ok(results)
+            }
+            Err(e) => {
+                // Rolled back, the connection is clean and stays in the pool
+                // (an in-memory database lives only as long as it); if even
+                // the rollback fails, dropping `tx` closes it.
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The statements of a batch (see [`SaveBatch::save`]), in its transaction.
+async fn save_batch(
+    tx: &mut WriteTx<'_>,
+    batch: &[Write],
+) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
+    let mut inserted = Vec::new();
+    for (task, lease) in batch.iter().filter_map(Write::as_insert) {
+        inserted.push(insert_row(tx.conn(), task, lease).await?);
+    }
+    let checkpoints: Vec<_> = batch.iter().filter_map(Write::as_checkpoint).collect();
+    let mut current = HashMap::with_capacity(checkpoints.len());
+    if !checkpoints.is_empty() {
+        let ids = json_text(
+            &checkpoints
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>(),
+        );
         let rows = sqlx::query("SELECT * FROM tasks WHERE id IN (SELECT value FROM json_each(?))")
             .bind(ids)
             .fetch_all(tx.conn())
             .await?;
-        let mut current = HashMap::with_capacity(rows.len());
         for row in rows {
             current.insert(row.try_get::<String, _>("id")?, decode(row));
         }
-        let decided = decide(batch, current);
-        for task in &decided.writes {
-            sqlx::query(
-                "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, \
-                 input_requests = ?, input_responses = ?, used_input_keys = ?, result = ?, \
-                 error = ?, updated_at = ?, due_at = ?, lease_owner = NULL, lease_until = NULL, \
-                 steps = ?, failures = ? WHERE id = ? AND attempt = ?",
-            )
-            .bind(task.status.as_str())
-            .bind(&task.status_message)
-            .bind(task.job_state.as_ref().map(json_text))
-            .bind(json_text(&task.input_requests))
-            .bind(json_text(&task.input_responses))
-            .bind(json_text(&task.used_input_keys))
-            .bind(task.result.as_ref().map(json_text))
-            .bind(task.error.as_ref().map(json_text))
-            .bind(task.updated_at)
-            .bind(task.due_at)
-            .bind(task.steps)
-            .bind(task.failures)
-            .bind(task.id.as_str())
-            .bind(task.fence)
-            .execute(tx.conn())
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(decided.results)
     }
+    let decided = decide(&checkpoints, current);
+    for task in &decided.writes {
+        sqlx::query(
+            "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, \
+             input_requests = ?, input_responses = ?, used_input_keys = ?, result = ?, \
+             error = ?, updated_at = ?, due_at = ?, lease_owner = NULL, lease_until = NULL, \
+             steps = ?, failures = ? WHERE id = ? AND attempt = ?",
+        )
+        .bind(task.status.as_str())
+        .bind(&task.status_message)
+        .bind(task.job_state.as_ref().map(json_text))
+        .bind(json_text(&task.input_requests))
+        .bind(json_text(&task.input_responses))
+        .bind(json_text(&task.used_input_keys))
+        .bind(task.result.as_ref().map(json_text))
+        .bind(task.error.as_ref().map(json_text))
+        .bind(task.updated_at)
+        .bind(task.due_at)
+        .bind(task.steps)
+        .bind(task.failures)
+        .bind(task.id.as_str())
+        .bind(task.fence)
+        .execute(tx.conn())
+        .await?;
+    }
+    Ok(in_batch_order(batch, inserted, decided.results))
 }
 
 /// One write transaction. It ends with [`WriteTx::commit`] or
@@ -529,7 +569,7 @@ impl TaskStore for SqliteStore {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        self.checkpoints
+        self.writes
             .checkpoint(id, worker, fence, outcome, now)
             .await
     }

@@ -281,6 +281,69 @@ pub async fn claims_take_the_earliest_runnable_tasks_first(store: &dyn TaskStore
     );
 }
 
+/// Many creates at once (a store may insert them together) each get their
+/// own answer: one that reuses an id is refused without failing the others.
+pub async fn concurrent_creates_each_get_their_own_answer(store: &dyn TaskStore) {
+    let taken = new_task(store, None).await;
+    let ids: Vec<TaskId> = (0..30)
+        .map(|n| {
+            if n == 7 {
+                taken.clone()
+            } else {
+                TaskId::generate()
+            }
+        })
+        .collect();
+    let creates = ids.iter().enumerate().map(|(n, id)| {
+        let task = NewTask {
+            id: id.clone(),
+            owner: alice(),
+            tool: "tool".into(),
+            args: json!({"n": n}),
+            status_message: None,
+            ttl_ms: None,
+            now: T0,
+        };
+        async move {
+            if n % 2 == 0 {
+                store.create_claimed(task, "w", LEASE).await
+            } else {
+                store.create(task).await
+            }
+        }
+    });
+    let answers = futures::future::join_all(creates).await;
+    for (n, (answer, id)) in answers.into_iter().zip(&ids).enumerate() {
+        if n == 7 {
+            assert!(
+                answer.is_err(),
+                "a second task with an id in use: {answer:?}"
+            );
+            continue;
+        }
+        let created = answer.unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert_eq!(&created.id, id);
+        assert_eq!(created.args, json!({"n": n}));
+        assert_eq!(created.lease_owner.is_some(), n % 2 == 0, "{n}");
+        let stored = store
+            .get(&alice(), id, T0)
+            .await
+            .expect("get")
+            .expect("visible");
+        assert_eq!(stored, created, "{n}: committed as answered");
+    }
+    let first = store
+        .get(&alice(), &taken, T0)
+        .await
+        .expect("get")
+        .expect("visible");
+    assert_eq!(
+        first.args,
+        json!({"n": 1}),
+        "the first task with the id is untouched"
+    );
+}
+
 /// Many checkpoints at once (a store may save them together) each get their
 /// own answer: a stale fence is refused without failing the others.
 pub async fn concurrent_checkpoints_each_get_their_own_answer(store: &dyn TaskStore) {
@@ -1068,6 +1131,7 @@ macro_rules! store_suite {
             a_task_created_claimed_is_its_creators_until_the_lease_ends,
             claims_take_the_earliest_runnable_tasks_first,
             concurrent_checkpoints_each_get_their_own_answer,
+            concurrent_creates_each_get_their_own_answer,
             expired_lease_is_taken_over_and_stale_worker_is_fenced,
             heartbeat_keeps_a_lease_alive,
             waiting_step_is_due_again_at_its_time,

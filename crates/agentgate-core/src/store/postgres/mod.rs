@@ -31,9 +31,9 @@
 //!   instances racing to create one all end up with the same value.
 //! - **Change notices.** Saving a step, recording input, nudging and
 //!   requesting a cancel also `NOTIFY` on [`CHANNEL`] in the same
-//!   transaction (delivered on commit). Checkpoints are group-committed
-//!   (see [`crate::store::checkpoints`]): one transaction and one notice,
-//!   naming every task saved, per batch. Every store `LISTEN`s from `open` on
+//!   transaction (delivered on commit). Creates and checkpoints are
+//!   group-committed (see [`crate::store::group_commit`]): one transaction
+//!   and one notice, naming every task saved, per batch. Every store `LISTEN`s from `open` on
 //!   and hands the notices out through [`TaskStore::changes`]; the engine
 //!   wakes its claim loop on them, tells local waiters (inline calls,
 //!   `task_status`), and interrupts a local step whose task was cancelled
@@ -80,9 +80,9 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
 use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
 
-mod checkpoints;
+mod group_commit;
 
-use super::checkpoints::CheckpointWriter;
+use super::group_commit::WriteQueue;
 
 use super::transition::visible;
 use super::{
@@ -100,8 +100,9 @@ pub struct PostgresStore {
     changes: tokio::sync::broadcast::Sender<TaskChange>,
     /// Where the store lives, without credentials (for `Debug`).
     label: String,
-    /// Saves checkpoints in batches (see [`crate::store::checkpoints`]).
-    checkpoints: CheckpointWriter,
+    /// Creates and checkpoints, group-committed (see
+    /// [`crate::store::group_commit`]).
+    writes: WriteQueue,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -192,37 +193,21 @@ impl PostgresStore {
             }
         }
         Ok(Self {
-            checkpoints: CheckpointWriter::start(checkpoints::PgCheckpoints { pool: pool.clone() }),
+            writes: WriteQueue::start(group_commit::PgWriter { pool: pool.clone() }),
             pool,
             changes,
             label,
         })
     }
 
-    /// `create` and `create_claimed`: one INSERT, leased or not.
+    /// `create` and `create_claimed`: one INSERT, leased or not, with the
+    /// next batch of writes.
     async fn insert(
         &self,
         task: NewTask,
         lease: Option<(&str, Millis)>,
     ) -> StoreResult<TaskRecord> {
-        let row = sqlx::query(
-            "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-             updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
-             VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10) RETURNING *",
-        )
-        .bind(task.id.as_str())
-        .bind(task.owner.as_str())
-        .bind(&task.tool)
-        .bind(&task.args)
-        .bind(&task.status_message)
-        .bind(task.now)
-        .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
-        .bind(lease.map(|(worker, _)| worker))
-        .bind(lease.map(|(_, until)| until))
-        .bind(i64::from(lease.is_some()))
-        .fetch_one(&self.pool)
-        .await?;
-        decode(row)
+        self.writes.insert(task, lease).await
     }
 
     /// The task if `owner` owns it: filtered in SQL, so a foreign row is
@@ -560,7 +545,7 @@ impl TaskStore for PostgresStore {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        self.checkpoints
+        self.writes
             .checkpoint(id, worker, fence, outcome, now)
             .await
     }

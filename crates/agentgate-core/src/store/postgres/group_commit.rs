@@ -1,7 +1,8 @@
-//! Saving a batch of checkpoints on PostgreSQL (the batching itself is
-//! [`crate::store::checkpoints`]): one transaction that locks every row
-//! (in id order, so two instances' overlapping batches cannot deadlock),
-//! writes each saved task, and sends one `NOTIFY` naming them all (a few if
+//! Saving a batch of creates and checkpoints on PostgreSQL (the batching
+//! itself is [`crate::store::group_commit`]): one transaction that inserts
+//! the new tasks, locks every checkpointed row (in id order, so two
+//! instances' overlapping batches cannot deadlock), writes the saved tasks
+//! back in one statement, and sends one `NOTIFY` naming them all (a few if
 //! the ids overflow the payload limit).
 
 use std::collections::HashMap;
@@ -10,33 +11,40 @@ use async_trait::async_trait;
 use sqlx::{PgPool, Row as _};
 
 use super::{CHANNEL, decode};
-use crate::store::StoreResult;
-use crate::store::checkpoints::{Checkpoint, SaveCheckpoints, decide};
 use crate::clock::Millis;
-use crate::task::TaskRecord;
+use crate::store::StoreResult;
+use crate::store::group_commit::{SaveBatch, Write, decide, in_batch_order};
+use crate::task::{NewTask, TaskRecord};
 
 /// The longest `NOTIFY` payload sent (PostgreSQL's limit is 8000 bytes).
 const MAX_PAYLOAD: usize = 7_000;
 
 #[derive(Debug)]
-pub(super) struct PgCheckpoints {
+pub(super) struct PgWriter {
     pub(super) pool: PgPool,
 }
 
 #[async_trait]
-impl SaveCheckpoints for PgCheckpoints {
-    async fn save(&self, batch: &[Checkpoint]) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
+impl SaveBatch for PgWriter {
+    async fn save(&self, batch: &[Write]) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
         let mut tx = self.pool.begin().await?;
-        let ids: Vec<&str> = batch.iter().map(|one| one.id.as_str()).collect();
-        let rows = sqlx::query("SELECT * FROM tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE")
-            .bind(&ids)
-            .fetch_all(&mut *tx)
-            .await?;
-        let mut current = HashMap::with_capacity(rows.len());
-        for row in rows {
-            current.insert(row.try_get::<String, _>("id")?, decode(row));
+        let mut inserted = Vec::new();
+        for (task, lease) in batch.iter().filter_map(Write::as_insert) {
+            inserted.push(insert_row(&mut tx, task, lease).await?);
         }
-        let decided = decide(batch, current);
+        let checkpoints: Vec<_> = batch.iter().filter_map(Write::as_checkpoint).collect();
+        let mut current = HashMap::with_capacity(checkpoints.len());
+        if !checkpoints.is_empty() {
+            let ids: Vec<&str> = checkpoints.iter().map(|one| one.id.as_str()).collect();
+            let rows = sqlx::query("SELECT * FROM tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+                .bind(&ids)
+                .fetch_all(&mut *tx)
+                .await?;
+            for row in rows {
+                current.insert(row.try_get::<String, _>("id")?, decode(row));
+            }
+        }
+        let decided = decide(&checkpoints, current);
         if !decided.writes.is_empty() {
             update(&mut tx, &decided.writes).await?;
         }
@@ -49,8 +57,35 @@ impl SaveCheckpoints for PgCheckpoints {
                 .await?;
         }
         tx.commit().await?;
-        Ok(decided.results)
+        Ok(in_batch_order(batch, inserted, decided.results))
     }
+}
+
+/// Inserts one new task in the batch's transaction. The outer `Err` is the
+/// database's (it aborts the batch); the inner one a row that does not decode.
+async fn insert_row(
+    tx: &mut sqlx::PgConnection,
+    task: &NewTask,
+    lease: Option<(&str, Millis)>,
+) -> StoreResult<StoreResult<TaskRecord>> {
+    let row = sqlx::query(
+        "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
+         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
+         VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10) RETURNING *",
+    )
+    .bind(task.id.as_str())
+    .bind(task.owner.as_str())
+    .bind(&task.tool)
+    .bind(&task.args)
+    .bind(&task.status_message)
+    .bind(task.now)
+    .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+    .bind(lease.map(|(worker, _)| worker))
+    .bind(lease.map(|(_, until)| until))
+    .bind(i64::from(lease.is_some()))
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(decode(row))
 }
 
 /// Writes the decided tasks back, each if its lease's fence is still
@@ -72,15 +107,50 @@ async fn update(tx: &mut sqlx::PgConnection, tasks: &[TaskRecord]) -> StoreResul
     )
     .bind(tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.status.as_str()).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| t.status_message.as_deref()).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| t.job_state.clone()).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| to_json(&t.input_requests)).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| to_json(&t.input_responses)).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| to_json(&t.used_input_keys)).collect::<Vec<_>>())
+    .bind(
+        tasks
+            .iter()
+            .map(|t| t.status_message.as_deref())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        tasks
+            .iter()
+            .map(|t| t.job_state.clone())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        tasks
+            .iter()
+            .map(|t| to_json(&t.input_requests))
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        tasks
+            .iter()
+            .map(|t| to_json(&t.input_responses))
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        tasks
+            .iter()
+            .map(|t| to_json(&t.used_input_keys))
+            .collect::<Vec<_>>(),
+    )
     .bind(tasks.iter().map(|t| t.result.clone()).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.error.clone()).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| t.updated_at.unix_ms()).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| t.due_at.map(Millis::unix_ms)).collect::<Vec<_>>())
+    .bind(
+        tasks
+            .iter()
+            .map(|t| t.updated_at.unix_ms())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        tasks
+            .iter()
+            .map(|t| t.due_at.map(Millis::unix_ms))
+            .collect::<Vec<_>>(),
+    )
     .bind(tasks.iter().map(|t| t.steps).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.failures).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.fence.raw()).collect::<Vec<_>>())

@@ -1,27 +1,32 @@
-//! Group commit of step checkpoints, for both stores.
+//! Group commit: the writes of steps and creates, batched into shared
+//! transactions, for both stores.
 //!
 //! ```text
-//! checkpoint() ─▶ queue ─▶ writer task: every checkpoint queued by then, in one transaction:
-//!      ▲                    read the rows ─▶ decide (lease, fence, transition) ─▶ write
-//!      └── its own answer ◀─ (PostgreSQL: one NOTIFY naming them all) ─▶ COMMIT
+//! create() / checkpoint() ─▶ queue ─▶ writer task: every write queued by then, in one transaction:
+//!      ▲                              INSERT the new tasks; read the checkpointed rows ─▶ decide
+//!      │                              (lease, fence, transition) ─▶ write them back
+//!      └──── its own answer ◀──────── (PostgreSQL: one NOTIFY naming the saved tasks) ─▶ COMMIT
 //! ```
 //!
 //! A commit costs the same for one row as for a hundred: on PostgreSQL it
 //! waits for a WAL flush, and a transaction that `NOTIFY`s takes a
 //! database-wide lock for its commit, so notifying commits run one at a time;
 //! on SQLite every write transaction takes the one write lock. With one
-//! transaction per checkpoint, the scheduler could save no more steps a
-//! second than commits happen. Here one writer per store saves every
-//! checkpoint that queued up while its last batch committed; under low load
-//! a batch is one checkpoint and costs what it did before.
+//! transaction per write, the scheduler could save no more steps a second
+//! than commits happen, and a step's save queued behind every create. Here
+//! one writer per store saves every create and checkpoint that queued up
+//! while its last batch committed; under low load a batch is one write and
+//! costs what it did before. Answers and the rest of the store's writes
+//! (input, cancels, claims, sweeps) keep their own transactions.
 //!
 //! Each caller still gets its own answer: `LeaseLost` and `NotFound` are
 //! decided per row, in queue order, so a second checkpoint of the same task
 //! in one batch finds the lease the first one released. A database error
 //! aborts the transaction, so nothing of the batch was saved: an outage is
-//! every caller's error (each retries); any other error has each checkpoint
-//! tried alone, so one row the database refuses cannot fail the steps of
-//! other tasks. A checkpoint is acknowledged only after its batch committed.
+//! every caller's error (each retries); any other error (a duplicate id, a
+//! value the database refuses) has each write tried alone, so one bad write
+//! cannot fail the others. A write is acknowledged only after its batch
+//! committed.
 
 use std::collections::HashMap;
 
@@ -30,10 +35,44 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Outage, StoreError, StoreResult};
 use crate::clock::Millis;
-use crate::task::{Fence, Outcome, TaskId, TaskRecord};
+use crate::task::{Fence, NewTask, Outcome, TaskId, TaskRecord};
 
-/// The most checkpoints saved in one transaction.
+/// The most writes saved in one transaction.
 const MAX_BATCH: usize = 256;
+
+/// One write of a batch.
+#[derive(Debug)]
+pub(super) enum Write {
+    /// [`TaskStore::create`](super::TaskStore::create) (no lease) or
+    /// [`TaskStore::create_claimed`](super::TaskStore::create_claimed)
+    /// (leased to a worker until a time).
+    Insert {
+        task: NewTask,
+        lease: Option<(String, Millis)>,
+    },
+    Checkpoint(Checkpoint),
+}
+
+impl Write {
+    pub(super) fn as_insert(&self) -> Option<(&NewTask, Option<(&str, Millis)>)> {
+        match self {
+            Write::Insert { task, lease } => Some((
+                task,
+                lease
+                    .as_ref()
+                    .map(|(worker, until)| (worker.as_str(), *until)),
+            )),
+            Write::Checkpoint(_) => None,
+        }
+    }
+
+    pub(super) fn as_checkpoint(&self) -> Option<&Checkpoint> {
+        match self {
+            Write::Checkpoint(checkpoint) => Some(checkpoint),
+            Write::Insert { .. } => None,
+        }
+    }
+}
 
 /// One step's outcome to save, as [`TaskStore::checkpoint`](super::TaskStore::checkpoint)
 /// received it.
@@ -46,37 +85,44 @@ pub(super) struct Checkpoint {
     pub(super) now: Millis,
 }
 
-/// What a store does with one batch, in one transaction: read the rows,
-/// [`decide`], write [`Decided::writes`], commit. The outer `Err` means
-/// nothing was saved; the inner results are per checkpoint, in batch order.
+/// What a store does with one batch, in one transaction: insert the new
+/// tasks, read the checkpointed rows, [`decide`], write
+/// [`Decided::writes`], commit. The outer `Err` means nothing was saved; the
+/// inner results are per write, in batch order ([`in_batch_order`]).
 #[async_trait]
-pub(super) trait SaveCheckpoints: Send + Sync + 'static {
-    async fn save(&self, batch: &[Checkpoint]) -> StoreResult<Vec<StoreResult<TaskRecord>>>;
+pub(super) trait SaveBatch: Send + Sync + 'static {
+    async fn save(&self, batch: &[Write]) -> StoreResult<Vec<StoreResult<TaskRecord>>>;
 }
 
+#[derive(Debug)]
 struct Queued {
-    checkpoint: Checkpoint,
+    write: Write,
     answer: oneshot::Sender<StoreResult<TaskRecord>>,
 }
 
-/// The queue in front of a store's checkpoint writer. The writer task ends
-/// when the last clone of this queue (of the store) is dropped.
+/// The queue in front of a store's writer. The writer task ends when the
+/// last clone of this queue (of the store) is dropped.
 #[derive(Debug, Clone)]
-pub(super) struct CheckpointWriter {
+pub(super) struct WriteQueue {
     queue: mpsc::UnboundedSender<Queued>,
 }
 
-impl std::fmt::Debug for Queued {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.checkpoint.fmt(f)
-    }
-}
-
-impl CheckpointWriter {
-    pub(super) fn start(saver: impl SaveCheckpoints) -> Self {
+impl WriteQueue {
+    pub(super) fn start(saver: impl SaveBatch) -> Self {
         let (queue, queued) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(saver, queued));
         Self { queue }
+    }
+
+    /// Inserts a new task with the next batch (leased to `lease`'s worker
+    /// until its time, if given).
+    pub(super) async fn insert(
+        &self,
+        task: NewTask,
+        lease: Option<(&str, Millis)>,
+    ) -> StoreResult<TaskRecord> {
+        let lease = lease.map(|(worker, until)| (worker.to_owned(), until));
+        self.send(Write::Insert { task, lease }).await
     }
 
     /// Saves a step's outcome with the next batch.
@@ -88,16 +134,20 @@ impl CheckpointWriter {
         outcome: Outcome,
         now: Millis,
     ) -> StoreResult<TaskRecord> {
-        let (answer, answered) = oneshot::channel();
-        let checkpoint = Checkpoint {
+        self.send(Write::Checkpoint(Checkpoint {
             id: id.clone(),
             worker: worker.to_owned(),
             fence,
             outcome,
             now,
-        };
+        }))
+        .await
+    }
+
+    async fn send(&self, write: Write) -> StoreResult<TaskRecord> {
+        let (answer, answered) = oneshot::channel();
         self.queue
-            .send(Queued { checkpoint, answer })
+            .send(Queued { write, answer })
             .map_err(|_| writer_gone())?;
         answered.await.map_err(|_| writer_gone())?
     }
@@ -111,7 +161,7 @@ fn writer_gone() -> StoreError {
     }
 }
 
-async fn write_loop(saver: impl SaveCheckpoints, mut queued: mpsc::UnboundedReceiver<Queued>) {
+async fn write_loop(saver: impl SaveBatch, mut queued: mpsc::UnboundedReceiver<Queued>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while queued.recv_many(&mut batch, MAX_BATCH).await > 0 {
         write(&saver, std::mem::take(&mut batch)).await;
@@ -120,21 +170,21 @@ async fn write_loop(saver: impl SaveCheckpoints, mut queued: mpsc::UnboundedRece
 
 /// Saves `batch` and answers every caller (a caller that stopped waiting
 /// needs no answer, so failed sends are ignored).
-async fn write(saver: &impl SaveCheckpoints, batch: Vec<Queued>) {
-    let (checkpoints, answers): (Vec<Checkpoint>, Vec<_>) = batch
+async fn write(saver: &impl SaveBatch, batch: Vec<Queued>) {
+    let (writes, answers): (Vec<Write>, Vec<_>) = batch
         .into_iter()
-        .map(|queued| (queued.checkpoint, queued.answer))
+        .map(|queued| (queued.write, queued.answer))
         .unzip();
-    match saver.save(&checkpoints).await {
+    match saver.save(&writes).await {
         Ok(results) => {
             for (answer, result) in answers.into_iter().zip(results) {
                 let _ = answer.send(result);
             }
         }
-        Err(e) if checkpoints.len() > 1 && e.outage().is_none() => {
-            tracing::debug!(error = %e, size = checkpoints.len(), "a checkpoint batch failed; saving each alone");
-            for (checkpoint, answer) in checkpoints.iter().zip(answers) {
-                let result = match saver.save(std::slice::from_ref(checkpoint)).await {
+        Err(e) if writes.len() > 1 && e.outage().is_none() => {
+            tracing::debug!(error = %e, size = writes.len(), "a write batch failed; saving each alone");
+            for (write, answer) in writes.iter().zip(answers) {
+                let result = match saver.save(std::slice::from_ref(write)).await {
                     Ok(mut results) => results.pop().unwrap_or_else(|| Err(writer_gone())),
                     Err(e) => Err(e),
                 };
@@ -159,8 +209,8 @@ fn copy_error(error: &StoreError) -> StoreError {
     }
 }
 
-/// A batch's answers and the rows to write back.
-#[derive(Debug)]
+/// The checkpoints' answers and the rows to write back.
+#[derive(Debug, Default)]
 pub(super) struct Decided {
     /// Per checkpoint, in batch order.
     pub(super) results: Vec<StoreResult<TaskRecord>>,
@@ -173,7 +223,7 @@ pub(super) struct Decided {
 /// (`rows`, by id; a missing id was deleted) and applies its outcome, in
 /// batch order.
 pub(super) fn decide(
-    batch: &[Checkpoint],
+    batch: &[&Checkpoint],
     mut rows: HashMap<String, StoreResult<TaskRecord>>,
 ) -> Decided {
     let mut results = Vec::with_capacity(batch.len());
@@ -204,4 +254,24 @@ pub(super) fn decide(
         results.push(result);
     }
     Decided { results, writes }
+}
+
+/// Every write's answer in batch order, from the inserts' answers and the
+/// checkpoints' (each in its own batch order).
+pub(super) fn in_batch_order(
+    batch: &[Write],
+    inserted: Vec<StoreResult<TaskRecord>>,
+    decided: Vec<StoreResult<TaskRecord>>,
+) -> Vec<StoreResult<TaskRecord>> {
+    let (mut inserted, mut decided) = (inserted.into_iter(), decided.into_iter());
+    batch
+        .iter()
+        .map(|write| {
+            let next = match write {
+                Write::Insert { .. } => inserted.next(),
+                Write::Checkpoint(_) => decided.next(),
+            };
+            next.unwrap_or_else(|| Err(writer_gone()))
+        })
+        .collect()
 }
