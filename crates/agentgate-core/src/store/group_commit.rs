@@ -14,10 +14,14 @@
 //! on SQLite every write transaction takes the one write lock. With one
 //! transaction per write, the scheduler could save no more steps a second
 //! than commits happen, and a step's save queued behind every create. Here
-//! one writer per store saves every create and checkpoint that queued up
-//! while its last batch committed; under low load a batch is one write and
-//! costs what it did before. Answers and the rest of the store's writes
-//! (input, cancels, claims, sweeps) keep their own transactions.
+//! one writer per store (a few on PostgreSQL, whose transactions run side
+//! by side) saves every write that queued up while its last batch
+//! committed; under low load a batch is one write and costs what it did
+//! before. SQLite queues creates and checkpoints; PostgreSQL queues
+//! checkpoints only (its creates commit from many connections at once, and
+//! the server shares WAL flushes among them by itself). Answers and the
+//! rest of the store's writes (input, cancels, claims, sweeps) keep their
+//! own transactions.
 //!
 //! Each caller still gets its own answer: `LeaseLost` and `NotFound` are
 //! decided per row, in queue order, so a second checkpoint of the same task
@@ -29,6 +33,7 @@
 //! committed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
@@ -108,9 +113,17 @@ pub(super) struct WriteQueue {
 }
 
 impl WriteQueue {
-    pub(super) fn start(saver: impl SaveBatch) -> Self {
+    /// Starts `writers` writer tasks sharing one queue and `saver`: one for
+    /// a database with one writer (SQLite); several where transactions run
+    /// side by side (PostgreSQL), so a batch waiting for its commit's flush
+    /// does not hold up the next one.
+    pub(super) fn start(saver: impl SaveBatch, writers: usize) -> Self {
         let (queue, queued) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(saver, queued));
+        let saver = Arc::new(saver);
+        let queued = Arc::new(tokio::sync::Mutex::new(queued));
+        for _ in 0..writers.max(1) {
+            tokio::spawn(write_loop(saver.clone(), queued.clone()));
+        }
         Self { queue }
     }
 
@@ -161,10 +174,19 @@ fn writer_gone() -> StoreError {
     }
 }
 
-async fn write_loop(saver: impl SaveBatch, mut queued: mpsc::UnboundedReceiver<Queued>) {
+/// One writer: takes whatever is queued (waiting for the queue while
+/// another writer holds it), saves it, and goes back for more.
+async fn write_loop(
+    saver: Arc<impl SaveBatch>,
+    queued: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Queued>>>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while queued.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        write(&saver, std::mem::take(&mut batch)).await;
+    loop {
+        let taken = queued.lock().await.recv_many(&mut batch, MAX_BATCH).await;
+        if taken == 0 {
+            return;
+        }
+        write(&*saver, std::mem::take(&mut batch)).await;
     }
 }
 

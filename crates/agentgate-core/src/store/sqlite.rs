@@ -123,7 +123,8 @@ impl SqliteStore {
             write: std::sync::Arc::default(),
         };
         Ok(Self {
-            writes: WriteQueue::start(db.clone()),
+            // SQLite has one writer at a time: one writer task.
+            writes: WriteQueue::start(db.clone(), 1),
             db,
         })
     }

@@ -1,6 +1,7 @@
-//! Saving a batch of creates and checkpoints on PostgreSQL (the batching
-//! itself is [`crate::store::group_commit`]): one transaction that inserts
-//! the new tasks, locks every checkpointed row (in id order, so two
+//! Saving a batch of writes on PostgreSQL (the batching itself is
+//! [`crate::store::group_commit`]; the store queues only checkpoints, see
+//! `PostgresStore::insert`, but a batch may hold any write): one
+//! transaction that inserts the new tasks, locks every checkpointed row (in id order, so two
 //! instances' overlapping batches cannot deadlock), writes the saved tasks
 //! back in one statement, and sends one `NOTIFY` naming them all (a few if
 //! the ids overflow the payload limit).
@@ -27,6 +28,15 @@ pub(super) struct PgWriter {
 #[async_trait]
 impl SaveBatch for PgWriter {
     async fn save(&self, batch: &[Write]) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
+        if let [Write::Insert { task, lease }] = batch {
+            // Alone, an insert is its own transaction: one round trip
+            // instead of BEGIN, INSERT and COMMIT.
+            let lease = lease
+                .as_ref()
+                .map(|(worker, until)| (worker.as_str(), *until));
+            let mut conn = self.pool.acquire().await?;
+            return Ok(vec![insert_row(&mut conn, task, lease).await?]);
+        }
         let mut tx = self.pool.begin().await?;
         let mut inserted = Vec::new();
         for (task, lease) in batch.iter().filter_map(Write::as_insert) {
@@ -61,9 +71,10 @@ impl SaveBatch for PgWriter {
     }
 }
 
-/// Inserts one new task in the batch's transaction. The outer `Err` is the
-/// database's (it aborts the batch); the inner one a row that does not decode.
-async fn insert_row(
+/// Inserts one new task (in a batch's transaction, or committed by itself).
+/// The outer `Err` is the database's; the inner one a row that does not
+/// decode.
+pub(super) async fn insert_row(
     tx: &mut sqlx::PgConnection,
     task: &NewTask,
     lease: Option<(&str, Millis)>,
