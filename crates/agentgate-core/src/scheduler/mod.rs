@@ -325,7 +325,11 @@ impl Engine {
         }
         let config = self.inner.config.clone();
         let mut claims = Trouble::new("claiming due tasks");
-        loop {
+        'claims: loop {
+            // A finished step's task stays allocated in the set until it is
+            // joined: reap them all, not one per loop, or a stream of
+            // hand-offs (each its own loop) would pile them up.
+            while steps.try_join_next().is_some() {}
             while let Ok((task, slot)) = handoffs.try_recv() {
                 self.spawn_step(&mut steps, task, Some(slot), &shutdown);
             }
@@ -380,14 +384,20 @@ impl Engine {
                 continue;
             }
             let next_look = self.next_look().await;
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = self.inner.wake.notified() => {}
-                () = self.inner.clock.sleep_until(next_look) => {}
-                Some(_) = steps.join_next(), if !steps.is_empty() => {}
-                Some((task, slot)) = handoffs.recv() => {
-                    self.spawn_step(&mut steps, task, Some(slot), &shutdown);
+            // Hand-offs need no claim: wait on until something else happens.
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break 'claims,
+                    _ = self.inner.wake.notified() => {}
+                    () = self.inner.clock.sleep_until(next_look) => {}
+                    Some(_) = steps.join_next(), if !steps.is_empty() => {}
+                    Some((task, slot)) = handoffs.recv() => {
+                        while steps.try_join_next().is_some() {}
+                        self.spawn_step(&mut steps, task, Some(slot), &shutdown);
+                        continue;
+                    }
                 }
+                break;
             }
         }
         // Tasks handed off but not started keep their lease until

@@ -503,12 +503,12 @@ impl TaskStore for PostgresStore {
         // over; rows it has claimed since our snapshot fail the re-check.
         // RETURNING shows new values only, so the lease being replaced is
         // read in `due` (under the row lock, so it is the one replaced).
-        let rows = sqlx::query(&format!(
+        let rows = sqlx::query(
             "WITH due AS (SELECT id, lease_owner AS previous_owner FROM tasks \
              WHERE runnable_at <= $3 ORDER BY runnable_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
              UPDATE tasks SET lease_owner = $1, lease_until = $2, attempt = tasks.attempt + 1 \
-             FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner"
-        ))
+             FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner",
+        )
         .bind(worker)
         .bind(now.saturating_add(lease))
         .bind(now)
