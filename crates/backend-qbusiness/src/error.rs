@@ -11,6 +11,7 @@ use agentgate_backend::{JobError, Step, StepResult};
 use aws_sdk_qbusiness::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncError;
 use aws_sdk_qbusiness::operation::list_messages::ListMessagesError;
+use aws_smithy_types::retry::ErrorKind;
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 
 /// Why a call to Amazon Q Business (a ChatSync, or the ListMessages read
@@ -184,10 +185,20 @@ pub fn describe<R: std::fmt::Debug>(
                     "Error: cannot reach Amazon Q Business ({endpoint_hint}): {detail}. Check the \
                      network, AWS_REGION and AWS_ENDPOINT_URL_QBUSINESS."
                 )
+            } else if failure.as_other() == Some(ErrorKind::TransientError) {
+                format!(
+                    "Error: the connection to Amazon Q Business ({endpoint_hint}) closed before \
+                     an answer came back: {detail}. Trying again."
+                )
             } else {
                 format!("Error: the ChatSync request failed before an answer came back: {detail}")
             }
         }
+        SdkError::ResponseError(_) => format!(
+            "Error: the answer from Amazon Q Business ({endpoint_hint}) was cut off: {}. Trying \
+             again.",
+            DisplayErrorContext(error)
+        ),
         other => {
             let detail = DisplayErrorContext(other).to_string();
             if detail.contains("credentials") {
@@ -230,12 +241,33 @@ pub fn is_transient<R: std::fmt::Debug>(error: &SdkError<ChatSyncError, R>) -> b
             service.err(),
             ChatSyncError::ThrottlingException(_) | ChatSyncError::InternalServerException(_)
         ),
-        SdkError::TimeoutError(_) => true,
+        other => transport_is_transient(other),
+    }
+}
+
+/// Whether a call that got no answer from the service itself (the service's
+/// own errors are classified per operation) is worth trying again later:
+/// - a timeout;
+/// - the endpoint unreachable, or a connection the SDK itself calls
+///   transient (a pooled keep-alive connection the server had closed shows as
+///   hyper's "connection closed before message completed");
+/// - an answer cut off while it was read.
+///
+/// Missing credentials and a request that cannot be built are not: trying
+/// again cannot fix them.
+fn transport_is_transient<E, R: std::fmt::Debug>(error: &SdkError<E, R>) -> bool
+where
+    E: std::error::Error + 'static,
+{
+    match error {
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
         SdkError::DispatchFailure(failure) => {
             let detail = DisplayErrorContext(error).to_string();
             !detail.contains("credentials")
                 && !detail.contains("Credentials")
-                && (failure.is_io() || failure.is_timeout())
+                && (failure.is_io()
+                    || failure.is_timeout()
+                    || failure.as_other() == Some(ErrorKind::TransientError))
         }
         _ => false,
     }
@@ -277,12 +309,20 @@ pub fn describe_list_messages<R: std::fmt::Debug>(
             format!("Error: Amazon Q Business did not answer in time ({endpoint_hint})."),
             true,
         ),
-        SdkError::DispatchFailure(failure) => (
+        SdkError::DispatchFailure(_) => (
             format!(
                 "Error: Amazon Q Business could not be reached ({endpoint_hint}): {}",
                 DisplayErrorContext(error)
             ),
-            failure.is_io() || failure.is_timeout(),
+            transport_is_transient(error),
+        ),
+        SdkError::ResponseError(_) => (
+            format!(
+                "Error: the conversation read from Amazon Q Business ({endpoint_hint}) was cut \
+                 off: {}",
+                DisplayErrorContext(error)
+            ),
+            true,
         ),
         other => (
             format!(
@@ -414,5 +454,48 @@ mod tests {
                 .expect("build")
         )));
         assert!(!transient(ChatSyncError::generic(meta())));
+    }
+
+    /// What went wrong on the way, not at the service: each kind is
+    /// retried or not as its cause allows, for both operations.
+    #[test]
+    fn transport_failures_are_retried_when_trying_again_can_help() {
+        use aws_smithy_runtime_api::client::result::ConnectorError;
+        const CAUSE: &str = "connection closed before message completed";
+        /// One failure, for either operation.
+        fn failure<E>(kind: &str) -> SdkError<E, ()> {
+            let cause = || -> Box<dyn std::error::Error + Send + Sync> { CAUSE.into() };
+            match kind {
+                "stale keep-alive" => SdkError::dispatch_failure(ConnectorError::other(
+                    cause(),
+                    Some(ErrorKind::TransientError),
+                )),
+                "unreachable" => SdkError::dispatch_failure(ConnectorError::io(cause())),
+                "unknown connector failure" => {
+                    SdkError::dispatch_failure(ConnectorError::other(cause(), None))
+                }
+                "refused to send" => SdkError::dispatch_failure(ConnectorError::user(cause())),
+                "answer cut off" => SdkError::response_error(cause(), ()),
+                _ => SdkError::construction_failure(cause()),
+            }
+        }
+        for (kind, expected) in [
+            ("stale keep-alive", true),
+            ("unreachable", true),
+            ("unknown connector failure", false),
+            ("refused to send", false),
+            ("answer cut off", true),
+            ("not built", false),
+        ] {
+            let chat = failure::<ChatSyncError>(kind);
+            assert_eq!(is_transient(&chat), expected, "ChatSync: {kind}");
+            let text = describe(&chat, "app", "https://q.example", 1);
+            assert!(text.starts_with("Error: "), "{kind}: {text}");
+            assert!(text.contains(CAUSE), "{kind}: the cause is kept: {text}");
+            let (text, transient) =
+                describe_list_messages(&failure::<ListMessagesError>(kind), "https://q.example");
+            assert_eq!(transient, expected, "ListMessages: {kind}");
+            assert!(text.contains(CAUSE), "{kind}: the cause is kept: {text}");
+        }
     }
 }

@@ -66,12 +66,21 @@ fn harness() -> Harness {
         .expect("tokio runtime");
     let upstream = CannedUpstream::new(|_| "chat_sync", ok_answer());
     let endpoint = rt.block_on(upstream.serve());
+    Harness {
+        rt,
+        upstream,
+        job: job_at(&endpoint),
+    }
+}
+
+/// The job, calling `endpoint` through the real SDK with its retries off.
+fn job_at(endpoint: &str) -> QBusinessQuery {
     let settings = Settings {
         region: "us-east-1".to_owned(),
         application_id: APPLICATION.to_owned(),
         profile: None,
     };
-    let client = settings.fixed_client(&endpoint, "AKIDEXAMPLE", "secret", None);
+    let client = settings.fixed_client(endpoint, "AKIDEXAMPLE", "secret", None);
     let client = aws_sdk_qbusiness::Client::from_conf(
         client
             .config()
@@ -79,11 +88,7 @@ fn harness() -> Harness {
             .retry_config(RetryConfig::disabled())
             .build(),
     );
-    Harness {
-        rt,
-        upstream,
-        job: QBusinessQuery::with_client(settings, client),
-    }
+    QBusinessQuery::with_client(settings, client)
 }
 
 fn cx(step: i64) -> JobContext {
@@ -612,5 +617,83 @@ fn an_unreadable_answer_says_why() {
         let text = texts(&result);
         assert_eq!(result.is_error, Some(true), "{text}");
         assert!(text.contains("could not be read"), "{status}: {text}");
+    }
+}
+
+/// A connection that closes before the answer is complete is an outage to
+/// retry (same `clientToken`), not a tool error. The argument property found
+/// this as a rare flake: a pooled keep-alive connection the server had just
+/// closed failed with hyper's "connection closed before message completed",
+/// which ended the call as an error result. Here a raw socket server closes
+/// on purpose, once right after reading the request and once halfway through
+/// the body of its answer.
+#[test]
+fn a_connection_closed_before_the_answer_is_complete_is_retried() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let answer = ok_answer().body;
+    for (what, reply, says) in [
+        (
+            "closed after the request",
+            Vec::new(),
+            "closed before an answer came back",
+        ),
+        (
+            "closed halfway through the answer",
+            {
+                let mut head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                answer.len()
+            )
+            .into_bytes();
+                head.extend_from_slice(&answer[..answer.len() / 2]);
+                head
+            },
+            "was cut off",
+        ),
+    ] {
+        let (endpoint, served) = rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+            let served = tokio::spawn(async move {
+                let (mut socket, _) = listener.accept().await.expect("accept");
+                // Read up to the end of the request's headers, answer (or
+                // not), and close.
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = socket.read(&mut buf).await.expect("read");
+                    assert!(n > 0, "the client hung up first");
+                    request.extend_from_slice(&buf[..n]);
+                }
+                socket.write_all(&reply).await.expect("write");
+                String::from_utf8_lossy(&request).into_owned()
+            });
+            (endpoint, served)
+        });
+        let job = job_at(&endpoint);
+        let step = rt
+            .block_on(async {
+                tokio::time::timeout(
+                    CASE_TIMEOUT,
+                    job.start(query(json!({"query": "q"})), &cx(0)),
+                )
+                .await
+            })
+            .expect("an answer in time");
+        let request = rt.block_on(served).expect("the server saw the request");
+        assert!(
+            request.starts_with("POST /applications/"),
+            "{what}: {request}"
+        );
+        match step {
+            Err(JobError::Retryable { message, .. }) => {
+                assert!(message.starts_with("Error: "), "{what}: {message}");
+                assert!(message.contains(says), "{what}: {message}");
+            }
+            other => panic!("{what}: expected a retry, got {other:?}"),
+        }
     }
 }
