@@ -20,6 +20,7 @@ use agentgate_core::store::{PostgresStore, TaskStore};
 use agentgate_core::task::{Fence, NewTask, Owner, TaskId};
 use agentgate_testkit::pg::{self, TestSchema};
 use serde_json::json;
+use sqlx::Connection as _;
 use sqlx::postgres::PgPoolOptions;
 
 const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
@@ -179,6 +180,63 @@ async fn changes_made_by_one_instance_are_heard_by_another() {
     assert_eq!(wanted, ChangeKind::CancelRequested);
 }
 
+/// Backends of `schema`'s connections (its `application_name`) that last ran
+/// a `LISTEN`: the store's change relay.
+async fn listening_backends(schema: &TestSchema) -> i64 {
+    let mut admin = sqlx::PgConnection::connect(&pg::server_url())
+        .await
+        .expect("connect to the test server");
+    let count = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+    )
+    .bind(schema.name())
+    .fetch_one(&mut admin)
+    .await
+    .expect("pg_stat_activity");
+    let _ = admin.close().await;
+    count
+}
+
+/// The relay of change notices ends with the last clone of its store, and
+/// its connection with it; it once outlived the store, holding a connection
+/// and, once the database was gone, logging a failure every second.
+async fn a_dropped_store_stops_listening() {
+    let schema = TestSchema::create("agentgate_test").await;
+    let store = open_in(&schema).await;
+    let clone = store.clone();
+    assert_eq!(listening_backends(&schema).await, 1, "the store listens");
+    drop(store);
+    // A clone keeps it listening.
+    let mut heard = clone.changes().expect("PostgreSQL relays changes");
+    let task = new_task();
+    let id = task.id.clone();
+    clone.create(task).await.expect("create");
+    clone
+        .request_cancel(&Owner::new("alice"), &id, T0)
+        .await
+        .expect("cancel");
+    let change = tokio::time::timeout(Duration::from_secs(20), heard.recv())
+        .await
+        .expect("the cancel is heard")
+        .expect("the relay is running");
+    assert_eq!(change.task, id);
+    drop(clone);
+    agentgate_testkit::poll::eventually_async(
+        "the relay's LISTEN connection to close",
+        Duration::from_secs(20),
+        || async { listening_backends(&schema).await == 0 },
+    )
+    .await;
+    // And the relay itself is gone: its side of the channel is dropped.
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        use tokio::sync::broadcast::error::RecvError;
+        while !matches!(heard.recv().await, Err(RecvError::Closed)) {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the change channel closes with the relay");
+}
+
 fn main() -> std::process::ExitCode {
     let mut tests = agentgate_testkit::harness::Tests::new();
     for (name, case) in agentgate_core::store_suite!(cases: SchemaStore::create) {
@@ -196,6 +254,10 @@ fn main() -> std::process::ExitCode {
         .test(
             "changes_made_by_one_instance_are_heard_by_another",
             changes_made_by_one_instance_are_heard_by_another,
+        )
+        .test(
+            "a_dropped_store_stops_listening",
+            a_dropped_store_stops_listening,
         )
         .run()
 }

@@ -71,6 +71,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -79,6 +80,7 @@ use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
 use sqlx::{ConnectOptions as _, Connection as _, PgConnection, Row as _};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod group_commit;
 
@@ -102,6 +104,10 @@ pub struct PostgresStore {
     label: String,
     /// Checkpoints, group-committed (see [`crate::store::group_commit`]).
     writes: WriteQueue,
+    /// Stops the `LISTEN` relay when the last clone of the store is dropped;
+    /// otherwise it would hold a connection (and, once the database is gone,
+    /// log a reconnect failure every second) for the rest of the process.
+    _relay: Arc<DropGuard>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -185,10 +191,11 @@ impl PostgresStore {
         }
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
         let (changes, _) = tokio::sync::broadcast::channel(1024);
+        let stop = CancellationToken::new();
         // LISTEN before returning, so no change made after `open` is missed.
         match start_listening(&pool).await {
             Ok(listener) => {
-                tokio::spawn(relay(listener, pool.clone(), changes.clone()));
+                tokio::spawn(relay(listener, stop.clone(), changes.clone()));
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot LISTEN for task changes; relying on polling");
@@ -205,6 +212,7 @@ impl PostgresStore {
             pool,
             changes,
             label,
+            _relay: Arc::new(stop.drop_guard()),
         })
     }
 
@@ -293,17 +301,21 @@ async fn start_listening(pool: &PgPool) -> Result<sqlx::postgres::PgListener, sq
     Ok(listener)
 }
 
-/// Relays `NOTIFY`s on [`CHANNEL`] to `changes`. sqlx's listener reconnects
-/// (and listens again) by itself; if listening cannot start at all,
-/// instances still see each other's changes through the engine's store
-/// polling, only later.
+/// Relays `NOTIFY`s on [`CHANNEL`] to `changes` until `stop`. sqlx's
+/// listener reconnects (and listens again) by itself; if listening cannot
+/// start at all, instances still see each other's changes through the
+/// engine's store polling, only later.
 async fn relay(
     mut listener: sqlx::postgres::PgListener,
-    pool: PgPool,
+    stop: CancellationToken,
     changes: tokio::sync::broadcast::Sender<TaskChange>,
 ) {
     loop {
-        match listener.recv().await {
+        let heard = tokio::select! {
+            () = stop.cancelled() => return,
+            heard = listener.recv() => heard,
+        };
+        match heard {
             Ok(note) => {
                 let payload = note.payload();
                 let (kind, ids) = match payload.split_once(':') {
@@ -320,11 +332,11 @@ async fn relay(
             }
             Err(e) => {
                 tracing::warn!(error = %e, "task change listener failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
             }
-        }
-        if pool.is_closed() {
-            return;
         }
     }
 }
