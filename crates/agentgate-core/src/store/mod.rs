@@ -377,6 +377,16 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool>;
 }
 
+/// The end of a fenced write (`heartbeat`, `release`): it changed the task's
+/// one row, or the caller no longer holds the lease it was fenced by.
+fn fenced(rows_affected: u64, task: &TaskId) -> StoreResult<()> {
+    if rows_affected == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::LeaseLost { task: task.clone() })
+    }
+}
+
 /// A `(tool, status, count)` row of `count_by_tool_and_status`.
 fn task_count((tool, status, count): (String, String, i64)) -> StoreResult<TaskCount> {
     Ok(TaskCount {

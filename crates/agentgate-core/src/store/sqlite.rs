@@ -55,7 +55,9 @@ use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
 
 use super::group_commit::{SaveBatch, Write, WriteQueue, decide, in_batch_order};
 use super::transition::visible;
-use super::{Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore};
+use super::{
+    Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore, fenced,
+};
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
 
@@ -555,11 +557,7 @@ impl TaskStore for SqliteStore {
         .execute(tx.conn())
         .await?;
         tx.commit().await?;
-        if done.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::LeaseLost { task: id.clone() })
-        }
+        fenced(done.rows_affected(), id)
     }
 
     async fn checkpoint(
@@ -595,11 +593,7 @@ impl TaskStore for SqliteStore {
         .execute(tx.conn())
         .await?;
         tx.commit().await?;
-        if done.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::LeaseLost { task: id.clone() })
-        }
+        fenced(done.rows_affected(), id)
     }
 
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {

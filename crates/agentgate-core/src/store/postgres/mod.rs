@@ -89,7 +89,7 @@ use super::group_commit::WriteQueue;
 use super::transition::visible;
 use super::{
     ChangeKind, Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskCount,
-    TaskStore, redact_url,
+    TaskStore, fenced, redact_url,
 };
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
@@ -555,11 +555,7 @@ impl TaskStore for PostgresStore {
         .bind(fence)
         .execute(&self.pool)
         .await?;
-        if done.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::LeaseLost { task: id.clone() })
-        }
+        fenced(done.rows_affected(), id)
     }
 
     async fn checkpoint(
@@ -593,11 +589,7 @@ impl TaskStore for PostgresStore {
         .bind(fence)
         .execute(&self.pool)
         .await?;
-        if done.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::LeaseLost { task: id.clone() })
-        }
+        fenced(done.rows_affected(), id)
     }
 
     async fn nudge(&self, id: &TaskId, now: Millis) -> StoreResult<bool> {
