@@ -31,6 +31,7 @@ use oauth2::{
 use reqwest::header::HeaderValue;
 
 use crate::config::{Credentials, OAuthSettings, Secret};
+use crate::guard::{Guard, origin_of};
 
 /// A token is renewed this long before its `expires_in` runs out, so a call
 /// never leaves with one that ends on the way.
@@ -65,6 +66,8 @@ struct OAuth {
     /// `agents[i].oauth`, for messages.
     at: String,
     http: reqwest::Client,
+    /// Where the token request may go.
+    guard: Guard,
     /// The card's client-credentials flow: token URL and scopes.
     card_flow: RwLock<Option<(String, Vec<String>)>>,
     cache: tokio::sync::Mutex<Option<Cached>>,
@@ -91,8 +94,9 @@ fn bearer(token: &Secret) -> Result<HeaderValue, AuthError> {
 
 impl Auth {
     /// `credentials` of the agent configured at `at` (`agents[0]`); token
-    /// requests go through `http` (which must not follow redirects).
-    pub fn new(credentials: &Credentials, at: &str, http: reqwest::Client) -> Self {
+    /// requests go through `http` (which must not follow redirects), where
+    /// `guard` lets them.
+    pub fn new(credentials: &Credentials, at: &str, http: reqwest::Client, guard: Guard) -> Self {
         Self(Arc::new(match credentials {
             Credentials::None => Kind::None,
             Credentials::Bearer(token) => Kind::Bearer(token.clone()),
@@ -100,6 +104,7 @@ impl Auth {
                 settings: settings.clone(),
                 at: format!("{at}.oauth"),
                 http,
+                guard,
                 card_flow: RwLock::new(None),
                 cache: tokio::sync::Mutex::new(None),
             })),
@@ -164,14 +169,21 @@ impl Auth {
 
 /// What the token endpoint's HTTP client saw and failed with.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Transport(String);
+enum Transport {
+    #[error("{0}")]
+    Failed(String),
+    /// The guard's resolver refused the address.
+    #[error("{0}")]
+    Refused(crate::guard::Refused),
+}
 
 /// The `oauth2` crate's HTTP client: our reqwest client (no redirects),
 /// keeping the answer's status so a 5xx is told apart from a refusal.
 struct TokenHttp {
     http: reqwest::Client,
     status: Arc<AtomicU16>,
+    /// The origin a 3xx answer pointed at (never followed).
+    redirect: std::sync::Mutex<Option<String>>,
 }
 
 impl<'c> oauth2::AsyncHttpClient<'c> for TokenHttp {
@@ -181,15 +193,20 @@ impl<'c> oauth2::AsyncHttpClient<'c> for TokenHttp {
 
     fn call(&'c self, request: HttpRequest) -> Self::Future {
         Box::pin(async move {
-            let request =
-                reqwest::Request::try_from(request).map_err(|e| Transport(e.to_string()))?;
-            let response = self
-                .http
-                .execute(request)
-                .await
-                .map_err(|e| Transport(crate::client::plain(&e)))?;
+            let request = reqwest::Request::try_from(request)
+                .map_err(|e| Transport::Failed(e.to_string()))?;
+            let response = self.http.execute(request).await.map_err(|e| {
+                match crate::guard::refused_in(&e) {
+                    Some(refused) => Transport::Refused(refused),
+                    None => Transport::Failed(crate::client::plain(&e)),
+                }
+            })?;
             self.status
                 .store(response.status().as_u16(), Ordering::Relaxed);
+            if response.status().is_redirection() {
+                *self.redirect.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(crate::client::location_origin(&response));
+            }
             let mut built = oauth2::http::Response::builder().status(response.status());
             for (name, value) in response.headers() {
                 built = built.header(name, value);
@@ -197,52 +214,30 @@ impl<'c> oauth2::AsyncHttpClient<'c> for TokenHttp {
             let body = response
                 .bytes()
                 .await
-                .map_err(|e| Transport(format!("the answer was cut: {e}")))?;
+                .map_err(|e| Transport::Failed(format!("the answer was cut: {e}")))?;
             built
                 .body(body.to_vec())
-                .map_err(|e| Transport(e.to_string()))
+                .map_err(|e| Transport::Failed(e.to_string()))
         })
     }
 }
 
 impl OAuth {
-    /// The token URL and scopes to use: the config's, else the card's.
+    /// The token URL and scopes to use: the config's, which the card may
+    /// only confirm (see `guard.rs`).
     fn endpoint(&self) -> Result<(url::Url, Vec<String>), AuthError> {
         let card = self
             .card_flow
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let (url, card_scopes) = match (&self.settings.token_url, card) {
-            (Some(url), card) => (url.clone(), card.map(|c| c.1).unwrap_or_default()),
-            (None, Some((raw, scopes))) => {
-                let url = url::Url::parse(&raw)
-                    .ok()
-                    .filter(|u| matches!(u.scheme(), "http" | "https"))
-                    .ok_or_else(|| {
-                        AuthError::Refused(format!(
-                            "the agent's card names {raw:?} as its OAuth token URL, which is not \
-                             an http(s) URL; set {}.token_url",
-                            self.at
-                        ))
-                    })?;
-                (url, scopes)
-            }
-            (None, None) => {
-                return Err(AuthError::Refused(format!(
-                    "the agent's card declares no OAuth 2.0 client-credentials flow \
-                     (securitySchemes) and {}.token_url is not set; set it to the \
-                     authorization server's token endpoint",
-                    self.at
-                )));
-            }
-        };
-        let scopes = if self.settings.scopes.is_empty() {
-            card_scopes
-        } else {
-            self.settings.scopes.clone()
-        };
-        Ok((url, scopes))
+        self.guard
+            .oauth(
+                self.settings.token_url.as_ref(),
+                &self.settings.scopes,
+                card.as_ref(),
+            )
+            .map_err(|refused| AuthError::Refused(refused.0))
     }
 
     async fn fetch(&self, metrics: &UpstreamMetrics) -> Result<Cached, AuthError> {
@@ -255,6 +250,7 @@ impl OAuth {
         let send = TokenHttp {
             http: self.http.clone(),
             status: Arc::new(AtomicU16::new(0)),
+            redirect: std::sync::Mutex::new(None),
         };
         let requested_at = Instant::now();
         let answer = client
@@ -264,6 +260,23 @@ impl OAuth {
             .await;
         let status = send.status.load(Ordering::Relaxed);
         let shown_url = url.as_str().to_owned();
+        let redirect = send
+            .redirect
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(to) = redirect {
+            // The request carried the client secret: it goes to the URL the
+            // config allowed and nowhere else, whatever the answer says.
+            metrics.record(TOKEN_OPERATION, UpstreamOutcome::from_status(status));
+            return Err(AuthError::Refused(format!(
+                "the OAuth token endpoint {} answered HTTP {status}, redirecting to {to}; \
+                 agentgate does not follow redirects of token requests: set {}.token_url to \
+                 the endpoint itself",
+                origin_of(&url),
+                self.at
+            )));
+        }
         match answer {
             Ok(token) => {
                 metrics.record(TOKEN_OPERATION, UpstreamOutcome::Ok);
@@ -274,6 +287,9 @@ impl OAuth {
                     token: Secret::new(token.access_token().secret().clone()),
                     until,
                 })
+            }
+            Err(RequestTokenError::Request(Transport::Refused(refused))) => {
+                Err(AuthError::Refused(refused.0))
             }
             Err(RequestTokenError::Request(e)) => {
                 metrics.record(TOKEN_OPERATION, UpstreamOutcome::Transport);

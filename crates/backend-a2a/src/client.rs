@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::{Auth, AuthError};
+use crate::guard::{Guard, Refused, origin_of, refused_in};
 use crate::wire::{
     AgentCard, ListTasksRequest, Message, SendOutcome, Task, TaskList, TaskSnapshot,
 };
@@ -56,6 +57,16 @@ pub enum CallError {
     /// No credentials could be got (the OAuth token endpoint).
     #[error(transparent)]
     Auth(#[from] AuthError),
+    /// agentgate does not send this request (`guard.rs`): nothing was sent.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// A 3xx answer. Never followed: the request carried the agent's
+    /// credentials, and the card, not the answer, says where the agent is.
+    #[error(
+        "HTTP {status}, redirecting to {to}; agentgate does not follow redirects of JSON-RPC \
+         calls (they carry the agent's credentials)"
+    )]
+    Redirect { status: u16, to: String },
 }
 
 impl CallError {
@@ -91,9 +102,13 @@ impl CallError {
                 message,
                 Some(json!({"agent": agent, "method": method, "code": code})),
             )),
-            CallError::Malformed(_) | CallError::Auth(_) => JobError::Fatal(
-                ErrorData::internal_error(message, Some(json!({"agent": agent, "method": method}))),
-            ),
+            CallError::Malformed(_)
+            | CallError::Auth(_)
+            | CallError::Refused(_)
+            | CallError::Redirect { .. } => JobError::Fatal(ErrorData::internal_error(
+                message,
+                Some(json!({"agent": agent, "method": method})),
+            )),
         }
     }
 
@@ -109,11 +124,25 @@ impl CallError {
 #[derive(Debug, Clone)]
 pub struct AgentClient {
     http: reqwest::Client,
+    /// For the card: a GET without credentials, whose redirects are
+    /// followed (within the guard's rules).
+    cards: reqwest::Client,
     /// For streams: no overall timeout (a stream lives as long as its
     /// task), a read timeout instead.
     streams: reqwest::Client,
     auth: Auth,
+    guard: Guard,
     metrics: UpstreamMetrics,
+}
+
+/// The origin a 3xx answer's `Location` points at, for messages.
+pub(crate) fn location_origin(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|to| response.url().join(to).ok())
+        .map_or_else(|| "no readable Location".to_owned(), |to| origin_of(&to))
 }
 
 /// An HTTP response's status, `Retry-After` and JSON-RPC error message.
@@ -161,19 +190,28 @@ fn rpc_outcome(code: i64) -> UpstreamOutcome {
     }
 }
 
+/// The HTTP clients of one agent: each carries the agent's guarded
+/// resolver; `http` and `streams` follow no redirects.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    /// JSON-RPC calls (carries the request timeout).
+    pub http: reqwest::Client,
+    /// Card reads.
+    pub cards: reqwest::Client,
+    /// `SubscribeToTask` streams.
+    pub streams: reqwest::Client,
+}
+
 impl AgentClient {
-    /// A client calling through `http` (which carries the request timeout),
-    /// streaming through `streams`.
-    pub fn new(
-        http: reqwest::Client,
-        streams: reqwest::Client,
-        auth: Auth,
-        metrics: UpstreamMetrics,
-    ) -> Self {
+    /// A client calling through `clients`, authenticating with `auth`,
+    /// sending only where `guard` lets it.
+    pub fn new(clients: Clients, auth: Auth, guard: Guard, metrics: UpstreamMetrics) -> Self {
         Self {
-            http,
-            streams,
+            http: clients.http,
+            cards: clients.cards,
+            streams: clients.streams,
             auth,
+            guard,
             metrics,
         }
     }
@@ -182,11 +220,15 @@ impl AgentClient {
         &self.auth
     }
 
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
     /// Reads the Agent Card at `url`; the error says why in one line.
     pub async fn card(&self, url: &url::Url) -> Result<AgentCard, String> {
         const OPERATION: &str = "GetAgentCard";
         let response = match self
-            .http
+            .cards
             .get(url.clone())
             .header(VERSION_HEADER, PROTOCOL_VERSION)
             .send()
@@ -231,12 +273,15 @@ impl AgentClient {
         params: &impl Serialize,
         accept: Option<&'static str>,
     ) -> Result<reqwest::Response, CallError> {
+        // Checked on every call, not only when the card is read: a task's
+        // endpoint is checkpointed, and the config may have changed since.
+        let endpoint = self.guard.endpoint(endpoint)?;
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut renewed = false;
         loop {
             let authorization = self.auth.header(&self.metrics).await?;
             let mut request = http
-                .post(endpoint)
+                .post(endpoint.clone())
                 .header(VERSION_HEADER, PROTOCOL_VERSION)
                 .json(&body);
             if let Some(value) = &authorization {
@@ -248,6 +293,9 @@ impl AgentClient {
             let response = match request.send().await {
                 Ok(r) => r,
                 Err(e) => {
+                    if let Some(refused) = refused_in(&e) {
+                        return Err(CallError::Refused(refused));
+                    }
                     self.metrics.record(method, UpstreamOutcome::Transport);
                     return Err(CallError::Transport(plain(&e)));
                 }
@@ -258,6 +306,12 @@ impl AgentClient {
             }
             self.metrics
                 .record(method, UpstreamOutcome::from_status(status));
+            if response.status().is_redirection() {
+                return Err(CallError::Redirect {
+                    status,
+                    to: location_origin(&response),
+                });
+            }
             if status == 401
                 && !renewed
                 && self.auth.renews()

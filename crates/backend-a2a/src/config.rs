@@ -133,6 +133,20 @@ pub struct AgentConfig {
     /// its card says `capabilities.pushNotifications`.
     #[serde(default = "yes")]
     pub push: bool,
+    /// Origins (`https://host[:port]`) besides the card URL's where the
+    /// card's JSON-RPC interface may be. Default: none — a card naming an
+    /// endpoint on another origin is refused.
+    #[serde(default)]
+    pub allowed_endpoints: Vec<String>,
+    /// Take a plain-http OAuth token URL from the card (same origin as the
+    /// card URL). Default false: https only, unless the card URL is
+    /// loopback.
+    #[serde(default)]
+    pub allow_http: bool,
+    /// Reach private (RFC 1918, ULA), loopback and link-local addresses.
+    /// Default false: only when the card URL is itself such an address.
+    #[serde(default)]
+    pub allow_private_network: bool,
 }
 
 /// `[a2a.agents.oauth]`: OAuth 2.0 client credentials for one agent (RFC
@@ -143,12 +157,13 @@ pub struct OAuthConfig {
     pub client_id: String,
     /// The environment variable holding the client secret.
     pub client_secret_env: String,
-    /// The token endpoint; else the card's client-credentials flow's
-    /// `tokenUrl` (`securitySchemes`).
+    /// The token endpoint. Unset: the card's client-credentials flow's
+    /// `tokenUrl`, only when it shares the card URL's origin and is https
+    /// (see `guard.rs`). Set: a card naming another is refused.
     #[serde(default)]
     pub token_url: Option<String>,
-    /// The scopes to ask for; else those the card's `securityRequirements`
-    /// name for the scheme.
+    /// The scopes to ask for. A card whose `securityRequirements` name a
+    /// scope not listed here is refused.
     #[serde(default)]
     pub scopes: Vec<String>,
 }
@@ -231,6 +246,10 @@ pub struct AgentSettings {
     pub client_context_ids: bool,
     pub streaming: bool,
     pub push: bool,
+    /// Origins besides the card's where its JSON-RPC endpoint may be.
+    pub allowed_endpoints: Vec<url::Origin>,
+    pub allow_http: bool,
+    pub allow_private_network: bool,
     /// Its path in the config, for messages (`agents[0]`).
     pub at: String,
 }
@@ -449,6 +468,31 @@ impl AgentConfig {
             )?),
             (None, Some(oauth)) => Credentials::OAuth(oauth.resolve(&format!("{at}.oauth"), env)?),
         };
+        let mut allowed_endpoints = Vec::new();
+        for (j, raw) in self.allowed_endpoints.iter().enumerate() {
+            let origin = url::Url::parse(raw)
+                .ok()
+                .filter(|u| {
+                    matches!(u.scheme(), "http" | "https")
+                        && u.has_host()
+                        && u.path() == "/"
+                        && u.query().is_none()
+                        && u.fragment().is_none()
+                        && u.username().is_empty()
+                        && u.password().is_none()
+                })
+                .ok_or_else(|| {
+                    SettingsError::new(
+                        format!("{at}.allowed_endpoints[{j}]"),
+                        format!(
+                            "{raw:?} is not an origin; give scheme, host and port only, e.g. \
+                             \"https://rpc.example.com\""
+                        ),
+                    )
+                })?
+                .origin();
+            allowed_endpoints.push(origin);
+        }
         let poll_ms = self.poll_interval_ms.unwrap_or(default_poll_ms);
         if poll_ms == 0 {
             return Err(SettingsError::new(
@@ -465,6 +509,9 @@ impl AgentConfig {
             client_context_ids: self.client_context_ids,
             streaming: self.streaming,
             push: self.push,
+            allowed_endpoints,
+            allow_http: self.allow_http,
+            allow_private_network: self.allow_private_network,
             at: at.to_owned(),
         })
     }
@@ -562,6 +609,10 @@ mod tests {
                 json!({"agents": [{"name": "a", "url": "http://x",
                     "oauth": {"client_id": "c", "client_secret_env": "S", "secret": "s"}}]}),
                 "agents[0].oauth.secret",
+            ),
+            (
+                json!({"agents": [{"name": "a", "url": "http://x", "allow_private": true}]}),
+                "agents[0].allow_private",
             ),
         ] {
             let e = parse_section::<A2aConfig>(SECTION, Some(value)).expect_err("unknown key");
@@ -714,6 +765,22 @@ mod tests {
             .resolve(&no_env)
             .expect_err("url");
         assert_eq!(e.path, "agents[0].url");
+        let e = one_agent(json!({"allowed_endpoints": ["https://ok.example", "https://x/path"]}))
+            .resolve(&no_env)
+            .expect_err("a path is not an origin");
+        assert_eq!(e.path, "agents[0].allowed_endpoints[1]");
+        let listed = one_agent(json!({"allowed_endpoints": ["https://rpc.example:8443"],
+            "allow_http": true, "allow_private_network": true}))
+        .resolve(&no_env)
+        .expect("origins");
+        let agent = &listed.agents[0];
+        assert_eq!(
+            agent.allowed_endpoints,
+            [url::Url::parse("https://rpc.example:8443")
+                .expect("url")
+                .origin()]
+        );
+        assert!(agent.allow_http && agent.allow_private_network);
         let e = one_agent(json!({"poll_interval_ms": 0}))
             .resolve(&no_env)
             .expect_err("poll");

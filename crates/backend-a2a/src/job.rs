@@ -132,10 +132,18 @@ impl Agent {
             self.refresh().await;
         }
         match self.card() {
-            CardState::Ready(card) => card
-                .jsonrpc_url()
-                .map(str::to_owned)
-                .ok_or_else(|| "its card lists no JSONRPC interface".to_owned()),
+            CardState::Ready(card) => {
+                let raw = card
+                    .jsonrpc_url()
+                    .ok_or_else(|| "its card lists no JSONRPC interface".to_owned())?;
+                // Checked before anything is sent: the card must not steer
+                // the credentials to another origin.
+                self.client
+                    .guard()
+                    .endpoint(raw)
+                    .map(|_| raw.to_owned())
+                    .map_err(|refused| refused.0)
+            }
             CardState::Unreadable(why) => Err(why),
         }
     }
@@ -441,13 +449,24 @@ impl AgentJob {
                 cx,
             ),
             TaskState::AuthRequired => {
-                let Some(url) = task.status.message.as_ref().and_then(sign_in_url) else {
-                    return Step::Done(result::unsuccessful(
-                        name,
-                        "needs authorization, and its message names no sign-in URL \
-                         (MCP forbids asking for credentials in a form)",
-                        snapshot,
-                    ));
+                let url = match task.status.message.as_ref().and_then(sign_in_url) {
+                    Some(Ok(url)) => url,
+                    Some(Err(refused)) => {
+                        // Not the task's raw JSON either: it holds the URL.
+                        return Step::Done(result::tool_error(format!(
+                            "The A2A agent `{name}` asked for a sign-in at a URL agentgate does \
+                             not forward: {refused}. Its task {} stays waiting for a sign-in.",
+                            task.id
+                        )));
+                    }
+                    None => {
+                        return Step::Done(result::unsuccessful(
+                            name,
+                            "needs authorization, and its message names no sign-in URL \
+                             (MCP forbids asking for credentials in a form)",
+                            snapshot,
+                        ));
+                    }
                 };
                 let key = format!("a2a-sign-in-{}", cx.step);
                 let message =
@@ -734,17 +753,36 @@ fn input_form(question: &str) -> Result<InputRequest, ErrorData> {
 }
 
 /// The sign-in URL an AUTH_REQUIRED message carries: a `url` part, else the
-/// first http(s) URL in its text (trailing punctuation dropped).
-fn sign_in_url(message: &Message) -> Option<String> {
-    if let Some(url) = message.parts.iter().find_map(|p| p.url.clone()) {
-        return Some(url);
-    }
-    message
-        .text()
-        .split_whitespace()
-        .map(|word| word.trim_end_matches(['.', ',', ';', ':', ')', '!', '?', '"', '\'']))
-        .find(|word| url::Url::parse(word).is_ok_and(|u| matches!(u.scheme(), "http" | "https")))
-        .map(str::to_owned)
+/// first http(s) URL in its text (trailing punctuation dropped). `Err` says
+/// why it is not forwarded: a URL elicitation sends the user to it, so only
+/// `https` (or `http` to loopback, a local sign-in page) is; never `file:`,
+/// `javascript:`, `data:` or plain http across the network.
+fn sign_in_url(message: &Message) -> Option<Result<String, String>> {
+    let found = message
+        .parts
+        .iter()
+        .find_map(|p| p.url.clone())
+        .or_else(|| {
+            message
+                .text()
+                .split_whitespace()
+                .map(|word| word.trim_end_matches(['.', ',', ';', ':', ')', '!', '?', '"', '\'']))
+                .find(|word| {
+                    url::Url::parse(word).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+                })
+                .map(str::to_owned)
+        })?;
+    let Ok(url) = url::Url::parse(&found) else {
+        return Some(Err("it is not a URL".into()));
+    };
+    Some(match url.scheme() {
+        "https" if url.has_host() => Ok(found),
+        "http" if crate::guard::is_loopback(&url) => Ok(found),
+        "http" => Err("it is plain http to another machine (only https is)".into()),
+        other => Err(format!(
+            "its scheme is `{other}:` (only https, or http to loopback, is)"
+        )),
+    })
 }
 
 #[cfg(test)]
@@ -762,22 +800,76 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_sign_in_url_is_found_in_the_text_or_a_url_part() {
-        assert_eq!(
-            sign_in_url(&text("Sign in at http://h:1/auth/t1 to let me read.")).as_deref(),
-            Some("http://h:1/auth/t1")
-        );
-        assert_eq!(sign_in_url(&text("Sign in with your badge.")), None);
-        assert_eq!(sign_in_url(&text("see ftp://h/x")), None);
-        let with_part = Message {
+    fn url_part(url: &str) -> Message {
+        Message {
             parts: vec![Part {
-                url: Some("https://idp/x".into()),
+                url: Some(url.into()),
                 ..Part::default()
             }],
             ..Message::default()
-        };
-        assert_eq!(sign_in_url(&with_part).as_deref(), Some("https://idp/x"));
+        }
+    }
+
+    #[test]
+    fn the_sign_in_url_is_found_in_the_text_or_a_url_part() {
+        assert_eq!(
+            sign_in_url(&text(
+                "Sign in at http://127.0.0.1:1/auth/t1 to let me read."
+            )),
+            Some(Ok("http://127.0.0.1:1/auth/t1".into()))
+        );
+        assert_eq!(sign_in_url(&text("Sign in with your badge.")), None);
+        assert_eq!(sign_in_url(&text("see ftp://h/x")), None);
+        assert_eq!(
+            sign_in_url(&url_part("https://idp/x")),
+            Some(Ok("https://idp/x".into()))
+        );
+    }
+
+    #[test]
+    fn only_https_or_loopback_http_sign_in_urls_are_forwarded() {
+        for bad in [
+            "javascript:alert(document.cookie)",
+            "file:///etc/passwd",
+            "data:text/html,<script>x</script>",
+            "http://idp.example.com/login",
+        ] {
+            assert!(
+                matches!(sign_in_url(&url_part(bad)), Some(Err(_))),
+                "{bad} was forwarded"
+            );
+        }
+        assert_eq!(
+            sign_in_url(&text("Sign in at http://idp.example.com/x")),
+            Some(Err(
+                "it is plain http to another machine (only https is)".into()
+            ))
+        );
+        assert!(matches!(
+            sign_in_url(&url_part("http://localhost:8080/sign-in")),
+            Some(Ok(_))
+        ));
+    }
+
+    #[test]
+    fn a_javascript_sign_in_url_is_a_tool_error_not_an_elicitation() {
+        let mut auth = snapshot(TaskState::AuthRequired, "Sign in please", "m1");
+        if let Some(message) = auth.task.status.message.as_mut() {
+            message.parts.push(Part {
+                url: Some("javascript:alert(1)".into()),
+                ..Part::default()
+            });
+        }
+        match job().follow(state(Phase::Following), &auth, &cx(1)) {
+            Step::Done(result) => {
+                assert_eq!(result.is_error, Some(true));
+                let text = format!("{:?}", result.content);
+                assert!(text.contains("`javascript:`"), "{text}");
+                assert!(!text.contains("alert(1)"), "the URL is not shown: {text}");
+                assert!(result.structured_content.is_none(), "{result:?}");
+            }
+            other => panic!("expected a tool error, got {other:?}"),
+        }
     }
 
     fn job() -> AgentJob {
@@ -790,16 +882,25 @@ mod tests {
             client_context_ids: false,
             streaming: true,
             push: true,
+            allowed_endpoints: Vec::new(),
+            allow_http: false,
+            allow_private_network: false,
             at: "agents[0]".into(),
         };
+        let guard = crate::guard::Guard::new(&settings);
         let client = AgentClient::new(
-            reqwest::Client::new(),
-            reqwest::Client::new(),
+            crate::client::Clients {
+                http: reqwest::Client::new(),
+                cards: reqwest::Client::new(),
+                streams: reqwest::Client::new(),
+            },
             crate::auth::Auth::new(
                 &crate::config::Credentials::None,
                 "agents[0]",
                 reqwest::Client::new(),
+                guard.clone(),
             ),
+            guard,
             agentgate_backend::UpstreamMetrics::detached("a2a"),
         );
         AgentJob {
@@ -843,18 +944,19 @@ mod tests {
     }
 
     fn cx(step: i64) -> JobContext {
-        JobContext {
-            task_id: agentgate_backend::TaskId::generate(),
+        JobContext::new(
+            agentgate_backend::TaskId::generate(),
+            agentgate_backend::Owner::new("token:alice"),
             step,
-            now: Millis::EPOCH,
-        }
+            Millis::EPOCH,
+        )
     }
 
     #[test]
     fn a_second_sign_in_after_work_resumed_is_asked_again() {
         let job = job();
         let signing = state(Phase::SigningIn);
-        let auth = snapshot(TaskState::AuthRequired, "Sign in at http://idp/x", "m1");
+        let auth = snapshot(TaskState::AuthRequired, "Sign in at https://idp/x", "m1");
         assert!(matches!(
             job.follow(signing.clone(), &auth, &cx(3)),
             Step::Wait { .. }
@@ -867,7 +969,7 @@ mod tests {
             panic!("working is a wait")
         };
         assert_eq!(after.phase, Phase::Following);
-        let again = snapshot(TaskState::AuthRequired, "Sign in at http://idp/y", "m3");
+        let again = snapshot(TaskState::AuthRequired, "Sign in at https://idp/y", "m3");
         match job.follow(after, &again, &cx(5)) {
             Step::Ask { requests, .. } => assert!(requests.contains_key("a2a-sign-in-5")),
             other => panic!("expected a new sign-in request, got {other:?}"),

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Modules: [`config`] (the `[a2a]` section), [`wire`] (A2A ProtoJSON
-//! types), [`auth`] (bearer tokens, OAuth client credentials), [`client`]
+//! types), [`auth`] (bearer tokens, OAuth client credentials), [`guard`]
+//! (where requests and credentials may go), [`client`]
 //! (HTTP, SSE, errors, metrics), [`job`] (the state machine, the A2A→MCP
 //! state mapping, exactly once), [`follow`] (bounded streams), [`push`] (the
 //! webhook and its tokens), [`result`] (outputs as tool results).
@@ -23,11 +24,14 @@ pub mod auth;
 pub mod client;
 pub mod config;
 pub mod follow;
+pub mod guard;
 pub mod job;
 pub mod push;
 pub mod result;
 pub mod wire;
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,36 +95,41 @@ impl A2aBackend {
         upstream: UpstreamMetrics,
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Self, A2aError> {
+        Self::with_hosts(config, upstream, env, HashMap::new()).await
+    }
+
+    /// [`with_env`](Self::with_env), with the names in `hosts` resolved to
+    /// the addresses given instead of through DNS (tests: a "public" name
+    /// served on a loopback port). The guard's address rules apply to them
+    /// as to DNS answers.
+    pub async fn with_hosts(
+        config: A2aConfig,
+        upstream: UpstreamMetrics,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+        hosts: HashMap<String, Vec<IpAddr>>,
+    ) -> Result<Self, A2aError> {
         let settings = config.resolve(env)?;
-        let http = reqwest::Client::builder()
-            .timeout(settings.request_timeout)
-            .connect_timeout(settings.request_timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| A2aError::Http(e.to_string()))?;
-        // Streams live as long as their task: no overall timeout, but a
-        // connection silent for this long (no event, no keep-alive) is dead.
-        let streams = reqwest::Client::builder()
-            .connect_timeout(settings.request_timeout.min(Duration::from_secs(10)))
-            .read_timeout(settings.max_poll_interval.max(Duration::from_secs(60)))
-            .build()
-            .map_err(|e| A2aError::Http(e.to_string()))?;
-        // Token requests carry the client secret: no redirect may take it
-        // elsewhere.
-        let tokens = reqwest::Client::builder()
-            .timeout(settings.request_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| A2aError::Http(e.to_string()))?;
-        let agents: Vec<Arc<Agent>> = settings
-            .agents
-            .into_iter()
-            .map(|agent| {
-                let auth = auth::Auth::new(&agent.credentials, &agent.at, tokens.clone());
-                let client =
-                    client::AgentClient::new(http.clone(), streams.clone(), auth, upstream.clone());
-                Arc::new(Agent::new(agent, client))
-            })
-            .collect();
+        let hosts = Arc::new(hosts);
+        let mut agents: Vec<Arc<Agent>> = Vec::with_capacity(settings.agents.len());
+        for agent in settings.agents {
+            // Each agent has its own clients: the resolver applies that
+            // agent's address rules.
+            let guard = guard::Guard::new(&agent);
+            let clients = clients_for(
+                &guard,
+                &hosts,
+                settings.request_timeout,
+                settings.max_poll_interval,
+            )?;
+            let auth = auth::Auth::new(
+                &agent.credentials,
+                &agent.at,
+                clients.tokens.clone(),
+                guard.clone(),
+            );
+            let client = client::AgentClient::new(clients.agent, auth, guard, upstream.clone());
+            agents.push(Arc::new(Agent::new(agent, client)));
+        }
         let follower = Arc::new(Follower::new(
             settings.max_streams,
             settings.max_poll_interval,
@@ -174,26 +183,110 @@ impl A2aBackend {
     }
 }
 
-/// The tool's description: the card's, with its skills.
+/// An agent's HTTP clients.
+struct AgentClients {
+    agent: client::Clients,
+    /// Token requests.
+    tokens: reqwest::Client,
+}
+
+/// Redirects a card read follows: as many as reqwest's default, none to an
+/// internal IP literal the guard refuses (names are the resolver's).
+const CARD_REDIRECTS: usize = 10;
+
+fn clients_for(
+    guard: &guard::Guard,
+    hosts: &Arc<HashMap<String, Vec<IpAddr>>>,
+    request_timeout: Duration,
+    max_poll_interval: Duration,
+) -> Result<AgentClients, A2aError> {
+    let resolver = Arc::new(guard.resolver(hosts.clone()));
+    let connect = request_timeout.min(Duration::from_secs(10));
+    let build = |builder: reqwest::ClientBuilder| {
+        builder
+            .dns_resolver(resolver.clone())
+            .connect_timeout(connect)
+            .build()
+            .map_err(|e| A2aError::Http(e.to_string()))
+    };
+    // JSON-RPC calls and token requests carry credentials: no redirect may
+    // take them elsewhere (a 3xx is an error naming where it pointed).
+    let http = build(
+        reqwest::Client::builder()
+            .timeout(request_timeout)
+            .redirect(reqwest::redirect::Policy::none()),
+    )?;
+    // Streams live as long as their task: no overall timeout, but a
+    // connection silent for this long (no event, no keep-alive) is dead.
+    let streams = build(
+        reqwest::Client::builder()
+            .read_timeout(max_poll_interval.max(Duration::from_secs(60)))
+            .redirect(reqwest::redirect::Policy::none()),
+    )?;
+    let tokens = build(
+        reqwest::Client::builder()
+            .timeout(request_timeout)
+            .redirect(reqwest::redirect::Policy::none()),
+    )?;
+    // The card is read without credentials; a moved card is followed, but
+    // not onto an internal address the agent may not reach.
+    let card_guard = guard.clone();
+    let cards = build(
+        reqwest::Client::builder()
+            .timeout(request_timeout)
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= CARD_REDIRECTS {
+                    return attempt.error("too many redirects");
+                }
+                match card_guard.target(attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(refused) => attempt.error(refused),
+                }
+            })),
+    )?;
+    Ok(AgentClients {
+        agent: client::Clients {
+            http,
+            cards,
+            streams,
+        },
+        tokens,
+    })
+}
+
+/// How much of a card's text (name, description, skills) a tool's
+/// description carries: a card is the agent's own words, shown to models, so
+/// it gets a bounded share of their context.
+pub const CARD_TEXT_CAP: usize = 1024;
+
+/// What precedes the card's text in a tool's description, so a model (and
+/// a person reading the tool list) knows whose words follow.
+pub const CARD_TEXT_MARK: &str = "[from the A2A agent's card, not agentgate]";
+
+/// The tool's description: agentgate's own sentence, then the card's text
+/// (name, description, skills), marked as the agent's and cut to
+/// [`CARD_TEXT_CAP`] characters.
 fn description(agent: &Agent) -> String {
     let settings = &agent.settings;
     match agent.card() {
         CardState::Ready(card) => {
-            let mut text = format!(
-                "Sends a message to the A2A agent \"{}\" and returns its answer (a durable task: \
-                 the agent may ask questions or a sign-in on the way). {}",
-                card.name, card.description
-            );
+            let mut said = format!("{}: {}", card.name, card.description);
             if !card.skills.is_empty() {
-                text.push_str("\nSkills:");
+                said.push_str("\nSkills:");
                 for skill in &card.skills {
-                    text.push_str(&format!(
+                    said.push_str(&format!(
                         "\n- {} ({}): {}",
                         skill.name, skill.id, skill.description
                     ));
                 }
             }
-            text
+            format!(
+                "Sends a message to the A2A agent configured as `{}` and returns its answer (a \
+                 durable task: the agent may ask questions or a sign-in on the way).\n\
+                 {CARD_TEXT_MARK} {}",
+                settings.name,
+                capped(&said, CARD_TEXT_CAP)
+            )
         }
         CardState::Unreadable(why) => format!(
             "Sends a message to the A2A agent configured as `{}` ({}); its Agent Card could not \
@@ -201,6 +294,21 @@ fn description(agent: &Agent) -> String {
             settings.name, settings.card_url
         ),
     }
+}
+
+/// `text` without control characters but newlines, cut to `cap`
+/// characters (the last one an ellipsis) when longer.
+fn capped(text: &str, cap: usize) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+        .collect();
+    if clean.chars().count() <= cap {
+        return clean;
+    }
+    let mut cut: String = clean.chars().take(cap.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 impl Backend for A2aBackend {
@@ -274,5 +382,19 @@ impl agentgate_backend::ConfiguredBackend for A2aBackend {
             }
         }
         Ok(backend)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_text_is_cut_to_the_cap_with_an_ellipsis() {
+        assert_eq!(capped("short\u{7}text", 10), "short text");
+        let long = "x".repeat(5000);
+        let cut = capped(&long, CARD_TEXT_CAP);
+        assert_eq!(cut.chars().count(), CARD_TEXT_CAP);
+        assert!(cut.ends_with('…'));
     }
 }

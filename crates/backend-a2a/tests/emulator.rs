@@ -84,11 +84,12 @@ async fn quick_answer_maps_text_file_and_data_and_keeps_the_whole_task() {
     assert_eq!(send["configuration"]["returnImmediately"], true);
     assert_eq!(
         send["message"]["messageId"],
-        message_id(&agentgate_backend::JobContext {
-            task_id: driver.task_id.clone(),
-            step: 0,
-            now: agentgate_backend::Millis::EPOCH
-        })
+        message_id(&agentgate_backend::JobContext::new(
+            driver.task_id.clone(),
+            agentgate_backend::Owner::new("token:alice"),
+            0,
+            agentgate_backend::Millis::EPOCH,
+        ))
     );
     assert_eq!(counts.get("SendMessage", "ok"), 1);
     assert_eq!(counts.get("GetAgentCard", "ok"), 1);
@@ -819,7 +820,8 @@ async fn oauth_client_credentials_from_the_card_are_cached_and_renewed_on_401() 
     let emulator = Emulator::start(oauth_sim(3600)).await;
     let (backend, counts) = backend(
         json!([{"name": "emu", "url": emulator.url,
-            "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET"}}]),
+            "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET",
+                      "scopes": ["a2a.invoke"]}}]),
         &oauth_env,
     )
     .await;
@@ -905,7 +907,8 @@ async fn refused_client_credentials_name_the_fix_and_not_the_secret() {
     let wrong = |name: &str| (name == "EMU_CLIENT_SECRET").then(|| "wrong-secret-xyz".to_owned());
     let (backend, counts) = backend(
         json!([{"name": "emu", "url": emulator.url,
-            "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET"}}]),
+            "oauth": {"client_id": "agentgate-test", "client_secret_env": "EMU_CLIENT_SECRET",
+                      "scopes": ["a2a.invoke"]}}]),
         &wrong,
     )
     .await;

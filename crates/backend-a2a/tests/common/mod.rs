@@ -303,11 +303,12 @@ impl<'a> Driver<'a> {
     }
 
     pub(crate) fn cx(&self) -> JobContext {
-        JobContext {
-            task_id: self.task_id.clone(),
-            step: self.step,
-            now: agentgate_backend::Millis::EPOCH,
-        }
+        JobContext::new(
+            self.task_id.clone(),
+            agentgate_backend::Owner::new("token:alice"),
+            self.step,
+            agentgate_backend::Millis::EPOCH,
+        )
     }
 
     /// Runs one step; on a checkpoint, keeps the state and counts the step.
