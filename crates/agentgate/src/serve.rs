@@ -310,33 +310,61 @@ async fn metrics_page(engine: Engine) -> axum::response::Response {
             text,
         )
             .into_response(),
-        Err(e) => (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!("task store unreachable: {e}\n"),
-        )
-            .into_response(),
+        // Without authentication `/metrics` is open: the driver's message
+        // (user, host, why the login failed) goes to the log only.
+        Err(e) => {
+            tracing::warn!(error = %e, "/metrics: the task store did not answer");
+            unavailable(store_reason(&e))
+        }
     }
 }
 
-/// `/readyz`: 200 when the task store answers a query, 503 with the
-/// reason otherwise (`/healthz` only says the process serves HTTP). It
+/// `/readyz`: 200 when the task store answers a query, 503 with a reason
+/// code otherwise (`/healthz` only says the process serves HTTP). It
 /// answers within [`READINESS_TIMEOUT`] whatever the store does, so an
-/// orchestrator's short probe sees a 503, not a time-out.
-async fn readiness(store: Arc<dyn store::TaskStore>) -> (axum::http::StatusCode, String) {
+/// orchestrator's short probe sees a 503, not a time-out. The probe is
+/// unauthenticated, so the answer names a code, never the driver's message
+/// (which can carry the database user, host and login failure); that is
+/// logged at warn.
+async fn readiness(store: Arc<dyn store::TaskStore>) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
     match tokio::time::timeout(READINESS_TIMEOUT, store.next_due()).await {
-        Ok(Ok(_)) => (axum::http::StatusCode::OK, "ready\n".into()),
-        Ok(Err(e)) => (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!("task store unreachable: {e}\n"),
-        ),
-        Err(_) => (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "task store unreachable: no answer within {} ms\n",
-                READINESS_TIMEOUT.as_millis()
-            ),
-        ),
+        Ok(Ok(_)) => (axum::http::StatusCode::OK, "ready\n").into_response(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "/readyz: the task store did not answer");
+            unavailable(store_reason(&e))
+        }
+        Err(_) => {
+            tracing::warn!(
+                timeout = ?READINESS_TIMEOUT,
+                "/readyz: the task store did not answer in time"
+            );
+            unavailable("store_timeout")
+        }
     }
+}
+
+/// A stable code for a store failure, safe to show anyone:
+/// `store_unreachable`, `store_busy`, `store_disk_full`, `store_read_only`,
+/// or `store_error` for anything else.
+fn store_reason(error: &store::StoreError) -> &'static str {
+    match error.outage() {
+        Some(store::Outage::Unreachable) => "store_unreachable",
+        Some(store::Outage::Busy) => "store_busy",
+        Some(store::Outage::DiskFull) => "store_disk_full",
+        Some(store::Outage::ReadOnly) => "store_read_only",
+        _ => "store_error",
+    }
+}
+
+/// 503 `{"status": "unavailable", "reason": <code>}`.
+fn unavailable(reason: &str) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({"status": "unavailable", "reason": reason})),
+    )
+        .into_response()
 }
 
 /// How long `/readyz` waits for the store.

@@ -60,7 +60,7 @@ async fn tasks_get(client: &reqwest::Client, base: &str, id: &str) -> Value {
 async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
     let pg = PgCluster::start().unwrap_or_else(|why| unavailable(&why));
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_server, base) = serve(dir.path(), &pg.url()).await;
+    let (server, base) = serve(dir.path(), &pg.url()).await;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -87,8 +87,44 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
         took < Duration::from_millis(1500),
         "/readyz took {took:?}; an orchestrator's 1 s probe must see an answer"
     );
-    let reason = probe.text().await.expect("body");
-    assert!(reason.contains("task store unreachable"), "{reason}");
+    // The probe is unauthenticated: it names a code, not the driver's
+    // message (the database's user, host and port stay in the log).
+    let reason: Value = probe.json().await.expect("a JSON body");
+    assert_eq!(reason["status"], "unavailable", "{reason}");
+    let code = reason["reason"].as_str().unwrap_or_default();
+    assert!(
+        ["store_unreachable", "store_busy", "store_timeout"].contains(&code),
+        "{reason}"
+    );
+    assert_eq!(
+        reason.as_object().map(|o| o.len()),
+        Some(2),
+        "status and reason only: {reason}"
+    );
+    // The driver's message is the operator's, in the log at warn.
+    let server = &server;
+    eventually_async(
+        "the /readyz failure in the log",
+        Duration::from_secs(10),
+        move || async move {
+            server
+                .stderr()
+                .contains("/readyz: the task store did not answer")
+        },
+    )
+    .await;
+    // Without authentication /metrics is open too, and says as little.
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics while the database is down");
+    assert_eq!(metrics.status(), 503);
+    let text = metrics.text().await.expect("body");
+    let port = pg.port().to_string();
+    for internal in ["postgres", port.as_str(), "127.0.0.1", "connection"] {
+        assert!(!text.contains(internal), "{internal:?} in /metrics: {text}");
+    }
 
     // A request says the store is away, and how long to wait, instead of
     // hanging for the pool's timeout or claiming the task is unknown.
