@@ -21,8 +21,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::ownership::{InMemoryUpstreamIds, UpstreamIdBook, UpstreamIds};
 use crate::sync_view::{BoxFuture, SyncView};
-use crate::{Millis, TaskId, ToolPolicy};
+use crate::{Millis, Owner, TaskId, ToolPolicy};
 
 /// What a step decided.
 #[derive(Debug)]
@@ -89,17 +90,57 @@ pub enum JobError {
 pub type StepResult<S> = Result<Step<S>, JobError>;
 
 /// Facts a step may need about the task it runs for.
+///
+/// Built by the engine from the stored task ([`JobContext::new`]); the
+/// fields may grow, so code outside the engine reads them and never builds
+/// one literally.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct JobContext {
     /// The task the step runs for.
     pub task_id: TaskId,
+    /// The principal the task belongs to. A backend takes the upstream
+    /// identity (a Q Business user, a GitHub token, the agents it may use)
+    /// from this principal's configuration, never from the tool arguments.
+    pub owner: Owner,
     /// How many steps were checkpointed before this one.
     pub step: i64,
     /// Wall-clock time at the start of the step, in Unix milliseconds.
     pub now: Millis,
+    /// Which upstream ids (conversations, contexts) are the owner's.
+    upstream_ids: UpstreamIds,
 }
 
 impl JobContext {
+    /// The context of step `step` of `owner`'s task `task_id`, at `now`.
+    /// Its [`upstream_ids`](Self::upstream_ids) are kept in memory for this
+    /// context alone until [`with_upstream_ids`](Self::with_upstream_ids)
+    /// gives it a shared book (the engine gives every step the task store's).
+    pub fn new(task_id: TaskId, owner: Owner, step: i64, now: Millis) -> Self {
+        let upstream_ids =
+            UpstreamIds::new(Arc::new(InMemoryUpstreamIds::default()), owner.clone());
+        Self {
+            task_id,
+            owner,
+            step,
+            now,
+            upstream_ids,
+        }
+    }
+
+    /// Keeps the bindings of upstream ids to principals in `book`.
+    pub fn with_upstream_ids(mut self, book: Arc<dyn UpstreamIdBook>) -> Self {
+        self.upstream_ids = UpstreamIds::new(book, self.owner.clone());
+        self
+    }
+
+    /// Which upstream ids belong to the task's owner: bind the ids upstream
+    /// gives a task, and check an id a caller passes before continuing it
+    /// (see [`crate::ownership`]).
+    pub fn upstream_ids(&self) -> &UpstreamIds {
+        &self.upstream_ids
+    }
+
     /// A token that is the same each time *this* step is repeated and
     /// different for every other step: use it as an upstream idempotency key.
     pub fn idempotency_key(&self) -> String {

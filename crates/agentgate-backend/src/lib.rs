@@ -23,6 +23,7 @@
 //! - [`task`]: [`TaskId`], [`Owner`], [`TaskPhase`], [`TaskRecord`];
 //! - [`sync_view`]: a tool's own answer for clients without the tasks extension;
 //! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
+//! - [`ownership`]: [`UpstreamIds`], which upstream conversations and contexts are a principal's;
 //! - [`backend`]: the [`Backend`] trait and its config section;
 //! - [`webhook`]: [`Webhook`], requests an upstream sends to agentgate (push notifications).
 
@@ -37,6 +38,7 @@ pub mod guide {}
 pub mod handles;
 mod id;
 pub mod job;
+pub mod ownership;
 pub mod policy;
 pub mod sync_view;
 pub mod task;
@@ -51,6 +53,7 @@ pub use id::{Owner, TaskId};
 pub use job::{
     Event, Input, Job, JobContext, JobError, Step, StepResult, ToolSpec, input_schema, parse_args,
 };
+pub use ownership::{InMemoryUpstreamIds, OwnershipError, UpstreamIdBook, UpstreamIds};
 pub use policy::{PollPolicy, RetryPolicy, ToolPolicy};
 pub use sync_view::{BoxFuture, InlineRequest, InlineTask, SyncView};
 pub use task::{TaskPhase, TaskRecord};

@@ -219,6 +219,12 @@ impl TaskStore for Full {
     async fn replace_secret(&self, _: &str, _: &[u8], _: Vec<u8>) -> StoreResult<bool> {
         Err(outage())
     }
+    async fn bind_upstream_id(&self, _: &str, _: &str, _: &Owner, _: Millis) -> StoreResult<Owner> {
+        Err(outage())
+    }
+    async fn upstream_id_owner(&self, _: &str, _: &str) -> StoreResult<Option<Owner>> {
+        Err(outage())
+    }
 }
 
 async fn failing_claims_back_off_instead_of_spinning() {

@@ -232,4 +232,18 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         self.enter("replace_secret")?;
         self.inner.replace_secret(name, old, new).await
     }
+    async fn bind_upstream_id(
+        &self,
+        namespace: &str,
+        id: &str,
+        owner: &Owner,
+        now: Millis,
+    ) -> StoreResult<Owner> {
+        self.enter("bind_upstream_id")?;
+        self.inner.bind_upstream_id(namespace, id, owner, now).await
+    }
+    async fn upstream_id_owner(&self, namespace: &str, id: &str) -> StoreResult<Option<Owner>> {
+        self.enter("upstream_id_owner")?;
+        self.inner.upstream_id_owner(namespace, id).await
+    }
 }

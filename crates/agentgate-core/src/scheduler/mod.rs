@@ -21,6 +21,7 @@
 
 mod runner;
 mod service;
+mod upstream_ids;
 
 pub use service::{Changed, TaskError, TaskQuota, TaskWatch};
 
@@ -122,6 +123,9 @@ struct Inner {
     /// Where [`Engine::create`] hands the claim loop a task it leased to
     /// this process; `Some` while [`Engine::run`] runs.
     handoff: Mutex<Option<mpsc::UnboundedSender<Handoff>>>,
+    /// Which principal owns each upstream conversation and context, for
+    /// every step's job context (kept in the store).
+    upstream_ids: Arc<dyn agentgate_backend::UpstreamIdBook>,
 }
 
 impl Engine {
@@ -145,8 +149,13 @@ impl Engine {
     ) -> Self {
         let (changes, _) = broadcast::channel(1024);
         let slots = Arc::new(Semaphore::new(config.concurrency));
+        let upstream_ids = Arc::new(upstream_ids::StoreUpstreamIds {
+            store: Arc::clone(&store),
+            clock: Arc::clone(&clock),
+        });
         Self {
             inner: Arc::new(Inner {
+                upstream_ids,
                 store,
                 tools,
                 clock,

@@ -147,11 +147,8 @@ impl Engine {
                 Input::Resume(state.clone(), event)
             }
         };
-        let cx = JobContext {
-            task_id: task.id.clone(),
-            step: task.steps,
-            now,
-        };
+        let cx = JobContext::new(task.id.clone(), task.owner.clone(), task.steps, now)
+            .with_upstream_ids(std::sync::Arc::clone(&self.inner.upstream_ids));
         let timeout = spec.policy.step_timeout;
         let result = tokio::select! {
             result = crate::clock::timeout(&*self.inner.clock, timeout, spec.step(input, &cx)) => result,

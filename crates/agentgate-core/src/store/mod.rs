@@ -375,6 +375,21 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Replaces the secret `name` with `new` if it still holds `old`;
     /// returns whether it did.
     async fn replace_secret(&self, name: &str, old: &[u8], new: Vec<u8>) -> StoreResult<bool>;
+
+    /// Binds the upstream id `id` of kind `namespace` (a Q Business
+    /// conversation, an A2A context) to `owner` unless it is bound already,
+    /// and returns the principal it is bound to: the first principal to
+    /// bind an id owns it for good, on every instance.
+    async fn bind_upstream_id(
+        &self,
+        namespace: &str,
+        id: &str,
+        owner: &Owner,
+        now: Millis,
+    ) -> StoreResult<Owner>;
+
+    /// The principal the upstream id is bound to, if any.
+    async fn upstream_id_owner(&self, namespace: &str, id: &str) -> StoreResult<Option<Owner>>;
 }
 
 /// The end of a fenced write (`heartbeat`, `release`): it changed the task's

@@ -713,4 +713,44 @@ impl TaskStore for SqliteStore {
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
+
+    async fn bind_upstream_id(
+        &self,
+        namespace: &str,
+        id: &str,
+        owner: &Owner,
+        now: Millis,
+    ) -> StoreResult<Owner> {
+        let mut tx = self.db.write().await?;
+        sqlx::query(
+            "INSERT INTO upstream_ids (namespace, upstream_id, owner, created_at) \
+             VALUES (?, ?, ?, ?) ON CONFLICT (namespace, upstream_id) DO NOTHING",
+        )
+        .bind(namespace)
+        .bind(id)
+        .bind(owner.as_str())
+        .bind(now)
+        .execute(tx.conn())
+        .await?;
+        let bound: String = sqlx::query_scalar(
+            "SELECT owner FROM upstream_ids WHERE namespace = ? AND upstream_id = ?",
+        )
+        .bind(namespace)
+        .bind(id)
+        .fetch_one(tx.conn())
+        .await?;
+        tx.commit().await?;
+        Ok(Owner::new(bound))
+    }
+
+    async fn upstream_id_owner(&self, namespace: &str, id: &str) -> StoreResult<Option<Owner>> {
+        let bound: Option<String> = sqlx::query_scalar(
+            "SELECT owner FROM upstream_ids WHERE namespace = ? AND upstream_id = ?",
+        )
+        .bind(namespace)
+        .bind(id)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        Ok(bound.map(Owner::new))
+    }
 }

@@ -861,6 +861,46 @@ pub async fn secrets_are_created_once(store: &dyn TaskStore) {
     );
 }
 
+pub async fn an_upstream_id_belongs_to_the_first_principal_that_binds_it(store: &dyn TaskStore) {
+    let bob = Owner::new("bob");
+    let ns = "qbusiness/conversation";
+    assert_eq!(
+        store.upstream_id_owner(ns, "c1").await.expect("owner"),
+        None
+    );
+    assert_eq!(
+        store
+            .bind_upstream_id(ns, "c1", &alice(), T0)
+            .await
+            .expect("bind"),
+        alice()
+    );
+    assert_eq!(
+        store
+            .bind_upstream_id(ns, "c1", &bob, at(1))
+            .await
+            .expect("bind"),
+        alice(),
+        "the first binder keeps the id"
+    );
+    assert_eq!(
+        store.upstream_id_owner(ns, "c1").await.expect("owner"),
+        Some(alice())
+    );
+    // Namespaces are apart: the same id of another kind is another id.
+    assert_eq!(
+        store
+            .bind_upstream_id("a2a/context", "c1", &bob, at(2))
+            .await
+            .expect("bind"),
+        bob
+    );
+    assert_eq!(
+        store.upstream_id_owner(ns, "c2").await.expect("owner"),
+        None
+    );
+}
+
 pub async fn sealed_secrets_are_not_in_the_store_in_clear(store: &dyn TaskStore) {
     let key = super::seal::SealKey::generate();
     let plain = super::seal::shared_secret(store, &key, "s")
@@ -1148,6 +1188,7 @@ macro_rules! store_suite {
             tasks_are_counted_by_tool_and_status,
             active_tasks_are_counted_per_owner,
             secrets_are_created_once,
+            an_upstream_id_belongs_to_the_first_principal_that_binds_it,
             sealed_secrets_are_not_in_the_store_in_clear
         }
     };

@@ -708,6 +708,43 @@ impl TaskStore for PostgresStore {
             .await?;
         Ok(done.rows_affected() == 1)
     }
+
+    async fn bind_upstream_id(
+        &self,
+        namespace: &str,
+        id: &str,
+        owner: &Owner,
+        now: Millis,
+    ) -> StoreResult<Owner> {
+        // Whoever inserts first owns the id; everyone then reads the winner.
+        sqlx::query(
+            "INSERT INTO upstream_ids (namespace, upstream_id, owner, created_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (namespace, upstream_id) DO NOTHING",
+        )
+        .bind(namespace)
+        .bind(id)
+        .bind(owner.as_str())
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        self.upstream_id_owner(namespace, id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt {
+                task: format!("upstream id {namespace}/{id}"),
+                reason: "it vanished right after it was bound".into(),
+            })
+    }
+
+    async fn upstream_id_owner(&self, namespace: &str, id: &str) -> StoreResult<Option<Owner>> {
+        let bound: Option<String> = sqlx::query_scalar(
+            "SELECT owner FROM upstream_ids WHERE namespace = $1 AND upstream_id = $2",
+        )
+        .bind(namespace)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(bound.map(Owner::new))
+    }
 }
 
 #[cfg(test)]
