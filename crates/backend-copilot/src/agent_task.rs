@@ -76,6 +76,13 @@ impl Job for CreatePullRequest {
 
     async fn start(&self, args: Valid<CreatePrArgs>, cx: &JobContext) -> StepResult<CreateState> {
         let args = args.0;
+        if let Err(refused) = self.shared.github_for(cx, &args.owner, &args.repo) {
+            return Ok(Step::Done(report::result(
+                true,
+                refused,
+                json!({"owner": args.owner, "repo": args.repo}),
+            )));
+        }
         let marker = format!("<!-- agentgate:task {} -->", cx.task_id);
         let prompt = match &args.title {
             Some(title) => format!(
@@ -150,7 +157,10 @@ impl CreatePullRequest {
 
     async fn create(&self, state: &CreateState, cx: &JobContext) -> Result<AgentTask, CreateError> {
         let marker = format!("<!-- agentgate:task {} -->", cx.task_id);
-        let github = &self.shared.github;
+        let github = self
+            .shared
+            .github_for(cx, &state.owner, &state.repo)
+            .map_err(CreateError::Refused)?;
         let path = Self::tasks_path(state);
         let recent: AgentTaskList = github
             .rest_get(

@@ -105,7 +105,10 @@ impl Job for AssignCopilot {
 
     async fn start(&self, args: Valid<AssignArgs>, cx: &JobContext) -> StepResult<AssignState> {
         let args = args.0;
-        let github = &self.shared.github;
+        let github = match self.shared.github_for(cx, &args.owner, &args.repo) {
+            Ok(github) => github,
+            Err(refused) => return Ok(Step::Done(tool_error(refused))),
+        };
         let copilot_id = match find_copilot(github, &args.owner, &args.repo).await {
             Ok(Some(id)) => id,
             Ok(None) => {
@@ -180,9 +183,14 @@ impl Job for AssignCopilot {
                 "assignableId": state.issue_id,
                 "assigneeIds": [state.copilot_id],
             }});
-            let response = self
-                .shared
-                .github
+            let github = match self.shared.github_for(cx, &state.owner, &state.repo) {
+                Ok(github) => github,
+                Err(refused) => {
+                    tracing::warn!(task = %cx.task_id, reason = %refused, "not removing Copilot from the assignees on cancel");
+                    return Ok(Step::Cancelled);
+                }
+            };
+            let response = github
                 .graphql(model::REMOVE_ASSIGNEES, input, None)
                 .await
                 .and_then(|r| r.into_data::<Value>());
@@ -225,7 +233,10 @@ impl AssignCopilot {
             );
             return Ok(keep_watching(&self.shared, state, status, cx));
         }
-        let github = &self.shared.github;
+        let github = match self.shared.github_for(cx, &state.owner, &state.repo) {
+            Ok(github) => github,
+            Err(refused) => return Ok(Step::Done(tool_error(refused))),
+        };
         let issue = read_issue(github, &state.owner, &state.repo, state.issue_number)
             .await
             .map_err(|e| e.into_job_error("failed to get issue ID"))?;

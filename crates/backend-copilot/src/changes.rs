@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ErrorData};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -75,9 +75,17 @@ impl Job for RequestChanges {
 
     async fn start(&self, args: Valid<ChangesArgs>, cx: &JobContext) -> StepResult<ChangesState> {
         let args = args.0;
-        let pull: RestPull = match self
-            .shared
-            .github
+        let github = match self.shared.github_for(cx, &args.owner, &args.repo) {
+            Ok(github) => github,
+            Err(refused) => {
+                return Ok(Step::Done(report::result(
+                    true,
+                    refused,
+                    json!({"owner": args.owner, "repo": args.repo, "pull_number": args.pull_number}),
+                )));
+            }
+        };
+        let pull: RestPull = match github
             .rest_get(
                 &format!(
                     "repos/{}/{}/pulls/{}",
@@ -165,7 +173,10 @@ impl Job for RequestChanges {
 impl RequestChanges {
     /// Posts the comment once: a repeated step finds the marker instead.
     async fn post(&self, state: &ChangesState, cx: &JobContext) -> Result<PostedComment, JobError> {
-        let github = &self.shared.github;
+        let github = self
+            .shared
+            .github_for(cx, &state.owner, &state.repo)
+            .map_err(|refused| JobError::Fatal(ErrorData::invalid_request(refused, None)))?;
         let path = format!(
             "repos/{}/{}/issues/{}/comments",
             state.owner, state.repo, state.pull_request.number
@@ -340,11 +351,12 @@ mod tests {
 
     #[test]
     fn marker_names_the_task() {
-        let cx = JobContext {
-            task_id: agentgate_backend::TaskId::generate(),
-            step: 1,
-            now: Millis::EPOCH,
-        };
+        let cx = JobContext::new(
+            agentgate_backend::TaskId::generate(),
+            agentgate_backend::Owner::new("token:alice"),
+            1,
+            Millis::EPOCH,
+        );
         let m = marker(&cx);
         assert!(m.starts_with("<!--") && m.ends_with("-->"));
         assert!(m.contains(cx.task_id.as_str()));

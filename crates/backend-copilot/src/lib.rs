@@ -11,6 +11,7 @@
 //!
 //! Layout:
 //! - [`settings`]: environment (token, API URL) and the `[copilot]` knobs;
+//! - [`access`]: the repositories each principal may touch, and its own token;
 //! - [`github`]: the HTTP client, GitHub's errors and rate limits, the
 //!   GraphQL documents and response shapes;
 //! - [`watcher`]: one poller per instance for every watched issue, PR and
@@ -21,6 +22,7 @@
 //! GitHub has no API to stop a running Copilot session: cancelling a task
 //! stops the watch (and, with `unassign_on_cancel`, unassigns Copilot).
 
+pub mod access;
 pub mod agent_task;
 pub mod args;
 pub mod assign;
@@ -57,6 +59,20 @@ pub(crate) struct Shared {
     github: GitHub,
     watcher: Arc<CopilotWatcher>,
     config: CopilotConfig,
+    access: access::Access,
+}
+
+impl Shared {
+    /// The client the task's owner uses on `owner/repo`, or the tool error
+    /// that refuses it before any request (see [`access`]).
+    fn github_for(
+        &self,
+        cx: &agentgate_backend::JobContext,
+        owner: &str,
+        repo: &str,
+    ) -> Result<&GitHub, String> {
+        self.access.github_for(&self.github, &cx.owner, owner, repo)
+    }
 }
 
 /// How long a watching task sleeps between its own steps when nothing
@@ -90,11 +106,14 @@ impl Copilot {
 
     fn with_github(github: GitHub, config: CopilotConfig) -> Self {
         let watcher = Arc::new(CopilotWatcher::new(github.clone(), Self::poll(&config)));
+        let access =
+            access::Access::new(&config.principals, &github, |name| std::env::var(name).ok());
         Self {
             shared: Arc::new(Shared {
                 github,
                 watcher,
                 config,
+                access,
             }),
         }
     }

@@ -128,6 +128,10 @@ pub struct CopilotConfig {
     pub poll_grow_seconds: u64,
     /// The longest poll interval.
     pub poll_max_seconds: u64,
+    /// Per principal: the repositories it may touch and its own token (see
+    /// [`crate::access`]). Empty: every principal may use the gateway's
+    /// token on every repository it reaches.
+    pub principals: std::collections::BTreeMap<String, crate::access::PrincipalAccess>,
 }
 
 impl Default for CopilotConfig {
@@ -138,6 +142,7 @@ impl Default for CopilotConfig {
             poll_min_ms: 1000,
             poll_grow_seconds: 15,
             poll_max_seconds: 32,
+            principals: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -164,7 +169,7 @@ impl CopilotConfig {
         if self.poll_grow_seconds == 0 {
             return Err("copilot.poll_grow_seconds must be at least 1".into());
         }
-        Ok(())
+        crate::access::check(&self.principals, |name| std::env::var(name).ok())
     }
 }
 

@@ -133,6 +133,19 @@ impl GitHub {
         self
     }
 
+    /// The same GitHub with another token (a principal's own): its own rate
+    /// limit, since GitHub counts per token; the same HTTP pool and metrics.
+    pub fn with_token(&self, token: crate::settings::Token) -> Self {
+        let mut endpoint = self.endpoint.clone();
+        endpoint.token = Some(token);
+        Self {
+            http: self.http.clone(),
+            endpoint,
+            gate: Arc::new(RateGate::default()),
+            upstream: self.upstream.clone(),
+        }
+    }
+
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
