@@ -34,12 +34,16 @@ pub struct QueryArgs {
     /// as JSON, e.g. {"equalsTo": {"name": "_category", "value": {"stringValue": "HR"}}}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute_filter: Option<Value>,
-    /// For identity-aware applications called with IAM credentials: the user
-    /// to answer as.
+    /// The user to answer as. Not in the schema: the operator sets each
+    /// principal's identity (`[qbusiness.users]`), and a caller's is refused
+    /// unless the gateway serves one person (`trust_caller_identity`); kept
+    /// here so that refusal can name the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub user_id: Option<String>,
-    /// For identity-aware applications: the user's groups.
+    /// The user's groups; as `user_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub user_groups: Option<Vec<String>>,
 }
 

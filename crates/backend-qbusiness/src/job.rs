@@ -26,6 +26,7 @@
 //! token.
 //! Every other failure is an `isError` result.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{Event, Job, JobContext, Step, StepResult};
@@ -44,6 +45,7 @@ use tokio::sync::OnceCell;
 use crate::answer::{Answer, QueryOutcome};
 use crate::args::{ChatModeArg, QueryArgs};
 use crate::error::{self, ChatError};
+use crate::identity::Identities;
 use crate::review::ReviewForm;
 use crate::settings::Settings;
 
@@ -55,6 +57,8 @@ pub struct QBusinessQuery {
     client: OnceCell<(Settings, Client)>,
     /// Where ChatSync requests are counted, if anywhere.
     upstream: Option<agentgate_backend::UpstreamMetrics>,
+    /// Who each principal speaks to Q Business as.
+    identities: Arc<Identities>,
 }
 
 impl QBusinessQuery {
@@ -68,9 +72,15 @@ impl QBusinessQuery {
     pub fn with_settings(settings: Settings) -> Self {
         Self {
             settings: Some(settings),
-            client: OnceCell::new(),
-            upstream: None,
+            ..Self::default()
         }
+    }
+
+    /// Speaks to Q Business as `identities` says for each principal (by
+    /// default as nobody in particular: no `userId`).
+    pub fn with_identities(mut self, identities: Identities) -> Self {
+        self.identities = Arc::new(identities);
+        self
     }
 
     /// Counts every ChatSync request (each SDK attempt) into `upstream`.
@@ -84,7 +94,7 @@ impl QBusinessQuery {
         Self {
             settings: Some(settings.clone()),
             client: OnceCell::new_with(Some((settings, client))),
-            upstream: None,
+            ..Self::default()
         }
     }
 
@@ -149,6 +159,19 @@ impl QBusinessQuery {
         conversation: Option<(&str, &str)>,
         execution: Option<ActionExecution>,
     ) -> Result<ChatSyncOutput, ChatError> {
+        if let Some((conversation_id, _)) = conversation {
+            // Every principal speaks through the gateway's credentials (and,
+            // without a user id, as the same Q Business user): a
+            // conversation id alone must not let one continue another's.
+            let owned = cx
+                .upstream_ids()
+                .owns(CONVERSATIONS, conversation_id)
+                .await
+                .map_err(|e| ChatError::Transient(e.to_string()))?;
+            if !owned {
+                return Err(ChatError::Final(not_your_conversation(conversation_id)));
+            }
+        }
         let (settings, client) = self.client().await?;
         let mut request = client
             .chat_sync()
@@ -197,10 +220,27 @@ impl QBusinessQuery {
         } else {
             request.send().await
         };
-        sent.map_err(|e| {
+        let output = sent.map_err(|e| {
             let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
             ChatError::chat_sync(&e, &settings.application_id, &endpoint, attempts)
-        })
+        })?;
+        if let Some(conversation_id) = output.conversation_id() {
+            // A repeated step binds the same id again, which is a no-op.
+            let ours = cx
+                .upstream_ids()
+                .bind(CONVERSATIONS, conversation_id)
+                .await
+                .map_err(|e| ChatError::Transient(e.to_string()))?;
+            if !ours {
+                return Err(ChatError::Final(
+                    "Error: Amazon Q Business answered in a conversation that another principal \
+                     of this gateway started; the answer is withheld. Ask again without \
+                     conversation_id to start a conversation of your own."
+                        .to_owned(),
+                ));
+            }
+        }
+        Ok(output)
     }
 
     /// Turns a ChatSync answer into the next step.
@@ -392,6 +432,20 @@ fn accepted(response: Option<&Value>) -> Option<serde_json::Map<String, Value>> 
     )
 }
 
+/// The namespace of Q Business conversation ids in the book of upstream ids.
+const CONVERSATIONS: &str = "qbusiness/conversation";
+
+/// The answer to a `conversation_id` the caller does not own: the same for
+/// another principal's conversation and for one that never was, so it tells
+/// nothing about other principals' conversations.
+fn not_your_conversation(conversation_id: &str) -> String {
+    format!(
+        "Error: `conversation_id` {conversation_id:?} is not a conversation you started through \
+         this gateway. Pass the conversationId (and systemMessageId as parent_message_id) of an \
+         answer you received here, or leave both out to start a new conversation."
+    )
+}
+
 /// What the user is told when a plugin asks for a sign-in.
 const SIGN_IN_PROMPT: &str = "An Amazon Q Business plugin needs you to sign in. Open the link, \
      sign in, then accept: agentgate then asks your question again.";
@@ -412,9 +466,13 @@ impl Job for QBusinessQuery {
             Ok(q) => q,
             Err(text) => return Ok(tool_error(text)),
         };
+        let identity = match self.identities.for_call(&cx.owner, &query) {
+            Ok(identity) => identity,
+            Err(text) => return Ok(tool_error(text)),
+        };
         let turn = Turn {
-            user_id: query.user_id.clone(),
-            user_groups: query.user_groups.clone(),
+            user_id: identity.user_id,
+            user_groups: identity.user_groups,
             chat_mode: query.chat_mode,
             plugin_id: query.plugin_id.clone(),
             question: Some(query.query.clone()),

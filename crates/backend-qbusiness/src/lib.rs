@@ -3,6 +3,7 @@
 //!
 //! - [`settings`]: the environment the tool reads (as upstream) and the SDK client.
 //! - [`args`]: the tool's input and its validation; [`filter`]: `attribute_filter`.
+//! - [`identity`]: who each principal speaks to Q Business as (never the arguments).
 //! - [`job`]: the ChatSync state machine (answer, action review, sign-in).
 //! - [`review`]: action reviews ↔ elicitation forms.
 //! - [`answer`]: the result, with everything ChatSync returned.
@@ -13,6 +14,7 @@ pub mod answer;
 pub mod args;
 pub mod error;
 pub mod filter;
+pub mod identity;
 pub mod job;
 pub mod review;
 pub mod settings;
@@ -77,23 +79,49 @@ pub fn tool_from_env() -> ToolSpec {
     tool(QBusinessQuery::from_env())
 }
 
-/// The `[qbusiness]` table of the config file. It has no keys yet: the tool
-/// reads `AWS_REGION`, `QBUSINESS_APPLICATION_ID` and `AWS_PROFILE` from the
-/// environment, as upstream does; a key here is refused by name.
+/// The `[qbusiness]` table of the config file: who each principal speaks to
+/// Q Business as (see [`identity`]). The application and the credentials
+/// come from the environment (`AWS_REGION`, `QBUSINESS_APPLICATION_ID`,
+/// `AWS_PROFILE`), as upstream reads them; an unknown key is refused by name.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct QBusinessConfig {}
+pub struct QBusinessConfig {
+    /// Send the caller's `user_id` / `user_groups` arguments upstream: only
+    /// for a gateway that serves one person. Off by default.
+    #[serde(default)]
+    pub trust_caller_identity: bool,
+    /// Principal → Q Business identity.
+    #[serde(default)]
+    pub users: std::collections::BTreeMap<String, identity::UserIdentity>,
+}
 
-/// Built from the environment (see [`QBusinessConfig`]).
+impl QBusinessConfig {
+    fn identities(&self) -> identity::Identities {
+        identity::Identities {
+            trust_caller: self.trust_caller_identity,
+            users: self.users.clone(),
+        }
+    }
+}
+
+/// Built from the environment and the identities of `[qbusiness]`.
 impl agentgate_backend::ConfiguredBackend for QBusinessQuery {
     const NAME: &'static str = "qbusiness";
     type Config = QBusinessConfig;
 
+    fn check_config(
+        config: &QBusinessConfig,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        config.identities().check().map_err(Into::into)
+    }
+
     async fn from_config(
-        _: QBusinessConfig,
+        config: QBusinessConfig,
         upstream: agentgate_backend::UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Ok(QBusinessQuery::from_env().with_upstream_metrics(upstream))
+        Ok(QBusinessQuery::from_env()
+            .with_upstream_metrics(upstream)
+            .with_identities(config.identities()))
     }
 }
 

@@ -92,11 +92,17 @@ fn job_at(endpoint: &str) -> QBusinessQuery {
 }
 
 fn cx(step: i64) -> JobContext {
-    JobContext {
-        task_id: TaskId::generate(),
+    // One book for the whole run, as the engine's store is: a follow-up
+    // step finds the conversation its first step bound.
+    static BOOK: std::sync::LazyLock<std::sync::Arc<agentgate_backend::InMemoryUpstreamIds>> =
+        std::sync::LazyLock::new(Default::default);
+    JobContext::new(
+        TaskId::generate(),
+        agentgate_backend::Owner::new("token:alice"),
         step,
-        now: agentgate_backend::Millis::EPOCH,
-    }
+        agentgate_backend::Millis::EPOCH,
+    )
+    .with_upstream_ids(BOOK.clone())
 }
 
 fn texts(result: &CallToolResult) -> String {
