@@ -155,7 +155,7 @@ async fn setup_with(limits: Limits, run: bool) -> Setup {
             |mut request: axum::extract::Request, next: axum::middleware::Next| async move {
                 request
                     .extensions_mut()
-                    .insert(Principal(Owner::new("bob")));
+                    .insert(Principal::new(Owner::new("bob")));
                 next.run(request).await
             },
         ),

@@ -1,8 +1,10 @@
 //! HTTP authentication end to end, against the real `agentgate serve`
 //! binary: bearer tokens from `agentgate auth new-token`, OAuth JWTs checked
-//! against a JWKS served by this test, the protected-resource metadata, the
-//! refusal to listen openly without auth, and task ownership: another
-//! principal's task looks exactly like an unknown id on all five paths.
+//! against a JWKS served by this test (RFC 9068 `typ`, scopes and their 403
+//! challenge, streams that end with their token, the required resource),
+//! the protected-resource metadata, the refusal to listen openly without
+//! auth, and task ownership: another principal's task looks exactly like an
+//! unknown id on all five paths.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -410,7 +412,19 @@ fn now() -> u64 {
     jsonwebtoken::get_current_timestamp()
 }
 
+/// An RFC 9068 access token (`typ: at+jwt`).
 fn sign(alg: jsonwebtoken::Algorithm, kid: &str, pem: &[u8], claims: &Value) -> String {
+    sign_typed(Some("at+jwt"), alg, kid, pem, claims)
+}
+
+/// A JWT with header `typ` (none when `None`).
+fn sign_typed(
+    typ: Option<&str>,
+    alg: jsonwebtoken::Algorithm,
+    kid: &str,
+    pem: &[u8],
+    claims: &Value,
+) -> String {
     use jsonwebtoken::{EncodingKey, Header};
     let key = match alg {
         jsonwebtoken::Algorithm::ES256 => EncodingKey::from_ec_pem(pem),
@@ -419,7 +433,51 @@ fn sign(alg: jsonwebtoken::Algorithm, kid: &str, pem: &[u8], claims: &Value) -> 
     .expect("test key");
     let mut header = Header::new(alg);
     header.kid = Some(kid.to_owned());
+    header.typ = typ.map(str::to_owned);
     jsonwebtoken::encode(&header, claims, &key).expect("sign")
+}
+
+/// An RS256 access token of `iss` for `sub`, with `extra` claims (`scope`,
+/// `exp`, …) over the defaults.
+fn access_token(iss: &str, sub: &str, extra: Value) -> String {
+    sign(
+        jsonwebtoken::Algorithm::RS256,
+        "rsa-1",
+        RSA_KEY,
+        &oauth_claims(iss, sub, extra),
+    )
+}
+
+fn oauth_claims(iss: &str, sub: &str, extra: Value) -> Value {
+    let mut claims = json!({"iss": iss, "sub": sub, "aud": RESOURCE, "exp": now() + 600});
+    if let (Some(claims), Some(extra)) = (claims.as_object_mut(), extra.as_object()) {
+        claims.extend(extra.clone());
+    }
+    claims
+}
+
+/// `agentgate serve` in OAuth mode for `iss`, with `extra` lines in
+/// `[auth.oauth]` (and any tables after it).
+async fn oauth_server(iss: &str, extra: &str, q: &Emulator<QBusinessSim>) -> Server {
+    let config = format!(
+        "[auth]\nmode = \"oauth\"\nresource = \"{RESOURCE}\"\n\
+         [auth.oauth]\nissuer = \"{iss}\"\njwks_uri = \"{iss}/jwks\"\n{extra}\n"
+    );
+    serve(&config, &[], q).await
+}
+
+/// A raw JSON-RPC request to `/mcp` with a bearer token.
+async fn post_message(url: &str, token: &str, message: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(message.to_string())
+        .send()
+        .await
+        .expect("POST /mcp")
 }
 
 #[tokio::test]
@@ -726,4 +784,224 @@ async fn the_command_line_client_authenticates_with_agentgate_token() {
     );
     let log = server.stop().await;
     assert!(!log.contains(&token), "the token is not logged");
+}
+
+#[tokio::test]
+async fn oauth_without_a_public_resource_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = GateBuilder::agentgate(BIN, dir.path())
+        .config("[auth]\nmode = \"oauth\"\n[auth.oauth]\nissuer = \"https://auth.example.com\"\n")
+        .command()
+        .output();
+    let refused = tokio::time::timeout(Duration::from_secs(30), refused)
+        .await
+        .expect("exits")
+        .expect("output");
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("auth.resource") && stderr.contains("resource = \"https://"),
+        "the error names the setting and shows one: {stderr}"
+    );
+}
+
+/// RFC 9068: only tokens typed `at+jwt` are access tokens; an ID token of
+/// the same issuer, for the same audience, typed `JWT`, is not, unless the
+/// check is turned off for an issuer that does not type its tokens.
+#[tokio::test]
+async fn only_at_jwt_typed_tokens_are_access_tokens_unless_the_check_is_off() {
+    use jsonwebtoken::Algorithm::RS256;
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q = qbusiness().await;
+    let (iss, _) = issuer(&stop).await;
+    let claims = oauth_claims(&iss, "alice", json!({}));
+    let typed = |typ: Option<&str>| sign_typed(typ, RS256, "rsa-1", RSA_KEY, &claims);
+    let bearer = |t: String| format!("Bearer {t}");
+
+    let strict = oauth_server(&iss, "", &q).await;
+    for typ in [Some("JWT"), None, Some("jwt")] {
+        let response = post(&strict.mcp(), Some(&bearer(typed(typ)))).await;
+        assert_eq!(response.status(), 401, "typ {typ:?}");
+        assert!(
+            challenge(&response).contains("error=\"invalid_token\""),
+            "typ {typ:?}: {}",
+            challenge(&response)
+        );
+    }
+    for typ in ["at+jwt", "AT+JWT", "application/at+jwt"] {
+        let response = post(&strict.mcp(), Some(&bearer(typed(Some(typ))))).await;
+        assert_ne!(response.status(), 401, "typ {typ}");
+    }
+    let log = strict.stop().await;
+    assert!(log.contains("not at+jwt"), "the reason is logged:\n{log}");
+
+    let lax = oauth_server(&iss, "require_at_jwt_typ = false", &q).await;
+    for typ in [Some("JWT"), None] {
+        let response = post(&lax.mcp(), Some(&bearer(typed(typ)))).await;
+        assert_ne!(response.status(), 401, "typ {typ:?} with the check off");
+    }
+    lax.stop().await;
+}
+
+#[tokio::test]
+async fn a_token_lacking_a_needed_scope_gets_the_insufficient_scope_challenge() {
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q = qbusiness().await;
+    let (iss, _) = issuer(&stop).await;
+    let server = oauth_server(
+        &iss,
+        "required_scopes = [\"mcp\"]\n\
+         [auth.oauth.method_scopes]\n\"tasks/cancel\" = [\"mcp:write\"]\n\
+         [auth.oauth.tool_scopes]\nQBusinessQueryTool = [\"qbusiness\"]\n",
+        &q,
+    )
+    .await;
+    let mcp = server.mcp();
+    let metadata_url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+    let expect_403 = |response: reqwest::Response, scope: &str, what: &str| {
+        assert_eq!(response.status(), 403, "{what}");
+        assert_eq!(
+            challenge(&response),
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{scope}\", \
+                 resource_metadata=\"{metadata_url}\", \
+                 error_description=\"the access token lacks a scope this request needs\""
+            ),
+            "{what}"
+        );
+    };
+
+    // Every request needs `mcp`.
+    let unscoped = access_token(&iss, "alice", json!({}));
+    let other = access_token(&iss, "alice", json!({"scope": "openid profile"}));
+    for token in [&unscoped, &other] {
+        expect_403(
+            post(&mcp, Some(&format!("Bearer {token}"))).await,
+            "mcp",
+            "no mcp scope",
+        );
+    }
+    let mcp_only = access_token(&iss, "alice", json!({"scope": "openid mcp"}));
+    let response = post(&mcp, Some(&format!("Bearer {mcp_only}"))).await;
+    assert!(
+        response.status() != 401 && response.status() != 403,
+        "{response:?}"
+    );
+
+    // A tool's scope, and a method's, on top of the required one.
+    let call = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": QBUSINESS, "arguments": {"query": "vacation days?"}}
+    });
+    expect_403(
+        post_message(&mcp, &mcp_only, call.clone()).await,
+        "mcp qbusiness",
+        "tools/call without the tool's scope",
+    );
+    let cancel = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"taskId": UNKNOWN}
+    });
+    expect_403(
+        post_message(&mcp, &mcp_only, cancel.clone()).await,
+        "mcp mcp:write",
+        "tasks/cancel without mcp:write",
+    );
+    // A batch is checked message by message.
+    expect_403(
+        post_message(&mcp, &mcp_only, json!([call])).await,
+        "mcp qbusiness",
+        "a batched tools/call",
+    );
+
+    // With the scopes (as `scope` or as an `scp` array) the call works.
+    for token in [
+        access_token(&iss, "alice", json!({"scope": "mcp qbusiness mcp:write"})),
+        access_token(
+            &iss,
+            "bob",
+            json!({"scp": ["mcp", "qbusiness", "mcp:write"]}),
+        ),
+    ] {
+        let client = client_with(&mcp, &token).await;
+        let task = start_task(&client, QBUSINESS, json!({"query": "vacation days?"}))
+            .await
+            .task
+            .task_id;
+        // The task may have finished already: a JSON-RPC answer either way,
+        // not the transport's 403.
+        match client.peer().cancel_task(CancelTaskParams::new(task)).await {
+            Ok(_) | Err(ServiceError::McpError(_)) => {}
+            Err(e) => panic!("tasks/cancel with mcp:write was refused: {e:?}"),
+        }
+        client.cancel().await.expect("close");
+    }
+    server.stop().await;
+}
+
+/// An event stream lasts no longer than its token: `subscriptions/listen`
+/// opened with a token that expires in a few seconds ends by itself then.
+#[tokio::test]
+async fn a_stream_ends_when_the_token_that_opened_it_expires() {
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let q = qbusiness().await;
+    let (iss, _) = issuer(&stop).await;
+    // No leeway: the stream ends at `exp` itself.
+    let server = oauth_server(&iss, "leeway_seconds = 0", &q).await;
+    let expires = now() + 3;
+    let token = access_token(&iss, "alice", json!({"exp": expires}));
+    let listen = reqwest::Client::new()
+        .post(server.mcp())
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(
+            json!({
+                "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                "params": {
+                    "notifications": {"taskIds": [UNKNOWN]},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities":
+                            {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+                    }
+                }
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST subscriptions/listen");
+    assert_eq!(listen.status(), 200);
+    let mut events = SseReader::new(listen);
+    let ack = events.next().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // Nothing more comes for an unknown task: only the token's expiry can
+    // end this stream. 20 s bounds the wait, far past the 3 s token.
+    let mut response = events.into_response();
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match response.chunk().await {
+                Ok(Some(_)) => {}
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    })
+    .await;
+    let ended = ended.expect("the stream outlived its token by 17 s");
+    assert!(ended.is_ok(), "the stream ends cleanly: {ended:?}");
+    assert!(
+        now() >= expires,
+        "the stream ended before the token expired ({} < {expires})",
+        now()
+    );
+    server.stop().await;
 }

@@ -1,12 +1,16 @@
 //! OAuth 2.1 resource-server mode (`mode = "oauth"`): access tokens are JWTs
 //! from one configured issuer, checked against the issuer's JWKS.
 //!
-//! Checks: the header's `alg` is one of the allowed asymmetric algorithms
-//! (`none` and HMAC are never accepted: the JWKS is public), the signature
-//! with the key named by `kid`, `iss` = the issuer, `aud` contains the
-//! audience (the resource URL unless configured), `exp` (required) and
-//! `nbf`, with `leeway_seconds` of clock skew, and a `sub`. The principal is
-//! `oauth:<iss>#<sub>`.
+//! Checks: the header's `typ` is `at+jwt` (RFC 9068 §4, unless
+//! `require_at_jwt_typ = false`: an ID token the same issuer signed for the
+//! same client is typed `JWT` and is not an access token), its `alg` is one
+//! of the allowed asymmetric algorithms (`none` and HMAC are never accepted:
+//! the JWKS is public), the signature with the key named by `kid`, `iss` =
+//! the issuer, `aud` contains the audience (the resource URL unless
+//! configured), `exp` (required) and `nbf`, with `leeway_seconds` of clock
+//! skew, and a `sub`. The principal is `oauth:<iss>#<sub>`; it carries the
+//! token's scopes (`scope`, a space-separated string, or `scp`, an array or
+//! a string, as some issuers write it) and its `exp`.
 //!
 //! The JWKS comes from `jwks_uri`, or from the issuer's metadata
 //! (`/.well-known/oauth-authorization-server`, RFC 8414, then
@@ -15,14 +19,14 @@
 //! fetches it again, but at most once per `jwks_min_refresh_seconds`, so a
 //! flood of made-up `kid`s cannot make this server hammer the issuer.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use tokio::sync::{Mutex, RwLock};
 
-use super::{AuthError, OAuthConfig, Rejection};
+use super::{AuthError, OAuthConfig, Principal, Rejection};
 use crate::task::Owner;
 
 /// A cached JWKS older than this is fetched again (rate limit permitting).
@@ -36,6 +40,7 @@ pub struct JwtVerifier {
     audience: String,
     algorithms: Vec<Algorithm>,
     leeway: u64,
+    require_at_jwt_typ: bool,
     min_refresh: Duration,
     configured_jwks_uri: Option<String>,
     http: reqwest::Client,
@@ -55,6 +60,51 @@ struct Cached {
 struct Claims {
     iss: String,
     sub: String,
+    exp: u64,
+    /// RFC 8693 §4.2 / RFC 9068 §2.2.3: space-separated.
+    #[serde(default)]
+    scope: Option<String>,
+    /// What Okta, Entra ID and others send instead.
+    #[serde(default)]
+    scp: Option<Scp>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scp {
+    List(Vec<String>),
+    Text(String),
+}
+
+impl Claims {
+    /// Every scope of `scope` and `scp`, without duplicates.
+    fn scopes(&self) -> Vec<String> {
+        let mut scopes: Vec<String> = Vec::new();
+        let words = self
+            .scope
+            .iter()
+            .flat_map(|s| s.split_ascii_whitespace().map(str::to_owned));
+        let listed: Vec<String> = match &self.scp {
+            Some(Scp::List(list)) => list.clone(),
+            Some(Scp::Text(text)) => text.split_ascii_whitespace().map(str::to_owned).collect(),
+            None => Vec::new(),
+        };
+        for scope in words.chain(listed) {
+            if !scope.is_empty() && !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        scopes
+    }
+}
+
+/// RFC 9068 §4: `at+jwt`, or the full media type; compared
+/// case-insensitively (RFC 7515 §4.1.9 media types are).
+fn is_access_token_typ(typ: Option<&str>) -> bool {
+    typ.is_some_and(|typ| {
+        let typ = typ.trim();
+        typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("application/at+jwt")
+    })
 }
 
 #[derive(Deserialize)]
@@ -106,6 +156,7 @@ impl JwtVerifier {
                 .unwrap_or_else(|| resource.to_owned()),
             algorithms,
             leeway: config.leeway_seconds,
+            require_at_jwt_typ: config.require_at_jwt_typ,
             min_refresh: Duration::from_secs(config.jwks_min_refresh_seconds),
             configured_jwks_uri: config.jwks_uri.clone(),
             http,
@@ -120,9 +171,16 @@ impl JwtVerifier {
     }
 
     /// The token's principal, or why it is refused.
-    pub async fn verify(&self, token: &str) -> Result<Owner, Rejection> {
+    pub async fn verify(&self, token: &str) -> Result<Principal, Rejection> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| Rejection::Invalid(format!("not a JWT we accept ({e})")))?;
+        // Before any key is fetched: a wrongly typed token costs nothing.
+        if self.require_at_jwt_typ && !is_access_token_typ(header.typ.as_deref()) {
+            return Err(Rejection::Invalid(format!(
+                "typ {:?} is not at+jwt: not an RFC 9068 access token (an ID token?)",
+                header.typ
+            )));
+        }
         if !self.algorithms.contains(&header.alg) {
             return Err(Rejection::Invalid(format!(
                 "algorithm {:?} is not allowed",
@@ -148,10 +206,12 @@ impl JwtVerifier {
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| Rejection::Invalid(format!("token refused: {e}")))?;
-        Ok(Owner::new(format!(
-            "oauth:{}#{}",
-            data.claims.iss, data.claims.sub
-        )))
+        let claims = data.claims;
+        Ok(Principal {
+            owner: Owner::new(format!("oauth:{}#{}", claims.iss, claims.sub)),
+            scopes: claims.scopes(),
+            expires_at: SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(claims.exp)),
+        })
     }
 
     /// The JWK for `kid` (or the only key, when the token names none),
@@ -293,6 +353,45 @@ mod tests {
                 "https://auth.example.com/tenant1/.well-known/openid-configuration",
             ]
         );
+    }
+
+    #[test]
+    fn only_access_token_types_pass() {
+        for typ in [
+            "at+jwt",
+            "AT+JWT",
+            "application/at+jwt",
+            "Application/AT+JWT",
+        ] {
+            assert!(is_access_token_typ(Some(typ)), "{typ}");
+        }
+        for typ in [Some("JWT"), Some("jwt"), Some("at+jwt+x"), Some(""), None] {
+            assert!(!is_access_token_typ(typ), "{typ:?}");
+        }
+    }
+
+    #[test]
+    fn scopes_come_from_scope_and_scp_in_either_form() {
+        let claims = |extra: serde_json::Value| -> Claims {
+            let mut value = serde_json::json!({"iss": "i", "sub": "s", "exp": 1});
+            if let (Some(map), Some(extra)) = (value.as_object_mut(), extra.as_object()) {
+                map.extend(extra.clone());
+            }
+            serde_json::from_value(value).expect("claims")
+        };
+        assert_eq!(
+            claims(serde_json::json!({"scope": "mcp  tasks:write"})).scopes(),
+            vec!["mcp", "tasks:write"]
+        );
+        assert_eq!(
+            claims(serde_json::json!({"scp": ["mcp", "deploy"]})).scopes(),
+            vec!["mcp", "deploy"]
+        );
+        assert_eq!(
+            claims(serde_json::json!({"scope": "mcp", "scp": "mcp deploy"})).scopes(),
+            vec!["mcp", "deploy"]
+        );
+        assert!(claims(serde_json::json!({})).scopes().is_empty());
     }
 
     #[test]

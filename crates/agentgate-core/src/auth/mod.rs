@@ -9,8 +9,9 @@
 //! [auth]
 //! mode = "tokens"            # "none" (default), "tokens" or "oauth"
 //! # The public URL of /mcp, as clients reach it (behind a proxy the server
-//! # cannot know it). Default: http://<listen address>/mcp. OAuth mode uses it
-//! # as the token audience and in the protected-resource metadata.
+//! # cannot know it). Required in OAuth mode, which uses it as the token
+//! # audience and in the protected-resource metadata: a default would let two
+//! # deployments on one issuer accept each other's tokens.
 //! resource = "https://mcp.example.com/mcp"
 //!
 //! # mode = "tokens": static bearer tokens; principal "token:<principal>".
@@ -31,24 +32,37 @@
 //! scopes_supported = ["mcp"]                 # advertised in the metadata
 //! leeway_seconds = 60                        # clock skew allowed on exp/nbf
 //! jwks_min_refresh_seconds = 30              # unknown-kid refetch rate limit
+//! require_at_jwt_typ = true                  # RFC 9068 `typ: at+jwt` (the default)
+//! required_scopes = ["mcp"]                  # every request needs these
+//! [auth.oauth.method_scopes]                 # JSON-RPC method → scopes
+//! "tasks/cancel" = ["mcp:write"]
+//! [auth.oauth.tool_scopes]                   # tools/call of a tool → scopes
+//! QBusinessQueryTool = ["qbusiness"]
 //! ```
 //!
 //! - [`tokens`]: static tokens, stored as hashes, compared in constant time.
 //! - [`jwt`]: JWT validation against the issuer's JWKS.
 //! - [`metadata`]: RFC 9728 protected-resource metadata.
+//! - [`scopes`]: which scopes a request needs; 403 `insufficient_scope`.
+//! - `expiry`: an event stream ends when its token expires.
 //!
 //! A request without a usable `Authorization: Bearer` header gets 401 with
 //! `WWW-Authenticate: Bearer` (naming the metadata URL in OAuth mode, and
-//! `error="invalid_token"` when a token was presented). Tokens are never
+//! `error="invalid_token"` when a token was presented). In OAuth mode a
+//! token lacking a configured scope gets 403 `insufficient_scope` instead,
+//! and an event stream ends when its token expires. Tokens are never
 //! logged; rejections are logged with their reason at debug level.
 
+mod expiry;
 mod failures;
 pub mod jwt;
 pub mod metadata;
+pub mod scopes;
 pub mod tokens;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
@@ -59,8 +73,28 @@ use crate::task::Owner;
 /// An authenticated HTTP principal, placed in the request's extensions by
 /// [`Authenticator`]'s layer. Without one, HTTP callers are
 /// [`Owner::anonymous`].
-#[derive(Debug, Clone)]
-pub struct Principal(pub Owner);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Who owns the tasks the request creates and may see.
+    pub owner: Owner,
+    /// The scopes the credential grants (an OAuth token's `scope` or
+    /// `scp`); empty for static tokens, which are not scoped.
+    pub scopes: Vec<String>,
+    /// When the credential expires (an OAuth token's `exp`); `None` for
+    /// static tokens.
+    pub expires_at: Option<SystemTime>,
+}
+
+impl Principal {
+    /// A principal with no scopes and no expiry (a static token, a test).
+    pub fn new(owner: Owner) -> Self {
+        Self {
+            owner,
+            scopes: Vec::new(),
+            expires_at: None,
+        }
+    }
+}
 
 /// Bad `[auth]` settings.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +162,21 @@ pub struct OAuthConfig {
     pub leeway_seconds: u64,
     #[serde(default = "default_min_refresh")]
     pub jwks_min_refresh_seconds: u64,
+    /// RFC 9068 §4: refuse a token whose header `typ` is not `at+jwt` (or
+    /// `application/at+jwt`), such as an ID token (`typ: JWT`) the same
+    /// issuer signed for the same audience. Turn off only for an issuer
+    /// that does not type its access tokens.
+    #[serde(default = "default_true")]
+    pub require_at_jwt_typ: bool,
+    /// Scopes every request needs ([`scopes`]).
+    #[serde(default)]
+    pub required_scopes: Vec<String>,
+    /// JSON-RPC method → the scopes it needs besides `required_scopes`.
+    #[serde(default)]
+    pub method_scopes: BTreeMap<String, Vec<String>>,
+    /// Tool name → the scopes `tools/call` of it needs.
+    #[serde(default)]
+    pub tool_scopes: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for OAuthConfig {
@@ -140,8 +189,16 @@ impl Default for OAuthConfig {
             scopes_supported: Vec::new(),
             leeway_seconds: default_leeway(),
             jwks_min_refresh_seconds: default_min_refresh(),
+            require_at_jwt_typ: true,
+            required_scopes: Vec::new(),
+            method_scopes: BTreeMap::new(),
+            tool_scopes: BTreeMap::new(),
         }
     }
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_algorithms() -> Vec<String> {
@@ -162,6 +219,11 @@ pub struct Authenticator {
     failures: failures::Failures,
     /// OAuth mode: the RFC 9728 document and where it is served.
     metadata: Option<(metadata::ProtectedResourceMetadata, String)>,
+    /// OAuth mode: the scopes requests need (empty otherwise).
+    scopes: scopes::ScopePolicy,
+    /// How long past its `exp` a token is still accepted (clock skew), so
+    /// how long past it a stream it opened may run.
+    leeway: Duration,
 }
 
 #[derive(Debug)]
@@ -172,13 +234,26 @@ enum Check {
 
 impl Authenticator {
     /// The authenticator `config` asks for, `None` for `mode = "none"`.
-    /// `default_resource` is the URL of `/mcp` when `resource` is not set;
-    /// `env` reads `token_env` variables.
+    /// `default_resource` is the URL of `/mcp` when `resource` is not set
+    /// (not in OAuth mode, which needs it set); `env` reads `token_env`
+    /// variables.
     pub fn from_config(
         config: &AuthConfig,
         default_resource: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Arc<Self>>, AuthError> {
+        if config.mode == AuthMode::Oauth && config.resource.is_none() {
+            // The resource is the audience tokens must name. Guessing it from
+            // the listen address would make every instance behind a proxy
+            // `http://127.0.0.1:8722/mcp`: two deployments on one issuer
+            // would accept each other's tokens.
+            return Err(AuthError::Config(
+                "auth.mode = \"oauth\" needs auth.resource, the public URL clients reach /mcp \
+                 at, which tokens must name as their audience, e.g. \
+                 resource = \"https://mcp.example.com/mcp\" under [auth]"
+                    .into(),
+            ));
+        }
         let resource = config
             .resource
             .clone()
@@ -213,6 +288,8 @@ impl Authenticator {
                     check: Check::Tokens(tokens::TokenTable::new(&config.tokens, env)?),
                     failures: failures::Failures::default(),
                     metadata: None,
+                    scopes: scopes::ScopePolicy::default(),
+                    leeway: Duration::ZERO,
                 })))
             }
             AuthMode::Oauth => {
@@ -227,6 +304,11 @@ impl Authenticator {
                     ));
                 };
                 let verifier = jwt::JwtVerifier::new(oauth, &resource)?;
+                let scopes = scopes::ScopePolicy::new(
+                    &oauth.required_scopes,
+                    &oauth.method_scopes,
+                    &oauth.tool_scopes,
+                )?;
                 let document = metadata::ProtectedResourceMetadata::new(
                     &resource,
                     verifier.issuer(),
@@ -236,17 +318,20 @@ impl Authenticator {
                     check: Check::OAuth(Box::new(verifier)),
                     failures: failures::Failures::default(),
                     metadata: Some((document, metadata::metadata_url(&resource))),
+                    scopes,
+                    leeway: Duration::from_secs(oauth.leeway_seconds),
                 })))
             }
         }
     }
 
     /// The caller's principal, from the `Authorization` header.
-    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Owner, Rejection> {
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Rejection> {
         let token = bearer(headers)?;
         match &self.check {
             Check::Tokens(table) => table
                 .verify(token)
+                .map(Principal::new)
                 .ok_or_else(|| Rejection::Invalid("no configured token matches".into())),
             Check::OAuth(verifier) => verifier.verify(token).await,
         }
@@ -353,10 +438,25 @@ impl Authenticator {
             return too_many_failures(wait);
         }
         match self.authenticate(request.headers()).await {
-            Ok(owner) => {
-                tracing::trace!(principal = %owner, path = %request.uri().path(), "authenticated");
-                request.extensions_mut().insert(Principal(owner));
-                next.run(request).await
+            Ok(principal) => {
+                tracing::trace!(
+                    principal = %principal.owner, path = %request.uri().path(), "authenticated"
+                );
+                // The scopes every request needs are checked here, before the
+                // body is read; a method's or a tool's in `authorize_calls`.
+                let required = self.scopes.required().iter().map(String::as_str);
+                if !scopes::covers(&principal.scopes, required) {
+                    let needed: Vec<&str> =
+                        self.scopes.required().iter().map(String::as_str).collect();
+                    return self.insufficient_scope(&principal, &needed);
+                }
+                let expires_at = principal.expires_at;
+                request.extensions_mut().insert(principal);
+                let response = next.run(request).await;
+                match expires_at {
+                    Some(at) => expiry::end_streams_at(response, at, self.leeway),
+                    None => response,
+                }
             }
             Err(rejection) => {
                 match &rejection {
@@ -378,6 +478,71 @@ impl Authenticator {
                 self.reject(&rejection)
             }
         }
+    }
+}
+
+impl Authenticator {
+    /// True when a method or a tool has scopes of its own, so the body's
+    /// calls must be passed to [`authorize_calls`](Self::authorize_calls).
+    pub fn has_call_scopes(&self) -> bool {
+        self.scopes.has_call_rules()
+    }
+
+    /// `None` when the request's principal (from its extensions) holds
+    /// every scope `calls` need; otherwise the 403 `insufficient_scope`
+    /// answer naming them. A request without a principal passed no
+    /// [`protect`](Self::protect) layer and is not this check's to refuse.
+    pub fn authorize_calls(
+        &self,
+        extensions: &http::Extensions,
+        calls: &[scopes::Call<'_>],
+    ) -> Option<Response> {
+        let principal = extensions.get::<Principal>()?;
+        let needed = self.scopes.needed(calls);
+        if scopes::covers(&principal.scopes, needed.iter().copied()) {
+            return None;
+        }
+        let needed: Vec<&str> = needed.into_iter().collect();
+        Some(self.insufficient_scope(principal, &needed))
+    }
+
+    /// 403 with the RFC 6750 `insufficient_scope` challenge: `scope` names
+    /// every scope the request needs (not only the missing ones, and not
+    /// the granted ones: MCP has the client add them to what it holds).
+    fn insufficient_scope(&self, principal: &Principal, needed: &[&str]) -> Response {
+        let scope = needed.join(" ");
+        let missing: Vec<&str> = needed
+            .iter()
+            .copied()
+            .filter(|s| !principal.scopes.iter().any(|g| g == s))
+            .collect();
+        tracing::debug!(
+            principal = %principal.owner, needed = %scope, missing = %missing.join(" "),
+            "refused: insufficient scope"
+        );
+        let mut challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
+        if let Some((_, url)) = &self.metadata {
+            challenge.push_str(&format!(", resource_metadata=\"{url}\""));
+        }
+        challenge
+            .push_str(", error_description=\"the access token lacks a scope this request needs\"");
+        let mut response = (
+            StatusCode::FORBIDDEN,
+            axum::Json(serde_json::json!({
+                "error": "insufficient_scope",
+                "error_description": format!("this request needs the scopes: {scope}"),
+                "scope": scope,
+            })),
+        )
+            .into_response();
+        // Scopes are checked tokens and the URL a parsed one, so the value
+        // is a valid header; if not, the 403 still says what is missing.
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
     }
 }
 
@@ -453,6 +618,7 @@ mod tests {
         );
         let config = AuthConfig {
             mode: AuthMode::Oauth,
+            resource: Some("https://mcp.example.com/mcp".into()),
             ..AuthConfig::default()
         };
         let err = Authenticator::from_config(&config, "http://127.0.0.1:1/mcp", |_| None)
@@ -466,5 +632,24 @@ mod tests {
         let err = Authenticator::from_config(&config, "http://127.0.0.1:1/mcp", |_| None)
             .expect_err("relative resource");
         assert!(err.to_string().contains("auth.resource"), "{err}");
+    }
+
+    #[test]
+    fn oauth_without_a_resource_is_refused_with_an_example() {
+        let config = AuthConfig {
+            mode: AuthMode::Oauth,
+            oauth: Some(OAuthConfig {
+                issuer: "https://auth.example.com".into(),
+                ..OAuthConfig::default()
+            }),
+            ..AuthConfig::default()
+        };
+        let err = Authenticator::from_config(&config, "http://127.0.0.1:1/mcp", |_| None)
+            .expect_err("no resource");
+        let err = err.to_string();
+        assert!(
+            err.contains("auth.resource") && err.contains("https://mcp.example.com/mcp"),
+            "{err}"
+        );
     }
 }

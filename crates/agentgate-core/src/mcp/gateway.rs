@@ -157,7 +157,7 @@ impl Gateway {
                 .extensions
                 .get::<http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<Principal>())
-                .map(|p| p.0.clone())
+                .map(|p| p.owner.clone())
                 .unwrap_or_else(Owner::anonymous),
         }
     }

@@ -135,10 +135,13 @@ pub fn http_router<H: ServerHandler + Clone>(
         LocalSessionManager::default().into(),
         config,
     );
+    // Only when a method or a tool has scopes of its own does the body
+    // reader check them: it is the one place that has parsed the message.
+    let call_scopes = options.auth.clone().filter(|auth| auth.has_call_scopes());
     let mut mcp = axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(move |request, next| {
-            json_rpc_body(request, next, max_body, strict_headers)
+            json_rpc_body(request, next, max_body, strict_headers, call_scopes.clone())
         }));
     if let Some(auth) = &options.auth {
         mcp = auth.protect(mcp);
@@ -160,12 +163,16 @@ pub fn http_router<H: ServerHandler + Clone>(
 /// (`-32600` / `-32700`) instead of a bare text status, so every client gets
 /// an error it can parse, and carries a `subscriptions/listen` request's
 /// `taskIds` past rmcp (see [`listen`]). A legacy session's DELETE is
-/// answered 204 (rmcp says 202). Other requests pass through untouched.
+/// answered 204 (rmcp says 202). With `call_scopes` (OAuth scopes per
+/// method or tool), a message the principal lacks a scope for is answered
+/// 403 `insufficient_scope` (see [`crate::auth::scopes`]). Other requests
+/// pass through untouched.
 async fn json_rpc_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
     max_body: usize,
     strict_headers: bool,
+    call_scopes: Option<std::sync::Arc<crate::auth::Authenticator>>,
 ) -> axum::response::Response {
     use axum::http::{Method, StatusCode};
     use axum::response::IntoResponse as _;
@@ -227,6 +234,15 @@ async fn json_rpc_body(
                 .into_response();
         }
     };
+    if let Some(auth) = &call_scopes {
+        // Parsed again, as a value, only here: a batch or an odd message
+        // must not slip past the check because `Envelope` did not fit it.
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let calls = crate::auth::scopes::Call::all_in(&body);
+        if let Some(refusal) = auth.authorize_calls(&parts.extensions, &calls) {
+            return refusal;
+        }
+    }
     let mut listen = None;
     if method.as_deref() == Some("subscriptions/listen") {
         let request: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
