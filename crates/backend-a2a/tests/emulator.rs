@@ -1,8 +1,11 @@
 //! The A2A backend against the real A2A emulator over HTTP: every scripted
 //! skill end to end through the job, driven step by step as the engine
-//! does, with every request checked against the vendored a2a.proto.
+//! does, with every request checked against the vendored a2a.proto; and
+//! (`hostile/`) small agents whose cards try to steer agentgate's
+//! credentials and requests.
 
 mod common;
+mod hostile;
 
 use agentgate_backend::{Backend, Event, Input, JobError, Step};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
