@@ -678,3 +678,169 @@ async fn configuration_and_credential_problems_are_clear() {
         client.cancel().await.expect("close");
     }
 }
+
+/// A shared gateway: two principals with bearer tokens, Alice mapped to a
+/// Q Business user, Bob to none.
+async fn shared_gateway(sim: &Sim, store: &Path) -> Gate {
+    let config = "[auth]\nmode = \"tokens\"\n\
+                  [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"ALICE_TOKEN\"\n\
+                  [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"BOB_TOKEN\"\n\
+                  [qbusiness.users.\"token:alice\"]\nuser_id = \"alice@corp.example\"\n\
+                  user_groups = [\"Engineering\"]\n";
+    gateway(
+        sim,
+        store,
+        &[],
+        &[("ALICE_TOKEN", "alice-secret"), ("BOB_TOKEN", "bob-secret")],
+    )
+    .config(config)
+    .start()
+    .await
+}
+
+#[tokio::test]
+async fn a_principal_speaks_as_its_configured_identity_never_as_its_arguments_say() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = shared_gateway(&sim, &dir.path().join("t.db")).await;
+    let alice = legacy().http_with_token(&server.url, "alice-secret").await;
+    let bob = legacy().http_with_token(&server.url, "bob-secret").await;
+
+    for (field, args) in [
+        (
+            "user_id",
+            json!({"query": "salaries?", "user_id": "cfo@corp.example"}),
+        ),
+        (
+            "user_groups",
+            json!({"query": "salaries?", "user_groups": ["Finance-Admins"]}),
+        ),
+    ] {
+        let refused = bob
+            .call_tool(call("QBusinessQueryTool", args))
+            .await
+            .expect("call");
+        assert_eq!(refused.is_error, Some(true), "{refused:?}");
+        let text = &texts(&refused)[0];
+        assert!(
+            text.contains(&format!("`{field}`")) && text.contains("[qbusiness.users]"),
+            "names the field and the setting: {text}"
+        );
+    }
+    assert_eq!(sim.sim.stats().chat_sync_requests, 0, "nothing was sent");
+    // Nor do the fields appear in the schema a model reads.
+    let tools = bob.list_all_tools().await.expect("tools/list");
+    let schema = &tools
+        .iter()
+        .find(|t| t.name == "QBusinessQueryTool")
+        .expect("the tool")
+        .input_schema;
+    assert!(
+        !schema["properties"]
+            .as_object()
+            .expect("properties")
+            .contains_key("user_id")
+    );
+
+    let answered = alice
+        .call_tool(call("QBusinessQueryTool", ask("How many vacation days?")))
+        .await
+        .expect("call");
+    assert_full_answer(&answered);
+    let answered = bob
+        .call_tool(call("QBusinessQueryTool", ask("How many vacation days?")))
+        .await
+        .expect("call");
+    assert_full_answer(&answered);
+    let seen = sim.sim.stats().identities;
+    assert_eq!(
+        seen,
+        vec![
+            agentgate_sim::qbusiness::SeenIdentity {
+                user_id: Some("alice@corp.example".into()),
+                user_groups: vec!["Engineering".into()],
+            },
+            agentgate_sim::qbusiness::SeenIdentity::default(),
+        ],
+        "on the wire: Alice as her mapped user, Bob as nobody in particular"
+    );
+    alice.cancel().await.expect("close");
+    bob.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn another_principals_conversation_is_refused_exactly_like_an_unknown_one() {
+    // No user ids at all (the seed's anonymous application): upstream
+    // cannot tell the principals apart, so agentgate must.
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = "[auth]\nmode = \"tokens\"\n\
+                  [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"ALICE_TOKEN\"\n\
+                  [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"BOB_TOKEN\"\n";
+    let server = gateway(
+        &sim,
+        &dir.path().join("t.db"),
+        &[],
+        &[("ALICE_TOKEN", "alice-secret"), ("BOB_TOKEN", "bob-secret")],
+    )
+    .config(config)
+    .start()
+    .await;
+    let alice = legacy().http_with_token(&server.url, "alice-secret").await;
+    let bob = legacy().http_with_token(&server.url, "bob-secret").await;
+
+    let first = alice
+        .call_tool(call("QBusinessQueryTool", ask("How many vacation days?")))
+        .await
+        .expect("call");
+    let structured = assert_full_answer(&first);
+    let conversation = structured["conversationId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let parent = structured["systemMessageId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let follow_up = |conversation: &str| {
+        json!({"query": "And can unused days be carried over?",
+               "conversation_id": conversation, "parent_message_id": parent})
+    };
+    let sent_before = sim.sim.stats().chat_sync_requests;
+
+    let hers = bob
+        .call_tool(call("QBusinessQueryTool", follow_up(&conversation)))
+        .await
+        .expect("call");
+    let unknown = "c0ffee00-0000-4000-8000-000000000000";
+    let nobodys = bob
+        .call_tool(call("QBusinessQueryTool", follow_up(unknown)))
+        .await
+        .expect("call");
+    assert_eq!(hers.is_error, Some(true), "{hers:?}");
+    assert_eq!(nobodys.is_error, Some(true), "{nobodys:?}");
+    assert_eq!(
+        texts(&hers)[0],
+        texts(&nobodys)[0].replace(unknown, &conversation),
+        "the same answer, but for the id it echoes"
+    );
+    assert!(texts(&hers)[0].contains("`conversation_id`"), "{hers:?}");
+    assert_eq!(
+        sim.sim.stats().chat_sync_requests,
+        sent_before,
+        "neither reached Q Business"
+    );
+
+    // Alice herself continues it.
+    let hers = alice
+        .call_tool(call("QBusinessQueryTool", follow_up(&conversation)))
+        .await
+        .expect("call");
+    assert_ne!(hers.is_error, Some(true), "{hers:?}");
+    assert_eq!(
+        hers.structured_content.expect("structured")["conversationId"],
+        json!(conversation)
+    );
+    alice.cancel().await.expect("close");
+    bob.cancel().await.expect("close");
+}

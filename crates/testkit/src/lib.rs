@@ -121,6 +121,24 @@ impl TestClient {
             .expect("connect over HTTP")
     }
 
+    /// As [`http`](Self::http), sending `Authorization: Bearer <token>`.
+    pub async fn http_with_token(
+        self,
+        url: &str,
+        token: &str,
+    ) -> RunningService<RoleClient, TestClient> {
+        let lifecycle = self.lifecycle();
+        let transport = StreamableHttpClientTransport::from_config(
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url.to_owned(),
+            )
+            .auth_header(token.to_owned()),
+        );
+        self.serve_with_lifecycle(transport, lifecycle)
+            .await
+            .expect("connect over HTTP with a bearer token")
+    }
+
     /// Spawns `command` (an MCP server on stdio) and connects to it.
     pub async fn stdio(self, command: Command) -> RunningService<RoleClient, TestClient> {
         let lifecycle = self.lifecycle();

@@ -13,7 +13,6 @@
 use chrono::Utc;
 use serde_json::Value;
 
-use super::Inner;
 use super::answer::{self, Answer};
 use super::errors::{ApiError, RESOURCE_CONVERSATION, RESOURCE_PLUGIN};
 use super::ids::{new_token, new_uuid};
@@ -24,6 +23,7 @@ use super::plugins::{
 use super::request::{ChatSyncInput, Query, parse_chat_sync, validate_chat_sync};
 use super::state::{Conversation, Replay, State};
 use super::wire::{ActionReview, AuthChallengeRequest, ChatSyncOutput, Message};
+use super::{Inner, SeenIdentity};
 
 /// What a turn does besides answering.
 #[derive(Debug)]
@@ -62,6 +62,10 @@ pub(crate) fn chat_sync(
     {
         let mut st = sim.state();
         st.stats.chat_sync_requests += 1;
+        st.stats.identities.push(SeenIdentity {
+            user_id: query.user_id.clone(),
+            user_groups: query.user_groups.clone(),
+        });
         if let Some(token) = token_hint {
             *st.stats.by_client_token.entry(token).or_default() += 1;
         }

@@ -135,8 +135,18 @@ pub struct Stats {
     /// Successful answers replaced by a 500 after their effect was applied (any API
     /// operation; see [`Faults::set_lost_rate`]).
     pub answers_lost: u64,
+    /// The identity (`userId`, `userGroups` query parameters) each ChatSync
+    /// request arrived with, in order: what agentgate sent on the wire.
+    pub identities: Vec<SeenIdentity>,
     by_client_token: HashMap<String, u64>,
     effects_by_client_token: HashMap<String, u64>,
+}
+
+/// Who a ChatSync request said it was asking for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SeenIdentity {
+    pub user_id: Option<String>,
+    pub user_groups: Vec<String>,
 }
 
 impl Stats {
