@@ -1097,3 +1097,118 @@ async fn bad_tokens_and_bad_arguments_get_clear_errors_without_the_token() {
     );
     client.cancel().await.expect("close");
 }
+
+/// Every request the GitHub emulator received: its bearer token and body.
+type Wire = Arc<Mutex<Vec<(String, String)>>>;
+
+const ALICE_GITHUB_TOKEN: &str = "ghp_AliceOwnTokenForAgentgateTests00001";
+
+/// A shared gateway in front of the emulator: Alice may use acme/widgets
+/// with her own GitHub token; Bob only acme/gadgets, with the gateway's.
+async fn shared_gateway(dir: &Path) -> (Emulator<GithubSim>, Wire, Gate) {
+    let wire: Wire = Arc::default();
+    let log = wire.clone();
+    let emulator = emulators::github(GithubConfig {
+        time_scale: 0.1,
+        more_tokens: vec![ALICE_GITHUB_TOKEN.to_owned()],
+        ..GithubConfig::default()
+    })
+    .layer(move |router| {
+        router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let log = log.clone();
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let bytes = axum::body::to_bytes(body, 4 << 20)
+                        .await
+                        .unwrap_or_default();
+                    let token = parts
+                        .headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.split_once(' '))
+                        .map(|(_, t)| t.trim().to_owned())
+                        .unwrap_or_default();
+                    let text = format!("{} {}", parts.uri, String::from_utf8_lossy(&bytes));
+                    log.lock().expect("lock").push((token, text));
+                    next.run(axum::extract::Request::from_parts(parts, bytes.into()))
+                        .await
+                }
+            },
+        ))
+    })
+    .start()
+    .await;
+    let config = "[auth]\nmode = \"tokens\"\n\
+                  [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"ALICE_TOKEN\"\n\
+                  [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"BOB_TOKEN\"\n\
+                  [copilot.principals.\"token:alice\"]\nrepositories = [\"acme/widgets\"]\n\
+                  token_env = \"ALICE_GITHUB_TOKEN\"\n\
+                  [copilot.principals.\"token:bob\"]\nrepositories = [\"acme/gadgets\"]\n";
+    let server = GateBuilder::agentgate(BIN, dir)
+        .upstream(&emulator)
+        .config(config)
+        .envs([
+            ("ALICE_TOKEN", "alice-secret"),
+            ("BOB_TOKEN", "bob-secret"),
+            ("ALICE_GITHUB_TOKEN", ALICE_GITHUB_TOKEN),
+        ])
+        .start()
+        .await;
+    (emulator, wire, server)
+}
+
+#[tokio::test]
+async fn a_principal_touches_only_its_repositories_and_acts_with_its_own_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (gh, wire, server) = shared_gateway(dir.path()).await;
+    let alice = TestClient::tasks()
+        .http_with_token(&server.url, "alice-secret")
+        .await;
+    let bob = TestClient::tasks()
+        .http_with_token(&server.url, "bob-secret")
+        .await;
+
+    // Bob asks for a repository he was not given: refused by name, and
+    // GitHub hears nothing of it.
+    let task = start_task(&bob, "assign_copilot_to_issue", assign("acme/widgets", 1)).await;
+    let TaskPayload::Completed { result } = poll_until(&bob, &task.task.task_id, is_terminal).await
+    else {
+        panic!("expected completed")
+    };
+    assert_eq!(result["isError"], json!(true), "{result:?}");
+    let text = first_text(&result);
+    assert!(
+        text.contains("acme/widgets")
+            && text.contains("copilot.principals.\"token:bob\".repositories"),
+        "names the repository and the setting: {text}"
+    );
+    assert!(
+        !wire
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|(_, text)| text.contains("widgets")),
+        "no request about acme/widgets reached GitHub"
+    );
+    assert_eq!(gh.sim.stats().assignments, 0);
+
+    // Alice assigns Copilot in her repository, as herself.
+    let task = start_task(&alice, "assign_copilot_to_issue", assign("acme/widgets", 1)).await;
+    let (result, _) = follow(&alice, &task.task.task_id).await;
+    assert_ne!(result["isError"], json!(true), "{result:?}");
+    assert_eq!(gh.sim.stats().assignments_for("acme/widgets", 1), 1);
+    let wire = wire.lock().expect("lock").clone();
+    let mutations: Vec<&String> = wire
+        .iter()
+        .filter(|(_, text)| text.contains("updateIssue"))
+        .map(|(token, _)| token)
+        .collect();
+    assert!(!mutations.is_empty(), "the assignment was seen on the wire");
+    assert!(
+        mutations.iter().all(|token| *token == ALICE_GITHUB_TOKEN),
+        "the assignment went out with Alice's token, not the gateway's"
+    );
+    alice.cancel().await.expect("close");
+    bob.cancel().await.expect("close");
+}

@@ -112,6 +112,10 @@ pub enum TaskScenario {
 pub struct GithubConfig {
     /// The token requests must carry (`Authorization: bearer …` or `token …`).
     pub token: String,
+    /// More tokens accepted, as the same user: the emulator knows one
+    /// viewer, but a test can see which token each request carried (say, a
+    /// principal's own token instead of the gateway's).
+    pub more_tokens: Vec<String>,
     /// Fixed latency added to every request.
     pub latency: Duration,
     /// Random extra latency, uniform in `0..=latency_jitter`.
@@ -130,6 +134,7 @@ impl std::fmt::Debug for GithubConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GithubConfig")
             .field("token", &"<redacted>")
+            .field("more_tokens", &self.more_tokens.len())
             .field("latency", &self.latency)
             .field("latency_jitter", &self.latency_jitter)
             .field("time_scale", &self.time_scale)
@@ -144,6 +149,7 @@ impl Default for GithubConfig {
     fn default() -> Self {
         Self {
             token: DEFAULT_GITHUB_TOKEN.into(),
+            more_tokens: Vec::new(),
             latency: Duration::ZERO,
             latency_jitter: Duration::ZERO,
             time_scale: 1.0,

@@ -199,7 +199,11 @@ async fn front_door(State(sim): State<GithubSim>, request: Request, next: Next) 
             Ok(b) => b,
             Err(_) => break 'outcome (RestError::too_large(MAX_BODY).into_response(), None),
         };
-        if !authorized(&parts.headers, &sim.config().token) {
+        let config = sim.config();
+        if !std::iter::once(&config.token)
+            .chain(&config.more_tokens)
+            .any(|token| authorized(&parts.headers, token))
+        {
             break 'outcome (RestError::bad_credentials(docs).into_response(), None);
         }
         if let Some(fault) = sim.faults().next_fault() {
