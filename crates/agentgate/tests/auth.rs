@@ -873,7 +873,13 @@ async fn a_token_lacking_a_needed_scope_gets_the_insufficient_scope_challenge() 
         );
     };
 
-    // Every request needs `mcp`.
+    // Every request needs `mcp`: the 401 says so, and so does the 403.
+    let none = post(&mcp, None).await;
+    assert_eq!(none.status(), 401);
+    assert_eq!(
+        challenge(&none),
+        format!("Bearer realm=\"agentgate\", resource_metadata=\"{metadata_url}\", scope=\"mcp\"")
+    );
     let unscoped = access_token(&iss, "alice", json!({}));
     let other = access_token(&iss, "alice", json!({"scope": "openid profile"}));
     for token in [&unscoped, &other] {

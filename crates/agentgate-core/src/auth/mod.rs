@@ -349,12 +349,15 @@ impl Authenticator {
         let mut challenge = String::from("Bearer realm=\"agentgate\"");
         if let Some((document, url)) = &self.metadata {
             challenge.push_str(&format!(", resource_metadata=\"{url}\""));
-            // MCP 2025-11-25: the scopes to ask for, so a client need not guess.
-            if !document.scopes_supported.is_empty() {
-                challenge.push_str(&format!(
-                    ", scope=\"{}\"",
-                    document.scopes_supported.join(" ")
-                ));
+            // MCP 2025-11-25: the scopes to ask for, so a client need not
+            // guess: what every request needs when that is configured (the
+            // least a client must hold to get in), else everything offered.
+            let scopes = match self.scopes.required() {
+                [] => &document.scopes_supported[..],
+                required => required,
+            };
+            if !scopes.is_empty() {
+                challenge.push_str(&format!(", scope=\"{}\"", scopes.join(" ")));
             }
         }
         let (status, body) = match rejection {
