@@ -50,6 +50,8 @@ struct Script {
     rpc: Value,
     /// Answer JSON-RPC calls with a 307 to this URL instead.
     redirect_to: Option<String>,
+    /// Answer card reads with a 302 to this URL instead.
+    card_moved_to: Option<String>,
 }
 
 /// A server on its own port (its own origin), recording every request.
@@ -88,8 +90,11 @@ async fn record(hits: Arc<Mutex<Vec<Hit>>>, request: Request<Body>, next: Next) 
 type Shared = Arc<Mutex<Script>>;
 
 async fn card(State(script): State<Shared>) -> Response {
-    let card = script.lock().expect("script lock").card.clone();
-    axum::Json(card).into_response()
+    let script = script.lock().expect("script lock").clone();
+    if let Some(to) = script.card_moved_to {
+        return (StatusCode::FOUND, [(header::LOCATION, to)]).into_response();
+    }
+    axum::Json(script.card).into_response()
 }
 
 async fn token() -> Response {
@@ -482,4 +487,30 @@ async fn a_long_card_text_is_capped_and_marked_as_the_agents() {
         "{theirs}"
     );
     assert!(theirs.ends_with('…'), "{theirs}");
+}
+
+#[tokio::test]
+async fn a_moved_card_is_followed_but_not_onto_an_internal_address() {
+    let other = Server::agent().await;
+    other.set_card(card_json(&format!("{}/", other.url), None));
+    let agent = Server::start(Script {
+        card_moved_to: Some(format!("{}/.well-known/agent-card.json", other.url)),
+        ..Script::default()
+    })
+    .await;
+    let base = format!("http://agent.example:{}", agent.port());
+    let spec = tool(json!({"name": "h", "url": base}), &["agent.example"]).await;
+    let description = spec.tool.description.as_deref().unwrap_or_default();
+    assert!(
+        description.contains("allow_private_network"),
+        "{description}"
+    );
+    assert!(other.hits().is_empty(), "{:?}", other.hits());
+
+    // The same move on a loopback card (internal addresses allowed) is
+    // followed: the refusal above was the guard's.
+    let spec = tool(json!({"name": "h", "url": agent.url}), &[]).await;
+    let description = spec.tool.description.as_deref().unwrap_or_default();
+    assert!(description.contains(CARD_TEXT_MARK), "{description}");
+    assert_eq!(other.hits().len(), 1, "{:?}", other.hits());
 }
