@@ -52,6 +52,8 @@ struct Script {
     redirect_to: Option<String>,
     /// Answer card reads with a 302 to this URL instead.
     card_moved_to: Option<String>,
+    /// Answer token requests with a 307 to this URL instead.
+    token_moved_to: Option<String>,
 }
 
 /// A server on its own port (its own origin), recording every request.
@@ -97,7 +99,10 @@ async fn card(State(script): State<Shared>) -> Response {
     axum::Json(script.card).into_response()
 }
 
-async fn token() -> Response {
+async fn token(State(script): State<Shared>) -> Response {
+    if let Some(to) = script.lock().expect("script lock").token_moved_to.clone() {
+        return (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response();
+    }
     axum::Json(json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600}))
         .into_response()
 }
@@ -513,4 +518,35 @@ async fn a_moved_card_is_followed_but_not_onto_an_internal_address() {
     let description = spec.tool.description.as_deref().unwrap_or_default();
     assert!(description.contains(CARD_TEXT_MARK), "{description}");
     assert_eq!(other.hits().len(), 1, "{:?}", other.hits());
+}
+
+#[tokio::test]
+async fn a_redirect_of_a_token_request_is_not_followed() {
+    let other = Server::agent().await;
+    let agent = Server::start(Script {
+        rpc: completed(),
+        token_moved_to: Some(format!("{}/token", other.url)),
+        ..Script::default()
+    })
+    .await;
+    let token_url = format!("{}/token", agent.url);
+    agent.set_card(card_json(
+        &format!("{}/", agent.url),
+        Some((&token_url, &[])),
+    ));
+    let spec = tool(
+        json!({"name": "h", "url": agent.url, "oauth": {"client_id": "agentgate",
+            "client_secret_env": "HOSTILE_SECRET", "token_url": token_url}}),
+        &[],
+    )
+    .await;
+    let message = refusal(Driver::new(&spec).run(ask(), no_answers).await);
+    assert!(
+        message.contains(&other.url) && message.contains("agents[0].oauth.token_url"),
+        "{message}"
+    );
+    assert_no_secret(&message);
+    assert!(other.hits().is_empty(), "{:?}", other.hits());
+    let paths: Vec<String> = agent.posts().into_iter().map(|h| h.path).collect();
+    assert_eq!(paths, ["/token"], "no call without a token");
 }
