@@ -1,7 +1,10 @@
 //! How a JSON-RPC call to one agent authenticates: nothing, a fixed bearer
 //! token, or an OAuth 2.0 access token got with the client credentials grant
-//! (RFC 6749 §4.4) from the token endpoint the config or the agent's card
-//! names (`securitySchemes.*.oauth2SecurityScheme.flows.clientCredentials`).
+//! (RFC 6749 §4.4) from the token endpoint the config names, or the card's
+//! (`securitySchemes.*.oauth2SecurityScheme.flows.clientCredentials`) where
+//! [`Guard::oauth`] allows it: the card only confirms the config's token URL
+//! and scopes, and a token request that meets a redirect is refused, never
+//! followed.
 //!
 //! ```text
 //! call ─▶ Auth::header() ─ cached token still valid? ─ yes ─▶ Authorization: Bearer …

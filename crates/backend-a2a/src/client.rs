@@ -9,6 +9,11 @@
 //! every JSON-RPC error object are not (the caller may still look at the
 //! code, e.g. TaskNotCancelable). A 401 from an agent whose token is an OAuth
 //! access token is answered by fetching a new token and calling once more.
+//!
+//! Every call first asks the agent's [`Guard`] whether its endpoint may be
+//! called (a checkpointed endpoint is checked again, as config may have
+//! changed); a refusal, and a 3xx answer (never followed: the request
+//! carries credentials), fail the call without a retry.
 
 use std::time::Duration;
 
