@@ -284,7 +284,8 @@ async fn oauth_from_the_card_works_and_no_secret_reaches_logs_or_store() {
         &up,
         dir.path(),
         "",
-        "[a2a.agents.oauth]\nclient_id = \"agentgate-e2e\"\nclient_secret_env = \"EMU_SECRET\"\n",
+        "[a2a.agents.oauth]\nclient_id = \"agentgate-e2e\"\nclient_secret_env = \"EMU_SECRET\"\n\
+         scopes = [\"a2a.invoke\"]\n",
     )
     .sqlite(&store)
     .env("EMU_SECRET", "e2e-client-secret-zzz")
