@@ -146,9 +146,10 @@ impl SqliteStore {
     /// next batch of writes.
     async fn insert(
         &self,
-        task: NewTask,
+        mut task: NewTask,
         lease: Option<(&str, Millis)>,
     ) -> StoreResult<TaskRecord> {
+        super::transition::storable_new_task(&mut task);
         self.writes.insert(task, lease).await
     }
 }

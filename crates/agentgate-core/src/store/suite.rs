@@ -784,6 +784,101 @@ pub async fn retries_count_failures_in_a_row(store: &dyn TaskStore) {
     assert_eq!(saved.steps, 1);
 }
 
+/// NUL characters (which PostgreSQL refuses in text and JSON) are stored as
+/// U+FFFD wherever they come from, on every store alike: a new task's
+/// arguments, a step's state, status, input requests and result, and a
+/// client's answers.
+pub async fn nul_characters_are_stored_as_replacement_characters(store: &dyn TaskStore) {
+    let id = TaskId::generate();
+    store
+        .create(NewTask {
+            id: id.clone(),
+            owner: alice(),
+            tool: "tool".into(),
+            args: json!({"q\u{0}": ["a\u{0}b"]}),
+            status_message: Some("queued\u{0}".into()),
+            ttl_ms: None,
+            now: T0,
+        })
+        .await
+        .expect("a NUL in the arguments is storable");
+    let task = store
+        .get(&alice(), &id, T0)
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(task.args, json!({"q\u{FFFD}": ["a\u{FFFD}b"]}));
+    assert_eq!(task.status_message.as_deref(), Some("queued\u{FFFD}"));
+
+    let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
+    let fence = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
+    let asked = store
+        .checkpoint(
+            &id,
+            "w",
+            fence,
+            Outcome::InputRequired {
+                state: json!({"s": "x\u{0}"}),
+                status_message: Some("agent says \u{0}".into()),
+                requests: BTreeMap::from([("k\u{0}".to_owned(), json!({"m": "\u{0}"}))]),
+            },
+            at(1),
+        )
+        .await
+        .expect("a NUL in a step's state, status and requests is storable");
+    assert_eq!(asked.job_state, Some(json!({"s": "x\u{FFFD}"})));
+    assert_eq!(asked.status_message.as_deref(), Some("agent says \u{FFFD}"));
+    assert_eq!(
+        asked.input_requests,
+        BTreeMap::from([("k\u{FFFD}".to_owned(), json!({"m": "\u{FFFD}"}))])
+    );
+    let ack = store
+        .record_input(
+            &alice(),
+            &id,
+            BTreeMap::from([("k\u{FFFD}".to_owned(), json!("yes\u{0}"))]),
+            at(2),
+        )
+        .await
+        .expect("a NUL in an answer is storable");
+    assert!(ack.complete);
+    let task = store
+        .get(&alice(), &id, at(2))
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(
+        task.input_responses,
+        BTreeMap::from([("k\u{FFFD}".to_owned(), json!("yes\u{FFFD}"))])
+    );
+
+    let claimed = store.claim("w", 10, LEASE, at(3)).await.expect("claim");
+    let fence = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
+    let done = store
+        .checkpoint(
+            &id,
+            "w",
+            fence,
+            Outcome::Completed {
+                result: json!({"content": [{"type": "text", "text": "status\u{0}text"}]}),
+            },
+            at(4),
+        )
+        .await
+        .expect("a NUL in a result is storable");
+    assert_eq!(done.status, TaskPhase::Completed);
+    assert_eq!(
+        done.result,
+        Some(json!({"content": [{"type": "text", "text": "status\u{FFFD}text"}]}))
+    );
+    let stored = store
+        .get(&alice(), &id, at(4))
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(stored.result, done.result, "what was read back is stored");
+}
+
 pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {
     new_task(store, None).await;
     new_task(store, None).await;
@@ -1182,6 +1277,7 @@ macro_rules! store_suite {
             absurd_durations_saturate,
             checkpoint_of_a_deleted_task_is_not_found,
             retries_count_failures_in_a_row,
+            nul_characters_are_stored_as_replacement_characters,
             release_all_frees_a_workers_leases,
             release_gives_up_one_lease_and_is_fenced,
             nudge_makes_a_waiting_task_due_now_and_nothing_else,

@@ -1,5 +1,11 @@
 //! The state machine of a stored task: how a step's [`Outcome`] becomes the
 //! task's next state. Every store calls [`apply`], so the rules live once.
+//!
+//! It also makes what is stored storable everywhere: PostgreSQL refuses
+//! U+0000 in `text` and `jsonb`, so a NUL in any string (an upstream's
+//! status text, a key, a result) is replaced by U+FFFD, the replacement
+//! character, on every store alike. Left in, one such character made each
+//! save fail, and the step that produced it ran again until the task's TTL.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +13,89 @@ use serde_json::Value;
 
 use super::InputAck;
 use crate::clock::Millis;
-use crate::task::{Outcome, Owner, TaskPhase, TaskRecord};
+use crate::task::{NewTask, Outcome, Owner, TaskPhase, TaskRecord};
+
+/// What a NUL in stored text becomes: U+FFFD, which says that a character
+/// was replaced, where dropping it silently would change the text unseen.
+const NUL_REPLACEMENT: char = '\u{FFFD}';
+
+/// `text` with every NUL replaced by [`NUL_REPLACEMENT`].
+pub(crate) fn storable_text(text: &mut String) {
+    if text.contains('\0') {
+        *text = text.replace('\0', &NUL_REPLACEMENT.to_string());
+    }
+}
+
+/// Replaces every NUL in `value`'s strings and object keys.
+pub(crate) fn storable_json(value: &mut Value) {
+    match value {
+        Value::String(text) => storable_text(text),
+        Value::Array(items) => items.iter_mut().for_each(storable_json),
+        Value::Object(map) => {
+            if map.keys().any(|key| key.contains('\0')) {
+                // Keys cannot be changed in place: rebuild the map (in its
+                // order; two keys that differ only by a NUL and U+FFFD keep
+                // the later value).
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(mut key, value)| {
+                        storable_text(&mut key);
+                        (key, value)
+                    })
+                    .collect();
+            }
+            map.values_mut().for_each(storable_json);
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Replaces every NUL in the keys and values of `map`.
+fn storable_map(map: &mut BTreeMap<String, Value>) {
+    if map.keys().any(|key| key.contains('\0')) {
+        *map = std::mem::take(map)
+            .into_iter()
+            .map(|(mut key, value)| {
+                storable_text(&mut key);
+                (key, value)
+            })
+            .collect();
+    }
+    map.values_mut().for_each(storable_json);
+}
+
+/// Replaces every NUL in the text a step's outcome would store.
+pub(crate) fn storable_outcome(outcome: &mut Outcome) {
+    match outcome {
+        Outcome::Completed { result } => storable_json(result),
+        Outcome::Failed { error } => storable_json(error),
+        Outcome::Waiting {
+            state,
+            status_message,
+            ..
+        } => {
+            storable_json(state);
+            status_message.iter_mut().for_each(storable_text);
+        }
+        Outcome::InputRequired {
+            state,
+            status_message,
+            requests,
+        } => {
+            storable_json(state);
+            status_message.iter_mut().for_each(storable_text);
+            storable_map(requests);
+        }
+        Outcome::Retry { status_message, .. } => status_message.iter_mut().for_each(storable_text),
+        Outcome::Cancelled | Outcome::Interrupted => {}
+    }
+}
+
+/// Replaces every NUL in the text a new task would store.
+pub(crate) fn storable_new_task(task: &mut NewTask) {
+    storable_json(&mut task.args);
+    task.status_message.iter_mut().for_each(storable_text);
+}
 
 /// Whether `owner` may see the task at `now`: another owner's or an expired
 /// task looks exactly like an unknown id.
@@ -17,7 +105,11 @@ pub(crate) fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
 
 /// Moves answers for outstanding keys from `responses` into the task;
 /// unknown or already answered keys are ignored.
-pub(crate) fn accept_input(task: &mut TaskRecord, responses: BTreeMap<String, Value>) -> InputAck {
+pub(crate) fn accept_input(
+    task: &mut TaskRecord,
+    mut responses: BTreeMap<String, Value>,
+) -> InputAck {
+    storable_map(&mut responses);
     let mut accepted = Vec::new();
     for (key, value) in responses {
         if task.input_requests.remove(&key).is_some() {
@@ -33,7 +125,8 @@ pub(crate) fn accept_input(task: &mut TaskRecord, responses: BTreeMap<String, Va
 
 /// Turns a step's outcome into the task's next state. Shared by every store so
 /// the transition rules live in one place.
-pub(crate) fn apply(task: &mut TaskRecord, outcome: Outcome, now: Millis) {
+pub(crate) fn apply(task: &mut TaskRecord, mut outcome: Outcome, now: Millis) {
+    storable_outcome(&mut outcome);
     if outcome == Outcome::Interrupted {
         task.due_at = Some(now);
         return;

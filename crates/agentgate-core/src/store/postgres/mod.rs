@@ -224,9 +224,10 @@ impl PostgresStore {
     /// slower at 16 clients, and no faster at 1).
     async fn insert(
         &self,
-        task: NewTask,
+        mut task: NewTask,
         lease: Option<(&str, Millis)>,
     ) -> StoreResult<TaskRecord> {
+        crate::store::transition::storable_new_task(&mut task);
         let mut conn = self.pool.acquire().await?;
         group_commit::insert_row(&mut conn, &task, lease).await?
     }
