@@ -25,6 +25,7 @@
 //! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
 //! - [`ownership`]: [`UpstreamIds`], which upstream conversations and contexts are a principal's;
 //! - [`backend`]: the [`Backend`] trait and its config section;
+//! - [`body`]: [`read_bounded`], an upstream's answer read through a cap;
 //! - [`webhook`]: [`Webhook`], requests an upstream sends to agentgate (push notifications).
 
 // The SDK is what backend authors read: every public item says what it is.
@@ -33,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod body;
 #[doc = include_str!("../../../docs/backends/write-a-backend.md")]
 pub mod guide {}
 pub mod handles;
@@ -46,6 +48,7 @@ pub mod time;
 pub mod webhook;
 
 pub use backend::{Backend, ConfigError, ConfiguredBackend, parse_section};
+pub use body::{BodyError, Size, TooLarge, read_bounded};
 pub use handles::{
     Nudge, NudgeError, NudgeTasks, UpstreamMetrics, UpstreamOutcome, UpstreamRecorder,
 };
