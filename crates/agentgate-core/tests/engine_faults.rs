@@ -1,8 +1,10 @@
 //! The scheduler when the store fails under it: a save that fails briefly
 //! is saved when the store answers (the step does not run again), a save
-//! that cannot be made gives the lease up at once, failing claims back off,
-//! and a PostgreSQL restart under load loses no task and repeats no side
-//! effect.
+//! the store refuses (not an outage) fails the task instead of running the
+//! step again, a result the store could not hold (a NUL on PostgreSQL, one
+//! over the size limit) ends the task after one run, failing claims back
+//! off, and a PostgreSQL restart under load loses no task and repeats no
+//! side effect.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,25 +125,119 @@ async fn a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_
     shutdown.cancel();
 }
 
-async fn a_save_that_cannot_be_made_gives_the_lease_up_at_once() {
+async fn a_save_the_store_refuses_fails_the_task_and_the_step_runs_once() {
+    // Not an outage: saving the same result again would be refused again.
     let store = faulty(0, 1).await;
     let job = Once::default();
     let (engine, shutdown) = engine(store.clone(), job.clone());
     let id = create(&engine).await;
     let task = until_terminal(&engine, &id).await;
-    assert_eq!(task.status, TaskPhase::Completed);
-    assert_eq!(store.calls("release"), 1, "the lease was released");
+    assert_eq!(task.status, TaskPhase::Failed, "{task:?}");
+    let message = task.error.as_ref().and_then(|e| e["message"].as_str());
     assert_eq!(
-        job.0.load(Ordering::SeqCst),
-        2,
-        "the step ran again at once"
+        message,
+        Some("the step's result could not be stored: corrupt task row injected: injected")
     );
-    assert_eq!(
-        task.fence,
-        Fence::from_raw(2),
-        "claimed a second time, not taken over"
-    );
+    assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
+    assert_eq!(store.calls("checkpoint"), 2, "the result, then the failure");
+    assert_eq!(store.calls("release"), 0, "the lease was not given up");
+    assert_eq!(task.fence, Fence::from_raw(1), "never claimed again");
     shutdown.cancel();
+}
+
+/// Completes at once with `text` as its result, counting its runs.
+#[derive(Clone)]
+struct Says {
+    runs: Arc<AtomicUsize>,
+    text: String,
+}
+
+impl Says {
+    fn new(text: impl Into<String>) -> Self {
+        Self {
+            runs: Arc::default(),
+            text: text.into(),
+        }
+    }
+}
+
+impl Job for Says {
+    type Args = serde_json::Map<String, Value>;
+    type State = ();
+
+    async fn start(&self, _: Self::Args, _: &JobContext) -> StepResult<()> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(Step::Done(CallToolResult::success(vec![
+            ContentBlock::text(self.text.clone()),
+        ])))
+    }
+
+    async fn resume(&self, _: (), _: Event, cx: &JobContext) -> StepResult<()> {
+        self.start(Default::default(), cx).await
+    }
+}
+
+/// Runs a `once` task of `job` on `store` to its end.
+async fn run_says(store: Arc<dyn TaskStore>, job: Says, config: EngineConfig) -> TaskRecord {
+    let tools = ToolRegistry::new().with(ToolSpec::new("once", "test", ToolPolicy::default(), job));
+    let engine = Engine::new(store, tools, Arc::new(SystemClock), config);
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
+    let id = create(&engine).await;
+    let task = until_terminal(&engine, &id).await;
+    shutdown.cancel();
+    running.await.expect("the engine stops");
+    task
+}
+
+/// The first text block of a completed task's result.
+fn result_text(task: &TaskRecord) -> Option<&str> {
+    task.result.as_ref()?["content"][0]["text"].as_str()
+}
+
+async fn a_result_with_a_nul_completes_on_postgres_and_the_step_runs_once() {
+    let schema = agentgate_testkit::pg::TestSchema::create("agentgate_test").await;
+    let store = agentgate_core::store::PostgresStore::connect_with(
+        schema.options(),
+        sqlx::postgres::PgPoolOptions::new().max_connections(4),
+    )
+    .await
+    .expect("open store in test schema");
+    let job = Says::new("agent status: ready\u{0}");
+    let config = EngineConfig {
+        idle_poll: Duration::from_millis(50),
+        ..EngineConfig::default()
+    };
+    let task = run_says(Arc::new(store), job.clone(), config).await;
+    assert_eq!(task.status, TaskPhase::Completed, "{task:?}");
+    assert_eq!(result_text(&task), Some("agent status: ready\u{FFFD}"));
+    assert_eq!(job.runs.load(Ordering::SeqCst), 1, "the step ran once");
+    assert_eq!(task.fence, Fence::from_raw(1), "never claimed again");
+}
+
+async fn an_oversized_result_fails_the_task_naming_the_limit() {
+    let store = faulty(0, 0).await;
+    let job = Says::new("x".repeat(2_000));
+    let config = EngineConfig {
+        idle_poll: Duration::from_millis(50),
+        max_result_bytes: 1_000,
+        ..EngineConfig::default()
+    };
+    let task = run_says(store.clone(), job.clone(), config).await;
+    assert_eq!(task.status, TaskPhase::Failed, "{task:?}");
+    let message = task
+        .error
+        .as_ref()
+        .and_then(|e| e["message"].as_str())
+        .unwrap_or_default();
+    assert!(
+        message.contains("over the gateway's limit of 1000 bytes (engine.max_result_bytes)"),
+        "{message}"
+    );
+    assert!(task.result.is_none(), "nothing of the result is kept");
+    assert_eq!(job.runs.load(Ordering::SeqCst), 1, "the step ran once");
+    assert_eq!(store.calls("checkpoint"), 1);
+    assert_eq!(store.calls("release"), 0);
 }
 
 /// A store on which every claim fails while reads say a task is overdue,
@@ -415,8 +511,16 @@ fn main() -> std::process::ExitCode {
             a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once,
         )
         .test(
-            "a_save_that_cannot_be_made_gives_the_lease_up_at_once",
-            a_save_that_cannot_be_made_gives_the_lease_up_at_once,
+            "a_save_the_store_refuses_fails_the_task_and_the_step_runs_once",
+            a_save_the_store_refuses_fails_the_task_and_the_step_runs_once,
+        )
+        .test(
+            "a_result_with_a_nul_completes_on_postgres_and_the_step_runs_once",
+            a_result_with_a_nul_completes_on_postgres_and_the_step_runs_once,
+        )
+        .test(
+            "an_oversized_result_fails_the_task_naming_the_limit",
+            an_oversized_result_fails_the_task_naming_the_limit,
         )
         .paused(
             "failing_claims_back_off_instead_of_spinning",

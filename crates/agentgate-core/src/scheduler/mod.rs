@@ -78,7 +78,17 @@ pub struct EngineConfig {
     /// [`RetryPolicy`](crate::task::RetryPolicy) says (by default 5 min,
     /// the default policy's own cap).
     pub max_backoff: Duration,
+    /// The most bytes of JSON one step may store (its result or error, or
+    /// its state, status and input requests). A step that produces more
+    /// fails its task with an error naming this limit, rather than being
+    /// stored (a database refuses rows past its own limits, and every read
+    /// of the task would carry it). Default 4 MiB.
+    pub max_result_bytes: usize,
 }
+
+/// [`EngineConfig::max_result_bytes`] by default: 4 MiB, far above any
+/// tool result a client reads inline, far below PostgreSQL's 255 MB `jsonb`.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -92,6 +102,7 @@ impl Default for EngineConfig {
             max_retries: 1000,
             retry_for: Duration::from_secs(3600),
             max_backoff: Duration::from_secs(300),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             store_key: SealKey::generate(),
         }
     }

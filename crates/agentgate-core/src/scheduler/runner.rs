@@ -25,17 +25,66 @@ impl Engine {
         );
         self.running().remove(&task.id);
         let Some(outcome) = outcome else { return };
-        self.save(&task, outcome).await;
+        let outcome = self.within_limit(outcome);
+        match self.save(&task, outcome).await {
+            Save::Done => {}
+            Save::Unavailable => self.release(&task).await,
+            Save::Refused(reason) => {
+                // Saving the same outcome again would be refused again, and
+                // running the step again would redo its upstream side
+                // effect only to be refused once more: the task fails,
+                // with an error short and plain enough to be stored.
+                let failed = Outcome::Failed {
+                    error: error_object(
+                        ErrorCode::INTERNAL_ERROR.0,
+                        format!("the step's result could not be stored: {reason}"),
+                    ),
+                };
+                match self.save(&task, failed).await {
+                    Save::Done => {}
+                    Save::Unavailable => self.release(&task).await,
+                    Save::Refused(again) => {
+                        // Not released: the lease runs out by itself, so
+                        // the step runs again at most once per lease (and
+                        // not past the task's TTL), never in a tight loop.
+                        tracing::error!(task = %task.id, error = %again,
+                            "even the task's failure could not be stored; the lease runs out by itself");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The outcome, or a failure naming [`EngineConfig::max_result_bytes`]
+    /// if it would store more than that.
+    ///
+    /// [`EngineConfig::max_result_bytes`]: super::EngineConfig::max_result_bytes
+    fn within_limit(&self, outcome: Outcome) -> Outcome {
+        let limit = self.inner.config.max_result_bytes;
+        let size = stored_bytes(&outcome);
+        if size <= limit {
+            return outcome;
+        }
+        Outcome::Failed {
+            error: error_object(
+                ErrorCode::INTERNAL_ERROR.0,
+                format!(
+                    "the step's result is {size} bytes, over the gateway's limit of {limit} \
+                     bytes (engine.max_result_bytes)"
+                ),
+            ),
+        }
     }
 
     /// Checkpoints a step's outcome. A store that fails the write (a
     /// database blip, a full disk) is asked again, quickly at first, for up
     /// to a third of the lease, so a short outage delays the task by about
-    /// its own length rather than by the lease. If the write still fails,
-    /// the lease is given up at once, so another attempt (here or on another
-    /// instance) runs the step again as soon as the store is back; if even
-    /// that fails, the lease runs out by itself.
-    async fn save(&self, task: &TaskRecord, outcome: Outcome) {
+    /// its own length rather than by the lease. If it is still unavailable,
+    /// the caller gives the lease up at once, so another attempt (here or on
+    /// another instance) runs the step again as soon as the store is back;
+    /// if even that fails, the lease runs out by itself. A write refused for
+    /// any other reason is not retried: the caller fails the task.
+    async fn save(&self, task: &TaskRecord, outcome: Outcome) -> Save {
         let worker = &self.inner.config.worker_id;
         let give_up = self
             .inner
@@ -61,25 +110,25 @@ impl Engine {
                     if saved.due_at.is_some_and(|due| due <= now) {
                         self.wake();
                     }
-                    return;
+                    return Save::Done;
                 }
                 Err(StoreError::LeaseLost { .. }) if failed => {
                     // An earlier try may have committed with its answer lost;
                     // either way the task is no longer ours: let waiters look.
                     tracing::warn!(task = %task.id, "lease gone after a failed save");
                     self.publish(&task.id);
-                    return;
+                    return Save::Done;
                 }
                 Err(StoreError::LeaseLost { .. }) => {
                     tracing::warn!(task = %task.id, "lease lost during the step; its result was discarded");
-                    return;
+                    return Save::Done;
                 }
                 Err(StoreError::NotFound) => {
                     // Expired and swept while the step ran: there is no task
                     // to save to, and waiters should see it gone.
                     tracing::info!(task = %task.id, "task was deleted during its step; its result was discarded");
                     self.publish(&task.id);
-                    return;
+                    return Save::Done;
                 }
                 Err(e) if e.outage().is_some() && now.saturating_add(pause) < give_up => {
                     if !failed {
@@ -89,10 +138,13 @@ impl Engine {
                     self.inner.clock.sleep(pause).await;
                     pause = (pause * 2).min(SAVE_RETRY_MAX);
                 }
-                Err(e) => {
+                Err(e) if e.outage().is_some() => {
                     tracing::error!(task = %task.id, error = %e, "saving a step failed; releasing its lease");
-                    self.release(task).await;
-                    return;
+                    return Save::Unavailable;
+                }
+                Err(e) => {
+                    tracing::error!(task = %task.id, error = %e, "the store refused a step's result; failing the task");
+                    return Save::Refused(e);
                 }
             }
         }
@@ -254,6 +306,60 @@ impl Engine {
                 Err(e) => tracing::warn!(task = %task.id, error = %e, "heartbeat failed"),
             }
         }
+    }
+}
+
+/// How [`Engine::save`] ended.
+enum Save {
+    /// Saved, or nothing left to save (the lease or the task is gone).
+    Done,
+    /// The store is unavailable (an outage): the step may run again once it
+    /// is back.
+    Unavailable,
+    /// The store refused this outcome for another reason (a value the
+    /// database cannot hold, a row it cannot decode): saving it again would
+    /// fail again.
+    Refused(StoreError),
+}
+
+/// Bytes of JSON (and text) `outcome` would store, counted without
+/// building the JSON.
+fn stored_bytes(outcome: &Outcome) -> usize {
+    /// An `io::Write` that only counts.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    fn json(value: &impl serde::Serialize) -> usize {
+        let mut count = Count(0);
+        // Serialising a JSON value cannot fail; the count so far is kept.
+        let _ = serde_json::to_writer(&mut count, value);
+        count.0
+    }
+    let text = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    match outcome {
+        Outcome::Completed { result } => json(result),
+        Outcome::Failed { error } => json(error),
+        Outcome::Waiting {
+            state,
+            status_message,
+            ..
+        } => json(state).saturating_add(text(status_message)),
+        Outcome::InputRequired {
+            state,
+            status_message,
+            requests,
+        } => json(state)
+            .saturating_add(text(status_message))
+            .saturating_add(json(requests)),
+        Outcome::Retry { status_message, .. } => text(status_message),
+        Outcome::Cancelled | Outcome::Interrupted => 0,
     }
 }
 
