@@ -463,3 +463,100 @@ async fn an_unset_oauth_secret_is_refused_at_start_by_its_field() {
         "{stderr}"
     );
 }
+
+/// The contextId of an answer (`structuredContent.task.contextId`).
+fn context_of(result: &CallToolResult) -> String {
+    result.structured_content.as_ref().expect("structured")["task"]["contextId"]
+        .as_str()
+        .expect("a contextId")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn contexts_and_agents_belong_to_their_principals() {
+    let up = agent(quick()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let auth = "[auth]\nmode = \"tokens\"\n\
+                [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"ALICE_TOKEN\"\n\
+                [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"BOB_TOKEN\"\n\
+                [[auth.tokens]]\nprincipal = \"carol\"\ntoken_env = \"CAROL_TOKEN\"\n";
+    let server = GateBuilder::agentgate(BIN, dir.path())
+        .config(&format!(
+            "{auth}\n{}",
+            config(&up, "", "principals = [\"token:alice\", \"token:bob\"]")
+        ))
+        .envs([
+            ("ALICE_TOKEN", "alice-secret"),
+            ("BOB_TOKEN", "bob-secret"),
+            ("CAROL_TOKEN", "carol-secret"),
+        ])
+        .start()
+        .await;
+    let caps = ClientCapabilities::default;
+    let alice = legacy(caps())
+        .http_with_token(&server.url, "alice-secret")
+        .await;
+    let bob = legacy(caps())
+        .http_with_token(&server.url, "bob-secret")
+        .await;
+    let carol = legacy(caps())
+        .http_with_token(&server.url, "carol-secret")
+        .await;
+
+    let first = alice
+        .call_tool(call(TOOL, ask("quick-answer", json!({}))))
+        .await
+        .expect("tools/call");
+    assert_ne!(first.is_error, Some(true), "{first:?}");
+    let context = context_of(&first);
+    let in_context = |context: &str| {
+        let mut args = ask("quick-answer", json!({}));
+        args["context_id"] = json!(context);
+        args
+    };
+    let sent_before = up.sim.stats().rpc_requests;
+
+    // Bob and a made-up id get the same refusal; the agent hears nothing.
+    let hers = bob
+        .call_tool(call(TOOL, in_context(&context)))
+        .await
+        .expect("call");
+    let unknown = "ctx-that-nobody-started";
+    let nobodys = bob
+        .call_tool(call(TOOL, in_context(unknown)))
+        .await
+        .expect("call");
+    assert_eq!(hers.is_error, Some(true), "{hers:?}");
+    assert_eq!(
+        texts(&hers),
+        texts(&nobodys).replace(unknown, &context),
+        "the same answer, but for the id it echoes"
+    );
+    assert!(texts(&hers).contains("`context_id`"), "{hers:?}");
+    // Carol may not use the agent at all.
+    let refused = carol
+        .call_tool(call(TOOL, ask("quick-answer", json!({}))))
+        .await
+        .expect("call");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(
+        texts(&refused).contains("a2a.agents[0].principals"),
+        "names the setting: {refused:?}"
+    );
+    assert_eq!(
+        up.sim.stats().rpc_requests,
+        sent_before,
+        "nothing reached the agent"
+    );
+
+    // Alice continues her own context.
+    let again = alice
+        .call_tool(call(TOOL, in_context(&context)))
+        .await
+        .expect("call");
+    assert_ne!(again.is_error, Some(true), "{again:?}");
+    assert_eq!(context_of(&again), context);
+    for client in [alice, bob, carol] {
+        client.cancel().await.expect("close");
+    }
+}

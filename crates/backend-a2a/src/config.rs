@@ -147,6 +147,10 @@ pub struct AgentConfig {
     /// Default false: only when the card URL is itself such an address.
     #[serde(default)]
     pub allow_private_network: bool,
+    /// The principals (`token:alice`, `oauth:<iss>#<sub>`, `local:<user>`)
+    /// that may call this agent's tool. Unset: every principal.
+    #[serde(default)]
+    pub principals: Option<Vec<String>>,
 }
 
 /// `[a2a.agents.oauth]`: OAuth 2.0 client credentials for one agent (RFC
@@ -250,6 +254,8 @@ pub struct AgentSettings {
     pub allowed_endpoints: Vec<url::Origin>,
     pub allow_http: bool,
     pub allow_private_network: bool,
+    /// Who may call it (`None`: everyone).
+    pub principals: Option<Vec<String>>,
     /// Its path in the config, for messages (`agents[0]`).
     pub at: String,
 }
@@ -493,6 +499,14 @@ impl AgentConfig {
                 .origin();
             allowed_endpoints.push(origin);
         }
+        if let Some(principals) = &self.principals
+            && let Some(i) = principals.iter().position(|p| p.trim().is_empty())
+        {
+            return Err(SettingsError::new(
+                format!("{at}.principals[{i}]"),
+                "is empty; name a principal as its tasks are owned, e.g. \"token:alice\"",
+            ));
+        }
         let poll_ms = self.poll_interval_ms.unwrap_or(default_poll_ms);
         if poll_ms == 0 {
             return Err(SettingsError::new(
@@ -512,6 +526,7 @@ impl AgentConfig {
             allowed_endpoints,
             allow_http: self.allow_http,
             allow_private_network: self.allow_private_network,
+            principals: self.principals.clone(),
             at: at.to_owned(),
         })
     }

@@ -348,6 +348,7 @@ mod tests {
             allowed_endpoints: Vec::new(),
             allow_http: false,
             allow_private_network: false,
+            principals: None,
             at: "agents[0]".into(),
         };
         extra(&mut settings);

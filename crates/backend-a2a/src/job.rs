@@ -586,11 +586,82 @@ impl AgentJob {
     }
 }
 
+impl AgentJob {
+    /// The namespace of this agent's contextIds in the book of upstream ids.
+    fn contexts(&self) -> String {
+        format!("a2a/{}/context", self.name())
+    }
+
+    /// Binds the context the agent answered in to the task's owner. `Some`
+    /// is the step that ends the call instead: the agent put the message in
+    /// a context another principal started, so its answer is not shown.
+    async fn bind_context(
+        &self,
+        cx: &JobContext,
+        context: &str,
+    ) -> Result<Option<Step<State>>, JobError> {
+        if context.is_empty() {
+            return Ok(None);
+        }
+        let ours = cx
+            .upstream_ids()
+            .bind(&self.contexts(), context)
+            .await
+            .map_err(retry_ownership)?;
+        Ok((!ours).then(|| {
+            self.shared.follower.forget(&cx.task_id);
+            Step::Done(result::tool_error(format!(
+                "Error: the A2A agent `{}` answered in a context that another principal of \
+                 this gateway started; the answer is withheld. Call again without context_id \
+                 to start a conversation of your own.",
+                self.name()
+            )))
+        }))
+    }
+}
+
+/// The record of who owns which context could not be read or written: the
+/// step runs again later.
+fn retry_ownership(error: agentgate_backend::OwnershipError) -> JobError {
+    JobError::Retryable {
+        message: error.to_string(),
+        retry_after: None,
+    }
+}
+
 impl Job for AgentJob {
     type Args = SendArgs;
     type State = State;
 
     async fn start(&self, args: SendArgs, cx: &JobContext) -> StepResult<State> {
+        if let Some(allowed) = &self.agent.settings.principals
+            && !allowed.iter().any(|p| p == cx.owner.as_str())
+        {
+            return Ok(Step::Done(result::tool_error(format!(
+                "Error: your principal ({}) may not use the A2A agent `{}`: it is not in \
+                 a2a.{}.principals. Ask the operator to add it. Nothing was sent to the agent.",
+                cx.owner,
+                self.name(),
+                self.agent.settings.at
+            ))));
+        }
+        if let Some(theirs) = args.context_id.as_deref().filter(|c| !c.is_empty()) {
+            // Every principal reaches the agent with the same credentials,
+            // so a contextId alone must not let one join another's context.
+            let owned = cx
+                .upstream_ids()
+                .owns(&self.contexts(), theirs)
+                .await
+                .map_err(retry_ownership)?;
+            if !owned {
+                return Ok(Step::Done(result::tool_error(format!(
+                    "Error: `context_id` {theirs:?} is not a context you started through this \
+                     gateway with the A2A agent `{}`. Pass the contextId of an answer you \
+                     received here, or leave context_id out to start a new conversation.",
+                    self.name()
+                ))));
+            }
+        }
         let endpoint = match self.agent.endpoint().await {
             Ok(endpoint) => endpoint,
             Err(why) => {
@@ -633,6 +704,9 @@ impl Job for AgentJob {
         if let Some(lookup) = lookup
             && let Some(found) = self.find(&endpoint, &context, lookup, &id).await?
         {
+            if let Some(withheld) = self.bind_context(cx, &found.task.context_id).await? {
+                return Ok(withheld);
+            }
             return Ok(self.follow(state(&found), &found, cx));
         }
         let chosen = lookup == Some(Lookup::OwnContext);
@@ -657,6 +731,13 @@ impl Job for AgentJob {
             }
             other => other.map_err(self.fail("SendMessage"))?,
         };
+        let answered_in = match &sent {
+            SendOutcome::Message { message, .. } => message.context_id.clone(),
+            SendOutcome::Task(snapshot) => snapshot.task.context_id.clone(),
+        };
+        if let Some(withheld) = self.bind_context(cx, &answered_in).await? {
+            return Ok(withheld);
+        }
         match sent {
             SendOutcome::Message { message, raw } => {
                 Ok(Step::Done(result::direct(self.name(), &message, &raw)))
@@ -885,6 +966,7 @@ mod tests {
             allowed_endpoints: Vec::new(),
             allow_http: false,
             allow_private_network: false,
+            principals: None,
             at: "agents[0]".into(),
         };
         let guard = crate::guard::Guard::new(&settings);

@@ -303,12 +303,17 @@ impl<'a> Driver<'a> {
     }
 
     pub(crate) fn cx(&self) -> JobContext {
+        // One book for the whole test binary, as the engine's store is: a
+        // follow-up finds the context an earlier call bound to its owner.
+        static BOOK: std::sync::LazyLock<std::sync::Arc<agentgate_backend::InMemoryUpstreamIds>> =
+            std::sync::LazyLock::new(Default::default);
         JobContext::new(
             self.task_id.clone(),
             agentgate_backend::Owner::new("token:alice"),
             self.step,
             agentgate_backend::Millis::EPOCH,
         )
+        .with_upstream_ids(BOOK.clone())
     }
 
     /// Runs one step; on a checkpoint, keeps the state and counts the step.
