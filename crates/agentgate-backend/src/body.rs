@@ -11,7 +11,8 @@
 //! ```
 //!
 //! The error says how much was read and what the cap is; the caller adds
-//! which upstream and which answer it was.
+//! which upstream and which answer it was ("the card at … is over the
+//! 256 KiB cap (stopped after reading 270336 bytes)").
 
 use std::fmt;
 
@@ -27,15 +28,17 @@ pub struct TooLarge {
     pub cap: u64,
 }
 
+/// Reads after "the answer is", "the card is", "one event is": the caller
+/// names what was over the cap.
 fn describe(too: TooLarge) -> String {
     match too.declared {
         Some(declared) => format!(
-            "the answer announced {} (Content-Length), more than the {} cap; not read",
-            Size(declared),
-            Size(too.cap)
+            "over the {} cap (its Content-Length says {}; not read)",
+            Size(too.cap),
+            Size(declared)
         ),
         None => format!(
-            "the answer is larger than the {} cap (stopped after reading {})",
+            "over the {} cap (stopped after reading {})",
             Size(too.cap),
             Size(too.read)
         ),
@@ -131,7 +134,7 @@ mod tests {
         };
         assert_eq!(
             read.to_string(),
-            "the answer is larger than the 64 KiB cap (stopped after reading 70000 bytes)"
+            "over the 64 KiB cap (stopped after reading 70000 bytes)"
         );
         let declared = TooLarge {
             read: 0,
@@ -139,7 +142,9 @@ mod tests {
             cap: 1 << 20,
         };
         assert!(
-            declared.to_string().contains("1024 MiB (Content-Length)"),
+            declared
+                .to_string()
+                .contains("Content-Length says 1024 MiB"),
             "{declared}"
         );
     }

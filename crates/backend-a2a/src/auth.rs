@@ -19,7 +19,8 @@
 //! fetch at a time: concurrent calls wait for it instead of stampeding the
 //! endpoint. The client secret and tokens never reach a log, an error or the
 //! store (their `Debug` is redacted; token endpoint errors carry the RFC
-//! error code and description, never the body).
+//! error code and description, never the body). The token endpoint's answer
+//! is read up to [`TOKEN_ANSWER_CAP`]; a larger one fails without a retry.
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -39,6 +40,10 @@ use crate::guard::{Guard, origin_of};
 /// A token is renewed this long before its `expires_in` runs out, so a call
 /// never leaves with one that ends on the way.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+
+/// The most of a token endpoint's answer read: an RFC 6749 token response
+/// is a few hundred bytes (a JWT access token a few KiB).
+pub const TOKEN_ANSWER_CAP: usize = 64 * 1024;
 
 /// The metrics operation of a token request.
 pub const TOKEN_OPERATION: &str = "OAuthToken";
@@ -178,6 +183,9 @@ enum Transport {
     /// The guard's resolver refused the address.
     #[error("{0}")]
     Refused(crate::guard::Refused),
+    /// The answer was over [`TOKEN_ANSWER_CAP`].
+    #[error("the answer is {0}")]
+    TooLarge(agentgate_backend::TooLarge),
 }
 
 /// The `oauth2` crate's HTTP client: our reqwest client (no redirects),
@@ -214,12 +222,17 @@ impl<'c> oauth2::AsyncHttpClient<'c> for TokenHttp {
             for (name, value) in response.headers() {
                 built = built.header(name, value);
             }
-            let body = response
-                .bytes()
+            let body = agentgate_backend::read_bounded(response, TOKEN_ANSWER_CAP)
                 .await
-                .map_err(|e| Transport::Failed(format!("the answer was cut: {e}")))?;
+                .map_err(|e| match e {
+                    agentgate_backend::BodyError::TooLarge(limit) => Transport::TooLarge(limit),
+                    agentgate_backend::BodyError::Cut(e) => Transport::Failed(format!(
+                        "the answer was cut: {}",
+                        crate::client::plain(&e)
+                    )),
+                })?;
             built
-                .body(body.to_vec())
+                .body(body)
                 .map_err(|e| Transport::Failed(e.to_string()))
         })
     }
@@ -293,6 +306,15 @@ impl OAuth {
             }
             Err(RequestTokenError::Request(Transport::Refused(refused))) => {
                 Err(AuthError::Refused(refused.0))
+            }
+            Err(RequestTokenError::Request(Transport::TooLarge(limit))) => {
+                // Not worth retrying: the endpoint would answer the same.
+                metrics.record(TOKEN_OPERATION, UpstreamOutcome::ServerError);
+                Err(AuthError::Refused(format!(
+                    "the OAuth token endpoint {shown_url} answered HTTP {status} with an answer \
+                     {limit}; check {}.token_url",
+                    self.at
+                )))
             }
             Err(RequestTokenError::Request(e)) => {
                 metrics.record(TOKEN_OPERATION, UpstreamOutcome::Transport);

@@ -14,10 +14,20 @@
 //! called (a checkpointed endpoint is checked again, as config may have
 //! changed); a refusal, and a 3xx answer (never followed: the request
 //! carries credentials), fail the call without a retry.
+//!
+//! Every answer is read through a cap ([`read_bounded`]): a card
+//! ([`CARD_CAP`]), a JSON-RPC answer ([`ANSWER_CAP`]), an error body
+//! ([`ERROR_BODY_CAP`]), one event of a stream ([`EVENT_CAP`]). An answer
+//! over its cap fails the call without a retry ([`CallError::TooLarge`]):
+//! the agent would answer the same again. A stream is scanned for event
+//! boundaries only where new bytes arrived, so a long event costs linear,
+//! not quadratic, time.
 
 use std::time::Duration;
 
-use agentgate_backend::{JobError, UpstreamMetrics, UpstreamOutcome};
+use agentgate_backend::{
+    BodyError, JobError, TooLarge, UpstreamMetrics, UpstreamOutcome, read_bounded,
+};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use rmcp::model::ErrorData;
 use serde::Serialize;
@@ -39,6 +49,18 @@ pub const TASK_NOT_FOUND: i64 = -32001;
 pub const TASK_NOT_CANCELABLE: i64 = -32002;
 pub const UNSUPPORTED_OPERATION: i64 = -32004;
 pub const METHOD_NOT_FOUND: i64 = -32601;
+
+/// The most of an Agent Card read: a card lists skills and interfaces, a
+/// few KiB in practice; 256 KiB leaves room for a large skill list.
+pub const CARD_CAP: usize = 256 * 1024;
+/// The most of one JSON-RPC answer read: a task with its history and
+/// artifacts (which may embed files) fits; more is not an answer to relay.
+pub const ANSWER_CAP: usize = 8 * 1024 * 1024;
+/// The most of an error answer read (only its `error.message` is used).
+pub const ERROR_BODY_CAP: usize = 64 * 1024;
+/// The most one `SubscribeToTask` event may hold (an event carries one
+/// task, status or artifact update: [`ANSWER_CAP`] applies to it too).
+pub const EVENT_CAP: usize = ANSWER_CAP;
 
 /// What went wrong with one call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -72,6 +94,10 @@ pub enum CallError {
          calls (they carry the agent's credentials)"
     )]
     Redirect { status: u16, to: String },
+    /// An answer (`what`: "the answer", "one stream event") over its cap;
+    /// the rest was not read.
+    #[error("{what} is {limit}")]
+    TooLarge { what: &'static str, limit: TooLarge },
 }
 
 impl CallError {
@@ -107,10 +133,13 @@ impl CallError {
                 message,
                 Some(json!({"agent": agent, "method": method, "code": code})),
             )),
+            // Not retried: an agent that answers too much answers the same
+            // again, and each try would read up to the cap once more.
             CallError::Malformed(_)
             | CallError::Auth(_)
             | CallError::Refused(_)
-            | CallError::Redirect { .. } => JobError::Fatal(ErrorData::internal_error(
+            | CallError::Redirect { .. }
+            | CallError::TooLarge { .. } => JobError::Fatal(ErrorData::internal_error(
                 message,
                 Some(json!({"agent": agent, "method": method})),
             )),
@@ -159,11 +188,16 @@ async fn http_error(response: reqwest::Response) -> CallError {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    let detail = response.json::<Value>().await.ok().and_then(|b| {
-        b.pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
+    // Only a message is wanted: a body over the cap (or cut) leaves none.
+    let detail = read_bounded(response, ERROR_BODY_CAP)
+        .await
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .and_then(|b| {
+            b.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
     CallError::Http {
         status,
         retry_after,
@@ -254,10 +288,14 @@ impl AgentClient {
         if status != 200 {
             return Err(format!("the card at {url} answered HTTP {status}"));
         }
-        let card: AgentCard = response
-            .json()
+        let bytes = read_bounded(response, CARD_CAP)
             .await
-            .map_err(|e| format!("the card at {url} is not an Agent Card: {}", plain(&e)))?;
+            .map_err(|e| match e {
+                BodyError::TooLarge(limit) => format!("the card at {url} is {limit}"),
+                BodyError::Cut(e) => format!("the card at {url} was cut: {}", plain(&e)),
+            })?;
+        let card: AgentCard = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("the card at {url} is not an Agent Card: {e}"))?;
         if card.jsonrpc_url().is_none() {
             return Err(format!(
                 "the card at {url} lists no JSONRPC interface of protocol version 1.x \
@@ -342,16 +380,9 @@ impl AgentClient {
         let response = self
             .post(&self.http, endpoint, method, &params, None)
             .await?;
-        let body: Value = match response.json().await {
-            Ok(body) => body,
-            Err(e) => {
-                self.metrics.record(method, UpstreamOutcome::Transport);
-                return Err(CallError::Transport(format!(
-                    "the answer was cut: {}",
-                    plain(&e)
-                )));
-            }
-        };
+        let body = self
+            .read_answer(response, method, "the answer", ANSWER_CAP)
+            .await?;
         match result_of(&body) {
             Ok(result) => {
                 self.metrics.record(method, UpstreamOutcome::Ok);
@@ -364,6 +395,34 @@ impl AgentClient {
                 Err(e)
             }
         }
+    }
+
+    /// The JSON body of a 200 `response` to `method`, read up to `cap`.
+    async fn read_answer(
+        &self,
+        response: reqwest::Response,
+        method: &str,
+        what: &'static str,
+        cap: usize,
+    ) -> Result<Value, CallError> {
+        let bytes = match read_bounded(response, cap).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::TooLarge(limit)) => {
+                // The agent answered, with too much: its fault, not the
+                // network's.
+                self.metrics.record(method, UpstreamOutcome::ServerError);
+                return Err(CallError::TooLarge { what, limit });
+            }
+            Err(BodyError::Cut(e)) => {
+                self.metrics.record(method, UpstreamOutcome::Transport);
+                return Err(CallError::Transport(format!(
+                    "the answer was cut: {}",
+                    plain(&e)
+                )));
+            }
+        };
+        serde_json::from_slice(&bytes)
+            .map_err(|e| CallError::Malformed(format!("the answer is not JSON: {e}")))
     }
 
     /// `SendMessage`: a task, or a direct message.
@@ -442,10 +501,15 @@ impl AgentClient {
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_stream {
             // A JSON-RPC error (a terminal task, streaming not offered).
-            let body: Value = response
-                .json()
+            let body = self
+                .read_answer(response, METHOD, "the answer", ERROR_BODY_CAP)
                 .await
-                .map_err(|e| CallError::Malformed(format!("not an event stream: {}", plain(&e))))?;
+                .map_err(|e| match e {
+                    CallError::Malformed(why) => {
+                        CallError::Malformed(format!("not an event stream: {why}"))
+                    }
+                    other => other,
+                })?;
             let error = match result_of(&body) {
                 Err(e) => e,
                 Ok(_) => CallError::Malformed("a JSON answer where a stream was due".into()),
@@ -458,7 +522,7 @@ impl AgentClient {
         self.metrics.record(METHOD, UpstreamOutcome::Ok);
         Ok(EventStream {
             response,
-            buffer: Vec::new(),
+            buffer: SseBuffer::new(EVENT_CAP),
         })
     }
 }
@@ -468,15 +532,17 @@ impl AgentClient {
 #[derive(Debug)]
 pub struct EventStream {
     response: reqwest::Response,
-    buffer: Vec<u8>,
+    buffer: SseBuffer,
 }
 
 impl EventStream {
     /// The next event's `result`; `Ok(None)` when the agent closed the
-    /// stream cleanly; an error when it broke off or sent an error object.
+    /// stream cleanly; an error when it broke off, sent an error object or
+    /// an event over [`EVENT_CAP`] (the stream is then of no further use:
+    /// the caller drops it, which closes the connection).
     pub async fn next(&mut self) -> Result<Option<Value>, CallError> {
         loop {
-            if let Some(event) = self.take_event() {
+            if let Some(event) = self.buffer.take_event()? {
                 if let SseBlock::Data(data) = event {
                     let body: Value = serde_json::from_str(&data)
                         .map_err(|e| CallError::Malformed(format!("an event is not JSON: {e}")))?;
@@ -485,28 +551,107 @@ impl EventStream {
                 continue;
             }
             match self.response.chunk().await {
-                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Ok(Some(chunk)) => self.buffer.push(&chunk),
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(CallError::Transport(plain(&e))),
             }
         }
     }
+}
 
-    /// One whole event off the buffer, `None` when none is whole.
-    fn take_event(&mut self) -> Option<SseBlock> {
-        let text = &self.buffer;
-        let end = (0..text.len()).find_map(|i| {
+/// The bytes of a stream not yet taken as events, scanned for event
+/// boundaries once each: `scanned` is where the last search stopped, so a
+/// long event arriving in many chunks is searched in linear time.
+#[derive(Debug)]
+struct SseBuffer {
+    bytes: Vec<u8>,
+    /// Where the next event starts (taken events before it are dropped
+    /// lazily, so many small events in one chunk are not each a copy of
+    /// the rest).
+    start: usize,
+    /// Bytes from `start` up to here hold no boundary.
+    scanned: usize,
+    /// The most one event may hold.
+    cap: usize,
+    /// Every byte any search looked at, so a test can see none is looked at
+    /// again and again.
+    examined: u64,
+}
+
+impl SseBuffer {
+    fn new(cap: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            start: 0,
+            scanned: 0,
+            cap,
+            examined: 0,
+        }
+    }
+
+    fn too_large(&self, read: usize) -> CallError {
+        CallError::TooLarge {
+            what: "one stream event",
+            limit: TooLarge {
+                read: u64::try_from(read).unwrap_or(u64::MAX),
+                declared: None,
+                cap: u64::try_from(self.cap).unwrap_or(u64::MAX),
+            },
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        if self.start > 0 {
+            // Only when no whole event is left (`take_event` said `None`):
+            // each byte is moved at most once this way.
+            self.bytes.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        self.bytes.extend_from_slice(chunk);
+    }
+
+    /// One whole event off the buffer, `None` when none is whole yet; an
+    /// error when the event being received is already over the cap.
+    fn take_event(&mut self) -> Result<Option<SseBlock>, CallError> {
+        // A boundary (`\n\n`, `\r\n\r\n`) may straddle the last search's
+        // end: look again at up to three bytes before it.
+        let from = self.scanned.saturating_sub(3).max(self.start);
+        let text = &self.bytes[from..];
+        self.examined += u64::try_from(text.len()).unwrap_or(u64::MAX);
+        let found = (0..text.len()).find_map(|i| {
             if text[i..].starts_with(b"\n\n") {
-                Some((i, 2))
+                Some((from + i, 2))
             } else if text[i..].starts_with(b"\r\n\r\n") {
-                Some((i, 4))
+                Some((from + i, 4))
             } else {
                 None
             }
-        })?;
-        let block: Vec<u8> = self.buffer.drain(..end.0 + end.1).collect();
-        let block = String::from_utf8_lossy(&block[..end.0]).into_owned();
-        Some(sse_data(&block).map_or(SseBlock::NoData, SseBlock::Data))
+        });
+        let Some((end, boundary)) = found else {
+            self.scanned = self.bytes.len();
+            let pending = self.bytes.len() - self.start;
+            return if pending > self.cap {
+                Err(self.too_large(pending))
+            } else {
+                Ok(None)
+            };
+        };
+        if end - self.start > self.cap {
+            // Whole, but over the cap all the same (it came in one chunk).
+            return Err(self.too_large(end - self.start));
+        }
+        let block = String::from_utf8_lossy(&self.bytes[self.start..end]).into_owned();
+        self.start = end + boundary;
+        self.scanned = self.start;
+        if self.start == self.bytes.len() {
+            self.bytes.clear();
+            self.start = 0;
+            self.scanned = 0;
+        }
+        Ok(Some(
+            sse_data(&block).map_or(SseBlock::NoData, SseBlock::Data),
+        ))
     }
 }
 
@@ -563,5 +708,74 @@ mod tests {
         );
         assert_eq!(sse_data(": keep-alive"), None);
         assert_eq!(sse_data("event: x\ndata:{}").as_deref(), Some("{}"));
+    }
+
+    fn data(block: Option<SseBlock>) -> String {
+        match block {
+            Some(SseBlock::Data(data)) => data,
+            other => panic!("expected an event with data, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn events_split_across_chunks_are_found_and_no_byte_is_scanned_twice() {
+        let mut buffer = SseBuffer::new(EVENT_CAP);
+        // A boundary split in its middle, in both spellings.
+        buffer.push(b"data: 1\n");
+        assert!(buffer.take_event().expect("under the cap").is_none());
+        buffer.push(b"\ndata: 2\r\n\r");
+        assert_eq!(data(buffer.take_event().expect("under the cap")), "1");
+        assert!(buffer.take_event().expect("under the cap").is_none());
+        buffer.push(b"\n: keep-alive\n\ndata: 3\n\n");
+        assert_eq!(data(buffer.take_event().expect("under the cap")), "2");
+        assert!(matches!(
+            buffer.take_event().expect("under the cap"),
+            Some(SseBlock::NoData)
+        ));
+        assert_eq!(data(buffer.take_event().expect("under the cap")), "3");
+        assert!(buffer.take_event().expect("under the cap").is_none());
+
+        // One 1 MiB event in 4 KiB chunks: each chunk is searched once
+        // (plus three bytes of the one before), not the whole event again.
+        let mut buffer = SseBuffer::new(EVENT_CAP);
+        buffer.push(b"data: ");
+        let chunk = [b'x'; 4096];
+        for _ in 0..256 {
+            buffer.push(&chunk);
+            assert!(buffer.take_event().expect("under the cap").is_none());
+        }
+        buffer.push(b"\n\n");
+        let event = data(buffer.take_event().expect("under the cap"));
+        assert_eq!(event.len(), 256 * 4096);
+        let total = 6 + 256 * 4096 + 2;
+        assert!(
+            buffer.examined <= total + 3 * 258,
+            "{} bytes examined for {total} received",
+            buffer.examined
+        );
+    }
+
+    #[test]
+    fn an_event_over_the_cap_is_an_error_before_it_ends() {
+        let mut buffer = SseBuffer::new(1024);
+        buffer.push(b"data: ");
+        buffer.push(&[b'x'; 1000]);
+        assert!(buffer.take_event().expect("under the cap").is_none());
+        buffer.push(&[b'x'; 100]);
+        let error = buffer.take_event().expect_err("over the cap");
+        assert!(matches!(error, CallError::TooLarge { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "one stream event is over the 1 KiB cap (stopped after reading 1106 bytes)"
+        );
+        // Whole events each under the cap pass, however many there are.
+        let mut buffer = SseBuffer::new(1024);
+        for _ in 0..100 {
+            buffer.push(&[b"data: ", &[b'y'; 900][..], b"\n\n"].concat());
+            assert_eq!(data(buffer.take_event().expect("under the cap")).len(), 900);
+        }
+        // And one whole event over the cap, in one chunk, does not.
+        buffer.push(&[b"data: ", &[b'z'; 2000][..], b"\n\n"].concat());
+        assert!(buffer.take_event().is_err());
     }
 }

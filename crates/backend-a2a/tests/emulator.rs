@@ -2,7 +2,8 @@
 //! skill end to end through the job, driven step by step as the engine
 //! does, with every request checked against the vendored a2a.proto; and
 //! (`hostile/`) small agents whose cards try to steer agentgate's
-//! credentials and requests.
+//! credentials and requests, and (`hostile/limits.rs`) agents whose answers
+//! never end.
 
 mod common;
 mod hostile;

@@ -8,6 +8,8 @@
 //! host or port is one); a "public-looking" card is one configured by a name
 //! (`agent.example`) that the backend's test resolver maps to 127.0.0.1.
 
+mod limits;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
