@@ -4,14 +4,15 @@
 //! step again, a result the store could not hold (a NUL on PostgreSQL, one
 //! over the size limit) ends the task after one run, failing claims back
 //! off, and a PostgreSQL restart under load loses no task and repeats no
-//! side effect.
+//! side effect. A step whose heartbeats fail is stopped by its own
+//! instance before its lease runs out.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Millis, SystemClock};
+use agentgate_core::clock::{Clock as _, ManualClock, Millis, SystemClock};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
@@ -238,6 +239,107 @@ async fn an_oversized_result_fails_the_task_naming_the_limit() {
     assert_eq!(job.runs.load(Ordering::SeqCst), 1, "the step ran once");
     assert_eq!(store.calls("checkpoint"), 1);
     assert_eq!(store.calls("release"), 0);
+}
+
+/// Once started, never ends by itself: says when it started and when its
+/// future was dropped (the engine stopped it).
+#[derive(Clone, Default)]
+struct Hangs {
+    started: Arc<tokio::sync::Notify>,
+    stopped: Arc<tokio::sync::Notify>,
+    was_stopped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Tells the test when the step holding it is dropped.
+struct Stopped(Hangs);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.was_stopped.store(true, Ordering::SeqCst);
+        self.0.stopped.notify_one();
+    }
+}
+
+impl Job for Hangs {
+    type Args = serde_json::Map<String, Value>;
+    type State = ();
+
+    async fn start(&self, _: Self::Args, _: &JobContext) -> StepResult<()> {
+        let _stopped = Stopped(self.clone());
+        self.started.notify_one();
+        std::future::pending().await
+    }
+
+    async fn resume(&self, _: (), _: Event, cx: &JobContext) -> StepResult<()> {
+        self.start(Default::default(), cx).await
+    }
+}
+
+async fn a_step_whose_lease_cannot_be_renewed_stops_before_the_lease_ends() {
+    const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
+    let store = faulty(0, 0).await;
+    store.fail_next("heartbeat", 1_000, outage);
+    let job = Hangs::default();
+    let tools = ToolRegistry::new().with(ToolSpec::new(
+        "once",
+        "test",
+        ToolPolicy::default(),
+        job.clone(),
+    ));
+    let clock = ManualClock::starting_at(T0);
+    let lease = Duration::from_secs(30);
+    let config = EngineConfig {
+        lease,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(store.clone(), tools, Arc::new(clock.clone()), config);
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
+    let id = create(&engine).await;
+    let bound = Duration::from_secs(15);
+    tokio::time::timeout(bound, job.started.notified())
+        .await
+        .expect("the step started");
+    let leased = store
+        .get(&Owner::new("t"), &id, T0)
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(leased.lease_until, Some(T0.saturating_add(lease)));
+
+    // 26.999 s in: the first heartbeat (due at 10 s) fails, and the step
+    // still runs, 3 s before its lease ends.
+    clock.set(T0.saturating_add(Duration::from_millis(26_999)));
+    agentgate_testkit::poll::eventually("a heartbeat", bound, || store.calls("heartbeat") >= 1)
+        .await;
+    assert!(!job.was_stopped.load(Ordering::SeqCst), "stopped too early");
+
+    // 27 s in, a tenth of the lease before it ends: the step is stopped by
+    // its own instance, before any other may claim the task.
+    clock.set(T0.saturating_add(Duration::from_secs(27)));
+    tokio::time::timeout(bound, job.stopped.notified())
+        .await
+        .expect("the step was stopped before its lease ended");
+    assert!(clock.now() < T0.saturating_add(lease));
+    assert_eq!(
+        store.calls("checkpoint"),
+        0,
+        "the stopped step saved nothing"
+    );
+    let task = store
+        .get(&Owner::new("t"), &id, clock.now())
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(task.status, TaskPhase::Working);
+    assert_eq!(task.steps, 0, "no step was saved");
+    assert_eq!(
+        task.lease_until,
+        Some(T0.saturating_add(lease)),
+        "no heartbeat reached the store"
+    );
+    shutdown.cancel();
+    running.await.expect("the engine stops");
 }
 
 /// A store on which every claim fails while reads say a task is overdue,
@@ -521,6 +623,10 @@ fn main() -> std::process::ExitCode {
         .test(
             "an_oversized_result_fails_the_task_naming_the_limit",
             an_oversized_result_fails_the_task_naming_the_limit,
+        )
+        .test(
+            "a_step_whose_lease_cannot_be_renewed_stops_before_the_lease_ends",
+            a_step_whose_lease_cannot_be_renewed_stops_before_the_lease_ends,
         )
         .paused(
             "failing_claims_back_off_instead_of_spinning",

@@ -285,28 +285,76 @@ impl Engine {
         }
     }
 
-    /// Extends the lease every third of its length; returns only when the
-    /// lease is lost, so the step can be abandoned.
+    /// Extends the lease every third of its length; returns when the step
+    /// must be abandoned: the lease was taken over, or it could not be
+    /// renewed and is about to run out.
+    ///
+    /// Self-fencing: once the store stops answering heartbeats, another
+    /// instance may claim the task as soon as the lease ends. So the step is
+    /// stopped [`fence_margin`] before the end of the lease the last
+    /// successful heartbeat (or the claim) secured, counted from when that
+    /// request was sent, so that one step never runs in two places. A
+    /// failed heartbeat is tried again sooner than a third of the lease.
     async fn heartbeat(&self, task: &TaskRecord) {
+        let clock = &*self.inner.clock;
         let lease = self.inner.config.lease;
+        let margin = fence_margin(lease);
+        // The claim was sent before this step started, so its lease ends
+        // no later than a lease from now; the stored end, if earlier, wins.
+        let mut held_until = clock.now().saturating_add(lease);
+        if let Some(until) = task.lease_until {
+            held_until = held_until.min(until);
+        }
+        let mut failing = false;
         loop {
-            self.inner.clock.sleep(lease / 3).await;
-            let until = self.inner.clock.now().saturating_add(lease);
-            match self
-                .inner
-                .store
-                .heartbeat(&task.id, &self.inner.config.worker_id, task.fence, until)
-                .await
-            {
-                Ok(()) => {}
+            let stop_at = held_until.saturating_sub(margin);
+            let pause = if failing { lease / 10 } else { lease / 3 };
+            let beat_at = clock.now().saturating_add(pause).min(stop_at);
+            clock.sleep_until(beat_at).await;
+            let sent = clock.now();
+            if sent >= stop_at {
+                tracing::error!(task = %task.id, "the lease could not be renewed; stopping the step before it runs out");
+                return;
+            }
+            let beat = self.inner.store.heartbeat(
+                &task.id,
+                &self.inner.config.worker_id,
+                task.fence,
+                sent.saturating_add(lease),
+            );
+            // A heartbeat that hangs past the deadline must not keep the
+            // step running either.
+            let answer = tokio::select! {
+                answer = beat => answer,
+                () = clock.sleep_until(stop_at) => continue,
+            };
+            match answer {
+                Ok(()) => {
+                    if failing {
+                        tracing::info!(task = %task.id, "heartbeats work again");
+                    }
+                    failing = false;
+                    held_until = sent.saturating_add(lease);
+                }
                 Err(StoreError::LeaseLost { .. }) => {
                     tracing::warn!(task = %task.id, "lease taken over; abandoning the step");
                     return;
                 }
-                Err(e) => tracing::warn!(task = %task.id, error = %e, "heartbeat failed"),
+                Err(e) => {
+                    tracing::warn!(task = %task.id, error = %e, "heartbeat failed; retrying");
+                    failing = true;
+                }
             }
         }
     }
+}
+
+/// How long before its lease ends a step whose lease could not be renewed
+/// is stopped: a tenth of the lease (3 s of the default 30 s), at least
+/// 100 ms, to cover the time the step takes to stop and a slow heartbeat
+/// answer.
+fn fence_margin(lease: Duration) -> Duration {
+    (lease / 10).max(Duration::from_millis(100)).min(lease / 2)
 }
 
 /// How [`Engine::save`] ended.
