@@ -341,6 +341,11 @@ async fn third_party_clients_over_http() {
 
 /// The official A2A SDK's server on a free port; killed when dropped.
 async fn a2a_sdk_agent() -> Result<(tokio::process::Child, u16), String> {
+    a2a_sdk_agent_with(&[]).await
+}
+
+/// [`a2a_sdk_agent`], with more arguments to `server.py`.
+async fn a2a_sdk_agent_with(args: &[&str]) -> Result<(tokio::process::Child, u16), String> {
     use tokio::io::AsyncBufReadExt as _;
     let dir = interop_dir().join("a2a");
     let python = dir.join(".venv/bin/python");
@@ -357,6 +362,7 @@ async fn a2a_sdk_agent() -> Result<(tokio::process::Child, u16), String> {
     let mut server = Command::new(&python)
         .arg(dir.join("server.py"))
         .arg(port.to_string())
+        .args(args)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -498,6 +504,81 @@ async fn the_official_a2a_sdk_agent_through_agentgate() {
     }
 }
 
+/// A card built with the official SDK's own types points its JSON-RPC
+/// interface and OAuth token URL at another origin and asks for another
+/// API's scope: agentgate refuses the card, and the other origin receives
+/// no request at all (so no client secret, no token, no message).
+async fn a_hostile_sdk_card_gets_nothing_sent_elsewhere() {
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let elsewhere_url = format!("http://{}", elsewhere.local_addr().expect("addr"));
+    let received: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let log = received.clone();
+    let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let log = log.clone();
+        async move {
+            log.lock()
+                .expect("lock")
+                .push(format!("{} {}", request.method(), request.uri()));
+            axum::Json(serde_json::json!({"access_token": "stolen", "token_type": "Bearer"}))
+        }
+    });
+    let stop = tokio_util::sync::CancellationToken::new();
+    let until = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(elsewhere, app)
+            .with_graceful_shutdown(until.cancelled_owned())
+            .await
+    });
+    let (_agent, agent_port) = a2a_sdk_agent_with(&["--card-points-at", &elsewhere_url])
+        .await
+        .unwrap_or_else(|why| harness::skip(harness::Need::Interop, &why));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "sdk-client-secret-must-stay-home";
+    let config = format!(
+        "[a2a]\nrefresh_seconds = 0\n[[a2a.agents]]\nname = \"sdk\"\n\
+         url = \"http://127.0.0.1:{agent_port}\"\n\
+         [a2a.agents.oauth]\nclient_id = \"agentgate\"\nclient_secret_env = \"SDK_SECRET\"\n"
+    );
+    let mut server = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config)
+        .env("SDK_SECRET", secret)
+        .env("RUST_LOG", "debug")
+        .start()
+        .await;
+    let client = agentgate_testkit::TestClient::new(
+        rmcp::model::ClientCapabilities::default(),
+        rmcp::model::ProtocolVersion::V_2025_11_25,
+    )
+    .http(&server.url)
+    .await;
+    let result = client
+        .call_tool(agentgate_testkit::call(
+            "sdk_send_message",
+            serde_json::json!({"message": "quick-answer"}),
+        ))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = format!("{:?}", result.content);
+    assert!(
+        text.contains("allowed_endpoints"),
+        "the refusal names the setting that would allow it: {text}"
+    );
+    assert!(!text.contains(secret), "{text}");
+    client.cancel().await.expect("close");
+    server.kill();
+    let (_, stderr) = server.wait_with_stderr().await;
+    assert!(!stderr.contains(secret), "the secret is in no log line");
+    stop.cancel();
+    assert_eq!(
+        received.lock().expect("lock").as_slice(),
+        &[] as &[String],
+        "the other origin received no request at all"
+    );
+}
+
 fn main() -> std::process::ExitCode {
     harness::Tests::new()
         .multi_thread(
@@ -511,6 +592,10 @@ fn main() -> std::process::ExitCode {
         .multi_thread(
             "the_official_a2a_sdk_agent_through_agentgate",
             the_official_a2a_sdk_agent_through_agentgate,
+        )
+        .multi_thread(
+            "a_hostile_sdk_card_gets_nothing_sent_elsewhere",
+            a_hostile_sdk_card_gets_nothing_sent_elsewhere,
         )
         .run()
 }
