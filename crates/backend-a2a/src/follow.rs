@@ -10,6 +10,7 @@
 //!              (a nudge the task could not take, because a step was running, is
 //!              repeated a few times while the task is still followed)
 //!              ─ stream ends (terminal, INPUT_REQUIRED) or breaks ─▶ a last nudge
+//!              ─ open for STREAM_LIFETIME ─▶ SubscribeToTask again (same slot)
 //! step (task asks, ends) ── forget(task) ──▶ the stream is dropped
 //! sweep (every `sweep`) ─▶ drops registrations no step refreshed for long
 //! ```
@@ -35,6 +36,12 @@ use crate::client::AgentClient;
 /// this long, up to [`RENUDGES`] times.
 const RENUDGE_AFTER: Duration = Duration::from_millis(200);
 const RENUDGES: u32 = 15;
+
+/// A stream is subscribed to afresh after this long. An agent (or a proxy)
+/// may keep a stream open and quiet, or half-dead, for ever; a new
+/// `SubscribeToTask` starts with the task as it is now, so whatever a stale
+/// stream missed nudges the task then.
+pub const STREAM_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
 /// Counters, for tests and the README's connection arithmetic.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,6 +78,9 @@ pub struct Follower {
     max_streams: usize,
     /// Registrations older than this are dropped.
     stale_after: Duration,
+    /// A stream is renewed after this long ([`STREAM_LIFETIME`]; shorter
+    /// in tests).
+    lifetime: Duration,
     /// Set by [`Follower::run`]; without it nothing is streamed.
     nudge: RwLock<Option<(Nudge, CancellationToken)>>,
     entries: Mutex<HashMap<TaskId, Entry>>,
@@ -92,6 +102,7 @@ impl Follower {
         Self {
             max_streams,
             stale_after: safety.saturating_mul(3).max(Duration::from_secs(10)),
+            lifetime: STREAM_LIFETIME,
             nudge: RwLock::new(None),
             entries: Mutex::new(HashMap::new()),
             generations: AtomicU64::new(0),
@@ -284,12 +295,36 @@ impl Follower {
             }
         };
         let opened_at = Instant::now();
+        let mut renew_at = opened_at + self.lifetime;
         let mut last_taken: Option<Instant> = None;
         let mut misses = 0;
         while stream.is_some() || due.is_some() {
             let wake = due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 () = cancel.cancelled() => return self.ended(&task, generation, None),
+                () = tokio::time::sleep_until(renew_at), if stream.is_some() => {
+                    // Renewed in place, keeping the slot: were the stream
+                    // only ended, the step it nudged could find the slot
+                    // still taken and wait for its slow read instead.
+                    drop(stream.take());
+                    let reopened = tokio::select! {
+                        () = cancel.cancelled() => return self.ended(&task, generation, None),
+                        reopened = client.subscribe(&endpoint, &a2a_task) => reopened,
+                    };
+                    match reopened {
+                        Ok(renewed) => {
+                            self.opened.fetch_add(1, Ordering::Relaxed);
+                            stream = Some(renewed);
+                            renew_at = Instant::now() + self.lifetime;
+                        }
+                        Err(e) => {
+                            tracing::info!(%task, error = %e, "SubscribeToTask failed on renewal; the task is polled");
+                            self.failed.fetch_add(1, Ordering::Relaxed);
+                            broke = true;
+                            due.get_or_insert_with(Instant::now);
+                        }
+                    }
+                }
                 () = tokio::time::sleep_until(wake), if due.is_some() => {
                     if self.nudge(&task).await {
                         last_taken = Some(Instant::now());
@@ -380,5 +415,123 @@ impl Follower {
                 stream.cancel();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    use agentgate_backend::{NudgeError, NudgeTasks, UpstreamMetrics};
+    use axum::response::IntoResponse;
+    use futures::StreamExt as _;
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::Clients;
+
+    /// Takes every nudge.
+    struct Taken;
+
+    impl NudgeTasks for Taken {
+        fn nudge<'a>(
+            &'a self,
+            _: &'a TaskId,
+        ) -> agentgate_backend::BoxFuture<'a, Result<bool, NudgeError>> {
+            Box::pin(async { Ok(true) })
+        }
+    }
+
+    /// An agent whose every `SubscribeToTask` stream sends one event and
+    /// then stays open and quiet; counts the subscriptions.
+    async fn quiet_agent(subscribed: Arc<AtomicU64>, seen: Arc<tokio::sync::Notify>) -> String {
+        let router = axum::Router::new().fallback(move || {
+            let subscribed = subscribed.clone();
+            let seen = seen.clone();
+            async move {
+                subscribed.fetch_add(1, Ordering::Relaxed);
+                seen.notify_one();
+                let event = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+                let body = futures::stream::once(async move {
+                    Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(
+                        event.as_bytes(),
+                    ))
+                })
+                .chain(futures::stream::pending());
+                (
+                    [(reqwest::header::CONTENT_TYPE, "text/event-stream")],
+                    axum::body::Body::from_stream(body),
+                )
+                    .into_response()
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_stream_open_for_its_lifetime_is_subscribed_to_again_in_its_slot() {
+        let subscribed = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(tokio::sync::Notify::new());
+        let url = quiet_agent(subscribed.clone(), seen.clone()).await;
+        let config = crate::A2aBackend::parse(Some(json!({"agents": [{"name": "h", "url": url}]})))
+            .expect("the config parses");
+        let settings = config.resolve(&|_| None).expect("the config resolves");
+        let agent = &settings.agents[0];
+        let guard = crate::guard::Guard::new(agent);
+        let http = reqwest::Client::new();
+        let client = AgentClient::new(
+            Clients {
+                http: http.clone(),
+                cards: http.clone(),
+                streams: http.clone(),
+            },
+            crate::auth::Auth::new(&agent.credentials, &agent.at, http, guard.clone()),
+            guard,
+            UpstreamMetrics::detached("a2a"),
+        );
+
+        let mut follower = Follower::new(4, Duration::from_secs(60));
+        follower.lifetime = Duration::from_millis(200);
+        let follower = Arc::new(follower);
+        let shutdown = CancellationToken::new();
+        tokio::spawn({
+            let follower = follower.clone();
+            let shutdown = shutdown.clone();
+            async move { follower.run(Nudge::new(Taken), shutdown).await }
+        });
+        // `run` installs the nudge first thing; until then `watch` declines.
+        let task = TaskId::generate();
+        let endpoint = format!("{url}/");
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !follower.watch(&task, &client, &endpoint, "t1", Duration::ZERO) {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the follower started");
+
+        // The quiet stream is renewed (and again), never let go of.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while subscribed.load(Ordering::Relaxed) < 3 {
+                seen.notified().await;
+            }
+        })
+        .await
+        .expect("the stream was subscribed to again after its lifetime");
+        let stats = follower.stats();
+        assert!(stats.opened >= 2, "{stats:?}");
+        assert_eq!(stats.failed, 0, "{stats:?}");
+        assert_eq!(stats.max_held, 1, "renewed in its slot: {stats:?}");
+        assert!(
+            follower.watch(&task, &client, &endpoint, "t1", Duration::ZERO),
+            "still held"
+        );
+        shutdown.cancel();
     }
 }
