@@ -1,6 +1,10 @@
 //! The HTTP accept loop under a connection flood: idle sockets and
 //! slow-header (slowloris) sockets are closed by the server, the connection
-//! cap holds, and normal clients are still served.
+//! cap holds, and normal clients are still served. One address gets only
+//! its share of the cap, and HTTP/2 PINGs are not activity: a socket that
+//! asks nothing is closed at the header timeout, one whose requests are
+//! done at the idle timeout, whatever it keeps sending. Floods come from
+//! 127.0.0.2 (a loopback alias on Linux), real clients from 127.0.0.1.
 
 use std::time::Duration;
 
@@ -9,15 +13,25 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-const LIMITS: ConnectionLimits = ConnectionLimits {
-    max_connections: 32,
-    header_read_timeout: Duration::from_secs(1),
-    idle_timeout: Duration::from_secs(2),
-};
+fn limits() -> ConnectionLimits {
+    ConnectionLimits {
+        max_connections: 32,
+        // This flood and the normal clients share 127.0.0.1: the whole
+        // cap is one address's share here, so the backlog is what is tested.
+        max_connections_per_peer: Some(32),
+        header_read_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(2),
+        ..ConnectionLimits::default()
+    }
+}
 
 /// Serves a `/healthz` and a quiet `/slow` (answers after 3 s, longer than
-/// the idle timeout) within `LIMITS`.
+/// the idle timeout) within `limits()`.
 async fn server() -> (String, CancellationToken) {
+    server_with(limits()).await
+}
+
+async fn server_with(limits: ConnectionLimits) -> (String, CancellationToken) {
     let router = axum::Router::new()
         .route("/healthz", axum::routing::get(|| async { "ok" }))
         .route(
@@ -34,7 +48,7 @@ async fn server() -> (String, CancellationToken) {
         .expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
     let shutdown = CancellationToken::new();
-    tokio::spawn(serve_http_with(listener, router, LIMITS, shutdown.clone()));
+    tokio::spawn(serve_http_with(listener, router, limits, shutdown.clone()));
     (addr, shutdown)
 }
 
@@ -145,5 +159,162 @@ async fn a_quiet_long_request_is_not_cut_off_as_idle() {
             .expect("body");
         assert_eq!(text, "ok");
     }
+    shutdown.cancel();
+}
+
+/// The HTTP/2 client preface and an empty SETTINGS frame.
+fn h2_preface() -> Vec<u8> {
+    let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    bytes.extend(h2_frame(0x4, 0, 0, &[]));
+    bytes
+}
+
+/// One HTTP/2 frame: 24-bit length, type, flags, stream id, payload.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len())
+        .expect("small frame")
+        .to_be_bytes();
+    let mut frame = vec![len[1], len[2], len[3], kind, flags];
+    frame.extend(stream.to_be_bytes());
+    frame.extend(payload);
+    frame
+}
+
+/// `GET /healthz` on stream 1 (END_STREAM | END_HEADERS), HPACK-encoded
+/// by hand: static-table `:method GET` and `:scheme http`, literal `:path`
+/// and `:authority` with indexed names.
+fn h2_get_healthz() -> Vec<u8> {
+    let mut block = vec![0x82, 0x86, 0x04, 8];
+    block.extend(b"/healthz");
+    block.extend([0x01, 9]);
+    block.extend(b"localhost");
+    h2_frame(0x1, 0x5, 1, &block)
+}
+
+/// A TCP connection to `addr` from the loopback alias `source`.
+async fn connect_from(source: &str, addr: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(format!("{source}:0").parse().expect("source address"))
+        .expect("bind the source address");
+    socket
+        .connect(addr.parse().expect("server address"))
+        .await
+        .expect("connect")
+}
+
+/// Writes `first`, then an HTTP/2 PING every 500 ms, reading whatever the
+/// server sends, until the server closes the connection; returns how long
+/// that took. Fails the test if it is still open after `bound`.
+async fn ping_until_closed(socket: TcpStream, first: Vec<u8>, bound: Duration) -> Duration {
+    let started = tokio::time::Instant::now();
+    let (mut read, mut write) = socket.into_split();
+    let _ = write.write_all(&first).await;
+    let mut interval = tokio::time::interval(Duration::from_millis(500));
+    let mut buf = [0u8; 4096];
+    let watch = async {
+        loop {
+            tokio::select! {
+                n = read.read(&mut buf) => if let Ok(0) | Err(_) = n {
+                    return started.elapsed();
+                },
+                _ = interval.tick() => {
+                    // Write errors are the close showing on this side; the
+                    // read above sees it too.
+                    let _ = write.write_all(&h2_frame(0x6, 0, 0, &[0; 8])).await;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(bound, watch)
+        .await
+        .expect("the server never closed a connection that only PINGs")
+}
+
+/// Issue 30: 60 HTTP/2 connections from one address that send the preface
+/// and then only PINGs, against a cap of 40, must not starve health checks
+/// from elsewhere. The address gets its share (10); the rest are closed at
+/// once, and the share is closed at the header timeout (no stream was
+/// opened), PINGs notwithstanding.
+#[tokio::test]
+async fn pinging_http2_sockets_from_one_address_do_not_starve_other_clients() {
+    let header_read_timeout = Duration::from_secs(2);
+    let (addr, shutdown) = server_with(ConnectionLimits {
+        max_connections: 40,
+        header_read_timeout,
+        idle_timeout: Duration::from_secs(5),
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let mut flood = Vec::new();
+    for _ in 0..60 {
+        flood.push(connect_from("127.0.0.2", &addr).await);
+    }
+    let flood: Vec<_> = flood
+        .into_iter()
+        .map(|socket| {
+            tokio::spawn(ping_until_closed(
+                socket,
+                h2_preface(),
+                Duration::from_secs(30),
+            ))
+        })
+        .collect();
+
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("client");
+    for i in 0..20 {
+        let response = client
+            .get(format!("http://{addr}/healthz"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("health check {i} not served during the flood: {e}"));
+        assert_eq!(response.text().await.expect("body"), "ok");
+    }
+
+    let mut closed_at_once = 0;
+    for socket in flood {
+        let open_for = socket.await.expect("ping task");
+        // Well before the idle timeout: the PINGs kept nothing open.
+        assert!(open_for < Duration::from_millis(4500), "{open_for:?}");
+        if open_for < header_read_timeout / 2 {
+            closed_at_once += 1;
+        }
+    }
+    assert_eq!(closed_at_once, 50, "all but the address's share of 10");
+    shutdown.cancel();
+}
+
+/// The header timeout counts from the accept and covers HTTP/2: a silent
+/// socket is closed then, not held for the idle timeout. And after its
+/// request, an HTTP/2 connection that only PINGs is closed as idle.
+#[tokio::test]
+async fn silent_sockets_close_at_the_header_timeout_and_pings_are_not_activity() {
+    let idle_timeout = Duration::from_secs(5);
+    let (addr, shutdown) = server_with(ConnectionLimits {
+        header_read_timeout: Duration::from_secs(1),
+        idle_timeout,
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let started = tokio::time::Instant::now();
+    let silent = connect_from("127.0.0.2", &addr).await;
+    assert!(closed_by_server(silent).await);
+    let open_for = started.elapsed();
+    assert!(open_for < Duration::from_secs(3), "silent for {open_for:?}");
+
+    // One request, answered, then only PINGs: closed at the idle timeout
+    // (plus the grace a GOAWAY gets), not kept open by the PINGs.
+    let socket = connect_from("127.0.0.2", &addr).await;
+    let mut first = h2_preface();
+    first.extend(h2_get_healthz());
+    let open_for = ping_until_closed(socket, first, Duration::from_secs(20)).await;
+    assert!(
+        open_for >= idle_timeout && open_for < idle_timeout + Duration::from_secs(4),
+        "an idle pinging HTTP/2 connection was open for {open_for:?}"
+    );
     shutdown.cancel();
 }

@@ -49,12 +49,22 @@ pub(crate) struct ServerSection {
     /// HTTP connections served at once (default 768); more wait in the
     /// kernel's backlog until one closes.
     pub max_connections: Option<usize>,
-    /// Seconds an HTTP/1 client has to send a request's headers, from the
-    /// connection's start or the end of its previous response (default 10).
+    /// Connections one client address (an IPv6 /64) may hold; default a
+    /// quarter of `max_connections`, at least 1. Trusted proxies are exempt.
+    pub max_connections_per_peer: Option<usize>,
+    /// Seconds a new connection has, from its accept, to send a whole
+    /// request head (HTTP/1) or open a stream (HTTP/2) (default 10).
     pub header_read_timeout_seconds: Option<u64>,
-    /// Seconds a connection may move no byte before it is closed (default
-    /// 60; streams get a keep-alive every 15 s, so they stay open).
+    /// Seconds a connection may have no request in flight before it is
+    /// closed (default 60; PINGs do not count, streams are in flight).
     pub idle_timeout_seconds: Option<u64>,
+    /// Seconds a request body has to arrive, from its head (default 30).
+    pub body_read_timeout_seconds: Option<u64>,
+    /// Reverse proxies (addresses or CIDR blocks) whose `X-Forwarded-For` /
+    /// `Forwarded` headers name the client; default none, so every client
+    /// is its TCP peer.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
     /// File with the key that seals the store's secrets (see
     /// `agentgate serve --help`, `--store-key-file`).
     pub store_key_file: Option<PathBuf>,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_core::auth::client::TrustedProxies;
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
 use agentgate_core::mcp::{
     ConnectionLimits, Gateway, HttpOptions, TransportKind, http_router, serve_http_with,
@@ -241,6 +242,16 @@ pub(crate) fn connection_limits(server: &crate::config::ServerSection) -> Result
         }
         limits.max_connections = n;
     }
+    if let Some(n) = server.max_connections_per_peer {
+        if n == 0 || n > limits.max_connections {
+            bail!(
+                "server.max_connections_per_peer must be between 1 and server.max_connections \
+                 ({}), not {n}",
+                limits.max_connections
+            );
+        }
+        limits.max_connections_per_peer = Some(n);
+    }
     let seconds = |name: &str, value: u64| -> Result<Duration> {
         if value == 0 || value > 86_400 {
             bail!("server.{name} must be between 1 and 86400 seconds, not {value}");
@@ -253,6 +264,10 @@ pub(crate) fn connection_limits(server: &crate::config::ServerSection) -> Result
     if let Some(secs) = server.idle_timeout_seconds {
         limits.idle_timeout = seconds("idle_timeout_seconds", secs)?;
     }
+    if let Some(secs) = server.body_read_timeout_seconds {
+        limits.body_read_timeout = seconds("body_read_timeout_seconds", secs)?;
+    }
+    limits.trusted_proxies = TrustedProxies::parse(&server.trusted_proxies)?;
     Ok(limits)
 }
 
@@ -423,5 +438,36 @@ mod tests {
         );
         assert_eq!(tiny.lease, Duration::from_secs(3), "a lease floor of 3 s");
         assert_eq!(tiny.max_backoff, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn server_connection_settings_are_checked_and_defaulted() {
+        let parse = |toml: &str| {
+            let file = FileConfig::parse(toml).expect("parses");
+            connection_limits(&file.server)
+        };
+        let limits = parse("[server]\nmax_connections = 40\n").expect("valid");
+        assert_eq!(limits.per_peer(), 10, "a quarter of the cap by default");
+        assert_eq!(limits.body_read_timeout, Duration::from_secs(30));
+        let limits = parse(
+            "[server]\nmax_connections = 40\nmax_connections_per_peer = 40\n\
+             body_read_timeout_seconds = 5\ntrusted_proxies = [\"127.0.0.1\", \"10.0.0.0/8\"]\n",
+        )
+        .expect("valid");
+        assert_eq!(limits.per_peer(), 40);
+        assert_eq!(limits.body_read_timeout, Duration::from_secs(5));
+        assert!(limits.trusted_proxies.contains([10, 1, 2, 3].into()));
+        for (bad, named) in [
+            (
+                "max_connections = 4\nmax_connections_per_peer = 5",
+                "max_connections_per_peer",
+            ),
+            ("max_connections_per_peer = 0", "max_connections_per_peer"),
+            ("body_read_timeout_seconds = 0", "body_read_timeout_seconds"),
+            ("trusted_proxies = [\"nginx\"]", "trusted_proxies"),
+        ] {
+            let err = parse(&format!("[server]\n{bad}\n")).expect_err(bad);
+            assert!(format!("{err:#}").contains(named), "{bad}: {err:#}");
+        }
     }
 }

@@ -706,6 +706,92 @@ async fn an_unknown_kid_refetches_the_jwks_so_rotated_keys_work() {
     server.stop().await;
 }
 
+/// A raw MCP request as a reverse proxy forwards it: from 127.0.0.1, with
+/// the client named in `X-Forwarded-For` when `client` is set.
+async fn post_via_proxy(url: &str, authorization: Option<&str>, client: Option<&str>) -> u16 {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#);
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    if let Some(client) = client {
+        request = request.header("x-forwarded-for", format!("203.0.113.66, {client}"));
+    }
+    request.send().await.expect("POST /mcp").status().as_u16()
+}
+
+/// Issue 30: the failure throttle holds back bad tokens only. Everyone
+/// behind one proxy shares its address; new clients (no token yet) and a
+/// stranger's bad tokens must not lock out a valid token, and with the
+/// proxy trusted each forwarded client has its own count.
+#[tokio::test]
+async fn the_failure_throttle_holds_back_bad_tokens_never_valid_ones_or_missing_ones() {
+    let q = qbusiness().await;
+    let (token, entry) = new_token("dora").await;
+    let config = format!(
+        "[server]\ntrusted_proxies = [\"127.0.0.1\"]\n\n[auth]\nmode = \"tokens\"\n\n{entry}\n"
+    );
+    let server = serve(&config, &[], &q).await;
+    let mcp = server.mcp();
+    let valid = format!("Bearer {token}");
+
+    // The proxy's own address (no forwarding header): 40 first requests
+    // of new clients, all told to authenticate, none throttled.
+    for i in 0..40 {
+        assert_eq!(
+            post_via_proxy(&mcp, None, None).await,
+            401,
+            "tokenless #{i}"
+        );
+    }
+    // 60 bad tokens: past the burst of 30 they are throttled...
+    let mut statuses = Vec::new();
+    for _ in 0..60 {
+        statuses.push(post_via_proxy(&mcp, Some("Bearer agt_wrong"), None).await);
+    }
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&429),
+        "bad tokens are throttled: {statuses:?}"
+    );
+    // ...but a valid token from the same address is served at once.
+    let served = post_via_proxy(&mcp, Some(&valid), None).await;
+    assert!(
+        served != 401 && served != 429,
+        "valid token answered {served}"
+    );
+
+    // Forwarded clients are told apart: one throttled, another not.
+    let mut statuses = Vec::new();
+    for _ in 0..60 {
+        statuses.push(post_via_proxy(&mcp, Some("Bearer agt_wrong"), Some("198.51.100.1")).await);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert_eq!(
+        post_via_proxy(&mcp, Some("Bearer agt_wrong"), Some("198.51.100.2")).await,
+        401,
+        "another client behind the proxy is not throttled"
+    );
+    // The left-most entry is the client's to forge: it changes nothing.
+    assert_eq!(
+        post_via_proxy(&mcp, Some("Bearer agt_wrong"), Some("198.51.100.1")).await,
+        429
+    );
+    let served = post_via_proxy(&mcp, Some(&valid), Some("198.51.100.1")).await;
+    assert!(
+        served != 401 && served != 429,
+        "valid token answered {served}"
+    );
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
     let dir = tempfile::tempdir().expect("tempdir");

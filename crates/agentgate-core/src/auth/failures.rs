@@ -1,8 +1,15 @@
 //! Failed authentication, counted per client address: logged at `warn`
 //! (once per address per minute, with how many were not logged), and
-//! throttled: an address that sent more than [`BURST`] bad or missing
-//! tokens, refilled at [`REFILL_PER_SECOND`], is answered 429 with
-//! `Retry-After` before its token is even looked at.
+//! throttled: an address that sent more than [`BURST`] bad tokens, refilled
+//! at [`REFILL_PER_SECOND`], has its further bad tokens answered 429 with
+//! `Retry-After`.
+//!
+//! Only the failing are throttled. The token is checked first, and a valid
+//! one is served whatever its address did: behind a proxy many clients
+//! share one address (or, with `server.trusted_proxies`, a forwarded one a
+//! client may forge), and a stranger's bad tokens must not lock them out.
+//! A request without a token is no failure either: every MCP client sends
+//! its first request without one, to be told where to get one.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -37,8 +44,8 @@ impl Failures {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `Some(wait)` when `peer` has used up its failed attempts: answer 429
-    /// without checking its token.
+    /// `Some(wait)` when `peer` has used up its failed attempts: answer its
+    /// bad token 429, not 401 (and do not log it).
     pub(super) fn throttled(&self, peer: Option<IpAddr>, now: Instant) -> Option<Duration> {
         let mut entries = self.entries();
         let entry = entries.get_mut(&peer)?;

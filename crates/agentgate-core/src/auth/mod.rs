@@ -45,6 +45,8 @@
 //! - [`metadata`]: RFC 9728 protected-resource metadata.
 //! - [`scopes`]: which scopes a request needs; 403 `insufficient_scope`.
 //! - `expiry`: an event stream ends when its token expires.
+//! - [`client`]: the client's address, through trusted proxies.
+//! - `failures`: bad tokens are logged and throttled per client address.
 //!
 //! A request without a usable `Authorization: Bearer` header gets 401 with
 //! `WWW-Authenticate: Bearer` (naming the metadata URL in OAuth mode, and
@@ -53,6 +55,7 @@
 //! and an event stream ends when its token expires. Tokens are never
 //! logged; rejections are logged with their reason at debug level.
 
+pub mod client;
 mod expiry;
 mod failures;
 pub mod jwt;
@@ -432,14 +435,18 @@ impl Authenticator {
         mut request: axum::extract::Request,
         next: axum::middleware::Next,
     ) -> Response {
+        // The forwarded client when the accept loop resolved one, else the
+        // TCP peer (a router served some other way, a test).
         let peer = request
             .extensions()
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|info| info.0.ip());
-        let now = std::time::Instant::now();
-        if let Some(wait) = self.failures.throttled(peer, now) {
-            return too_many_failures(wait);
-        }
+            .get::<client::ClientAddr>()
+            .map(|client| client.0)
+            .or_else(|| {
+                request
+                    .extensions()
+                    .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                    .map(|info| info.0.ip())
+            });
         match self.authenticate(request.headers()).await {
             Ok(principal) => {
                 tracing::trace!(
@@ -465,12 +472,15 @@ impl Authenticator {
                 match &rejection {
                     Rejection::Missing => {
                         // Clients try without a token first to find the
-                        // metadata; that is not an attack, but it counts.
+                        // metadata: not a failure, and never throttled.
                         tracing::debug!(path = %request.uri().path(), "refused: no bearer token");
-                        self.failures
-                            .record(peer, request.uri().path(), "no bearer token", now);
                     }
                     Rejection::Invalid(reason) => {
+                        // Checked after the token, so only the failing wait.
+                        let now = std::time::Instant::now();
+                        if let Some(wait) = self.failures.throttled(peer, now) {
+                            return too_many_failures(wait);
+                        }
                         self.failures
                             .record(peer, request.uri().path(), reason, now);
                     }
@@ -549,7 +559,7 @@ impl Authenticator {
     }
 }
 
-/// The answer to an address that failed authentication too often.
+/// The answer to a bad token from an address that failed too often.
 fn too_many_failures(wait: Duration) -> Response {
     let secs = wait.as_secs().max(1);
     (

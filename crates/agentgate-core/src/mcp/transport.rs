@@ -195,9 +195,11 @@ async fn json_rpc_body(
     let read = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, max_body)).await;
     let bytes = match read {
         Ok(Ok(bytes)) => bytes,
-        Err(_) => {
+        Err(_) | Ok(Err(BodyError::Cut)) => {
+            // The accept loop's own deadline (`body_read_timeout`) ends a
+            // trickled body as a read error; either way it did not arrive.
             let message = format!(
-                "the request body did not arrive within {} s",
+                "the request body did not arrive whole (in time: within {} s)",
                 BODY_READ_TIMEOUT.as_secs()
             );
             return (
@@ -206,7 +208,7 @@ async fn json_rpc_body(
             )
                 .into_response();
         }
-        Ok(Err(())) => {
+        Ok(Err(BodyError::TooLarge)) => {
             let message =
                 format!("request body exceeds the {max_body}-byte limit (server.max_body_bytes)");
             return (
@@ -269,17 +271,31 @@ async fn json_rpc_body(
 /// request is being read.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// Why a body was not read.
+enum BodyError {
+    /// Longer than the limit.
+    TooLarge,
+    /// The connection failed or the body's deadline passed mid-body.
+    Cut,
+}
+
 /// Reads a body of at most `max` bytes. A longer one is read on (and
 /// dropped) up to a bound before `Err`, so the client finishes sending and
 /// reads the 413 instead of meeting a closed socket mid-write.
-async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Bytes, ()> {
+async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Bytes, BodyError> {
     use http_body_util::BodyExt as _;
     let drain_limit = max.saturating_mul(4).max(16 * 1024 * 1024);
     let mut body = body;
     let mut kept = Vec::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else { return Err(()) };
+        let Ok(frame) = frame else {
+            return Err(if seen > max {
+                BodyError::TooLarge
+            } else {
+                BodyError::Cut
+            });
+        };
         let Ok(data) = frame.into_data() else {
             continue;
         };
@@ -291,7 +307,7 @@ async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Byt
         }
     }
     if seen > max {
-        Err(())
+        Err(BodyError::TooLarge)
     } else {
         Ok(axum::body::Bytes::from(kept))
     }
