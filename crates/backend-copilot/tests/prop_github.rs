@@ -682,3 +682,99 @@ fn a_token_echoed_in_a_body_never_reaches_an_error() {
         assert!(!message.contains(TOKEN), "{message}");
     }
 }
+
+/// A GitHub that answers one request with `head` (status line and headers,
+/// no length: the body ends when the connection does) and then `fill`
+/// without end, until the reader hangs up. Gives its URL and the number of
+/// body bytes the socket took, known once the reader has hung up.
+async fn flooding_github(head: &'static str, fill: u8) -> (String, tokio::task::JoinHandle<u64>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/api/v3", listener.local_addr().expect("address"));
+    let written = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("a connection");
+        // The request: read until its head and body are in (they are small).
+        let mut request = vec![0; 64 * 1024];
+        let _ = socket.read(&mut request).await;
+        socket.write_all(head.as_bytes()).await.expect("the head");
+        let chunk = vec![fill; 64 * 1024];
+        let mut written = 0u64;
+        // Ends when the reader closes the connection.
+        while let Ok(n) = socket.write(&chunk).await {
+            written += n as u64;
+        }
+        written
+    });
+    (url, written)
+}
+
+/// An endless answer (issue 30, item 5): the client stops at its cap with
+/// an error that names it, is not retried, and hangs up having taken about
+/// the cap; an endless error body only loses its message.
+#[tokio::test]
+async fn an_endless_answer_is_cut_at_its_cap_with_a_clear_error() {
+    use backend_copilot::github::{ANSWER_CAP, ERROR_BODY_CAP, GitHubError};
+    // Sockets buffer a few MiB at most; an unbounded reader takes all.
+    let slack = 16 * 1024 * 1024;
+
+    let (url, written) = flooding_github(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"data\":\"",
+        b'x',
+    )
+    .await;
+    let github = GitHub::new(Endpoint::new(&url, Some(Token::new(TOKEN))).expect("endpoint"));
+    let error = tokio::time::timeout(
+        CASE_TIMEOUT,
+        github.graphql("query { viewer { login } }", json!({}), None),
+    )
+    .await
+    .expect("an answer in time")
+    .expect_err("an endless answer");
+    assert!(matches!(error, GitHubError::TooLarge { .. }), "{error:?}");
+    assert!(!error.is_transient(), "an oversized answer is not retried");
+    assert!(
+        error
+            .to_string()
+            .starts_with("GitHub's answer to graphql_query is over the 16 MiB cap"),
+        "{error}"
+    );
+    let written = tokio::time::timeout(CASE_TIMEOUT, written)
+        .await
+        .expect("the client hung up")
+        .expect("the server task");
+    assert!(
+        written > ANSWER_CAP as u64 && written < (ANSWER_CAP + slack) as u64,
+        "the server wrote {written} bytes"
+    );
+
+    let (url, written) = flooding_github(
+        "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\nconnection: close\r\n\r\n",
+        b'y',
+    )
+    .await;
+    let github = GitHub::new(Endpoint::new(&url, Some(Token::new(TOKEN))).expect("endpoint"));
+    let error = tokio::time::timeout(
+        CASE_TIMEOUT,
+        github.graphql("query { viewer { login } }", json!({}), None),
+    )
+    .await
+    .expect("an answer in time")
+    .expect_err("a 502");
+    match &error {
+        GitHubError::Server {
+            status: 502,
+            message,
+        } => assert!(message.contains("over the 64 KiB cap"), "{message}"),
+        other => panic!("not the 502: {other:?}"),
+    }
+    let written = tokio::time::timeout(CASE_TIMEOUT, written)
+        .await
+        .expect("the client hung up")
+        .expect("the server task");
+    assert!(
+        written < (ERROR_BODY_CAP + slack) as u64,
+        "the server wrote {written} bytes"
+    );
+}

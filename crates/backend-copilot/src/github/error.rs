@@ -52,6 +52,12 @@ pub enum GitHubError {
     Network(String),
     #[error("unexpected answer from GitHub: {0}")]
     Decode(String),
+    /// A successful answer over [`super::ANSWER_CAP`]; the rest was not read.
+    #[error("GitHub's answer to {operation} is {limit}")]
+    TooLarge {
+        operation: String,
+        limit: agentgate_backend::TooLarge,
+    },
 }
 
 impl GitHubError {

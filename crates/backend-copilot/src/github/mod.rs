@@ -5,9 +5,14 @@
 //! GitHub::graphql / rest_get / rest_post
 //!   ├─ RateGate: while a limit is in force, fail fast with RateLimited
 //!   ├─ HTTP (bearer token, API version header, 30 s timeout)
+//!   ├─ body read through a cap: ANSWER_CAP (16 MiB), ERROR_BODY_CAP (64 KiB)
 //!   └─ response → GitHubError: 401, 403/429 + retry-after, x-ratelimit-*,
 //!      GraphQL `errors[].type` (NOT_FOUND, FORBIDDEN, RATE_LIMITED, ...)
 //! ```
+//!
+//! An answer over its cap is [`GitHubError::TooLarge`], not retried (the same
+//! query would get the same answer); an error body over its cap is not read,
+//! and the error is judged on its status and headers alone.
 //!
 //! The token is only ever put in the `Authorization` header; every message
 //! that could echo it is scrubbed.
@@ -18,7 +23,7 @@ pub mod model;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
+use agentgate_backend::{BodyError, UpstreamMetrics, UpstreamOutcome, read_bounded};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -41,6 +46,13 @@ const DEFAULT_BACKOFF: Duration = Duration::from_secs(60);
 /// and a larger `retry-after` / `x-ratelimit-reset` (a broken proxy, a
 /// clock far off) would otherwise overflow `Instant` arithmetic and panic.
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// The most of a successful answer read. The largest the tools ask for is
+/// the watcher's batch of 25 issues and pull requests with their timelines,
+/// well under 1 MiB; 16 MiB leaves room and still bounds a broken proxy.
+pub const ANSWER_CAP: usize = 16 * 1024 * 1024;
+/// The most of an error answer read: GitHub's are a `message` and a
+/// documentation URL.
+pub const ERROR_BODY_CAP: usize = 64 * 1024;
 
 /// A GraphQL response: `data` and GitHub's `errors`, kept apart so a batched
 /// query can use what resolved.
@@ -321,11 +333,27 @@ impl GitHub {
         let status = response.status();
         let headers = response.headers().clone();
         self.note_rate_limit(&headers);
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
-        Ok((status, headers, self.scrub_body(bytes.to_vec())))
+        let cap = if status.is_success() {
+            ANSWER_CAP
+        } else {
+            ERROR_BODY_CAP
+        };
+        let bytes = match read_bounded(response, cap).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::Cut(e)) => {
+                return Err(GitHubError::Network(self.scrub(&without_url(&e))));
+            }
+            Err(BodyError::TooLarge(limit)) if status.is_success() => {
+                return Err(GitHubError::TooLarge {
+                    operation: operation.to_owned(),
+                    limit,
+                });
+            }
+            // An error is judged on its status and headers (rate limits
+            // included); this stands in for the message it would carry.
+            Err(BodyError::TooLarge(limit)) => format!("(an error body {limit})").into_bytes(),
+        };
+        Ok((status, headers, self.scrub_body(bytes)))
     }
 
     /// Removes the token from a response body before anything reads it, so
