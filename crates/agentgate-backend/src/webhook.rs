@@ -13,6 +13,12 @@
 //! itself, e.g. by a per-task token the backend handed the upstream). The
 //! types are plain data, so a backend needs no HTTP framework and tests can
 //! call a webhook directly.
+//!
+//! The server asks [`Webhook::check_sender`] with the path and headers
+//! before it reads a body, and reads at most [`Webhook::max_body_bytes`]
+//! within a few seconds: webhooks are open to anyone who can reach the
+//! server, and a stranger must not make it buffer megabytes, or hold a
+//! connection with a body that never ends, before being told no.
 
 use crate::BoxFuture;
 
@@ -65,4 +71,22 @@ pub trait Webhook: Send + Sync + 'static {
     /// Answers one request: checks who sent it, then acts (usually a
     /// [`Nudge`](crate::Nudge) of the task it names).
     fn handle(&self, request: WebhookRequest) -> BoxFuture<'_, WebhookResponse>;
+
+    /// Checks who sent a request from its path and headers alone (its
+    /// `body` is empty: not read yet). `Some(answer)` refuses it without
+    /// reading the body; `None` reads the body and calls
+    /// [`handle`](Self::handle), which must check the sender again (a test
+    /// or another server may call it directly). The default accepts every
+    /// sender here: a webhook whose senders sign their bodies can only
+    /// check them in `handle`.
+    fn check_sender(&self, head: &WebhookRequest) -> Option<WebhookResponse> {
+        let _ = head;
+        None
+    }
+
+    /// The longest body read; a longer one is answered 413 unread. The
+    /// default is 1 MiB.
+    fn max_body_bytes(&self) -> usize {
+        1024 * 1024
+    }
 }

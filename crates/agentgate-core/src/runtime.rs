@@ -187,9 +187,10 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// The largest webhook request body taken (a push notification carries a task,
-/// possibly with artifacts).
-const MAX_WEBHOOK_BODY: usize = 4 * 1024 * 1024;
+/// How long a webhook request's body may take to arrive: senders are
+/// servers posting small notifications, and until it has arrived (or not)
+/// the connection is held.
+const WEBHOOK_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Runtime {
     /// A runtime on `store`: add backends, then [`RuntimeBuilder::start`].
@@ -252,7 +253,8 @@ impl Runtime {
 
     /// `POST /hooks/{backend}/{*path}` for every backend with a
     /// [`Webhook`]: merge it into the HTTP router that serves `/mcp`. Not
-    /// behind `/mcp`'s authentication: each webhook checks its senders.
+    /// behind `/mcp`'s authentication: each webhook checks its senders,
+    /// before its body is read ([`Webhook::check_sender`]).
     pub fn webhook_router(&self) -> axum::Router {
         let mut router = axum::Router::new();
         for (name, webhook) in &self.webhooks {
@@ -260,16 +262,14 @@ impl Runtime {
             router = router.route(
                 &format!("{WEBHOOK_PREFIX}/{name}/{{*path}}"),
                 axum::routing::post(
-                    move |path: axum::extract::Path<String>,
-                          headers: http::HeaderMap,
-                          body: axum::body::Bytes| {
+                    move |path: axum::extract::Path<String>, request: axum::extract::Request| {
                         let webhook = webhook.clone();
-                        async move { call_webhook(&*webhook, path.0, &headers, body).await }
+                        async move { call_webhook(&*webhook, path.0, request).await }
                     },
                 ),
             );
         }
-        router.layer(axum::extract::DefaultBodyLimit::max(MAX_WEBHOOK_BODY))
+        router
     }
 
     /// Shuts everything down and waits: running steps are interrupted (they
@@ -288,15 +288,18 @@ impl Runtime {
     }
 }
 
-/// One webhook request, in the SDK's plain types and back.
+/// One webhook request, in the SDK's plain types and back: the sender is
+/// checked from the head, then at most the webhook's body limit is read
+/// within [`WEBHOOK_BODY_TIMEOUT`].
 async fn call_webhook(
     webhook: &dyn Webhook,
     path: String,
-    headers: &http::HeaderMap,
-    body: axum::body::Bytes,
+    request: axum::extract::Request,
 ) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    let headers = headers
+    let (parts, body) = request.into_parts();
+    let headers = parts
+        .headers
         .iter()
         .filter_map(|(name, value)| {
             value
@@ -305,16 +308,70 @@ async fn call_webhook(
                 .map(|v| (name.as_str().to_owned(), v.to_owned()))
         })
         .collect();
-    let answer = webhook
-        .handle(WebhookRequest {
-            path,
-            headers,
-            body: body.to_vec(),
-        })
-        .await;
-    let status = http::StatusCode::from_u16(answer.status)
-        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-    (status, answer.body).into_response()
+    let mut request = WebhookRequest {
+        path,
+        headers,
+        body: Vec::new(),
+    };
+    let answer = |answer: agentgate_backend::WebhookResponse| {
+        let status = http::StatusCode::from_u16(answer.status)
+            .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+        (status, answer.body).into_response()
+    };
+    // A wrong token is told so before a byte of the body is read.
+    if let Some(refusal) = webhook.check_sender(&request) {
+        return answer(refusal);
+    }
+    let max = webhook.max_body_bytes();
+    let too_large = || {
+        (
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a webhook body is at most {max} bytes\n"),
+        )
+            .into_response()
+    };
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
+        return too_large();
+    }
+    match tokio::time::timeout(WEBHOOK_BODY_TIMEOUT, read_at_most(body, max)).await {
+        Ok(Ok(Some(bytes))) => request.body = bytes,
+        Ok(Ok(None)) => return too_large(),
+        Ok(Err(_)) | Err(_) => {
+            return (
+                http::StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the body did not arrive whole within {} s\n",
+                    WEBHOOK_BODY_TIMEOUT.as_secs()
+                ),
+            )
+                .into_response();
+        }
+    }
+    answer(webhook.handle(request).await)
+}
+
+/// The body if it is at most `max` bytes, `None` as soon as it is longer
+/// (the rest is not read).
+async fn read_at_most(
+    mut body: axum::body::Body,
+    max: usize,
+) -> Result<Option<Vec<u8>>, axum::Error> {
+    use http_body_util::BodyExt as _;
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            if bytes.len().saturating_add(data.len()) > max {
+                return Ok(None);
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(Some(bytes))
 }
 
 /// The engine as a backend's [`Nudge`] target.

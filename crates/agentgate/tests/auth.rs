@@ -792,6 +792,72 @@ async fn the_failure_throttle_holds_back_bad_tokens_never_valid_ones_or_missing_
     server.stop().await;
 }
 
+/// Writes `head` and `body` on a new connection to `base` and returns the
+/// answer's status line, failing the test if none comes within 5 s.
+async fn raw_exchange(base: &str, head: &str, body: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr = base.strip_prefix("http://").expect("an http URL");
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    socket.write_all(head.as_bytes()).await.expect("write head");
+    socket.write_all(body).await.expect("write body");
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        while !answer.windows(2).any(|w| w == b"\r\n") {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), read)
+        .await
+        .expect("an answer before the body is complete");
+    let text = String::from_utf8_lossy(&answer);
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Issue 30: `/hooks/a2a` is open to anyone, so it checks the task's token
+/// from the head before it reads a body, and reads a small one only.
+#[tokio::test]
+async fn the_a2a_webhook_checks_its_token_before_the_body_and_caps_the_body() {
+    let up = emulators::a2a(agentgate_sim::a2a::A2aConfig::default())
+        .start()
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "push-secret-for-the-auth-test-0123456789";
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&format!(
+            "[a2a]\nrefresh_seconds = 0\npush_url = \"http://127.0.0.1:1/hooks/a2a\"\n\
+             push_secret_env = \"PUSH_SECRET\"\n{}",
+            up.a2a_agent("emu", "")
+        ))
+        .env("PUSH_SECRET", secret)
+        .start()
+        .await;
+    let base = gate
+        .url
+        .strip_suffix("/mcp")
+        .expect("an /mcp URL")
+        .to_owned();
+    let head = |token: &str, length: usize| {
+        format!(
+            "POST /hooks/a2a/task-1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+             Content-Length: {length}\r\n\r\n"
+        )
+    };
+    // A body one byte short of its length, with a wrong token: 401 at once,
+    // not after the server has waited for the last byte.
+    let status = raw_exchange(&base, &head("wrong", 100), &[b' '; 99]).await;
+    assert!(status.starts_with("HTTP/1.1 401"), "{status}");
+    // The right token, a body past the cap: 413 without reading it.
+    let token = backend_a2a::push::token(&backend_a2a::config::Secret::new(secret), "task-1");
+    let status = raw_exchange(&base, &head(&token, 300 * 1024), &[b' '; 1024]).await;
+    assert!(status.starts_with("HTTP/1.1 413"), "{status}");
+    gate.kill_and_wait().await;
+}
+
 #[tokio::test]
 async fn a_non_loopback_listen_needs_auth_or_allow_unauthenticated() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -7,7 +7,8 @@
 //!     { url: {push_url}/{our task id}, token: T, authentication: {Bearer, T} }
 //!     T = base64url(HMAC-SHA256(push secret, "agentgate-a2a-push\0" + our task id))
 //! agent ─POST {push_url}/{task}  Authorization: Bearer T ─▶ agentgate /hooks/a2a/{task}
-//!     ─▶ PushHook: T checked (constant time), body a StreamResponse ─▶ nudge(task)
+//!     ─▶ PushHook: T checked (constant time) from the head, before the body
+//!        is read (at most MAX_PUSH_BODY_BYTES); body a StreamResponse ─▶ nudge(task)
 //!     ─▶ the task's next step reads the task with GetTask
 //! ```
 //!
@@ -42,6 +43,12 @@ pub const PUSH_OPERATION: &str = "PushNotification";
 
 /// The header the official Python SDK sends `TaskPushNotificationConfig.token` in.
 pub const NOTIFICATION_TOKEN_HEADER: &str = "x-a2a-notification-token";
+
+/// The longest notification body read. A `StreamResponse` carries a task
+/// (with its artifacts, at most) that the step reads again with GetTask
+/// anyway: the body is only a nudge, and a stranger must not make the
+/// server buffer megabytes.
+pub const MAX_PUSH_BODY_BYTES: usize = 256 * 1024;
 
 /// A task's nudges are this far apart at least.
 const GAP: Duration = Duration::from_millis(250);
@@ -149,8 +156,11 @@ impl PushHook {
         WebhookResponse::new(status, format!("{why}\n"))
     }
 
-    async fn handle_request(self: Arc<Self>, request: WebhookRequest) -> WebhookResponse {
-        let task = request.path.trim_matches('/').to_owned();
+    /// The refusal of a request whose token is missing or not its task's:
+    /// from the path and headers alone, so the server asks before it reads
+    /// the body.
+    fn check_token(&self, request: &WebhookRequest) -> Option<WebhookResponse> {
+        let task = request.path.trim_matches('/');
         // §4.3.3: the agent sends `authentication` as `Authorization`; the
         // official Python SDK also sends `token` in its own header.
         let given = request
@@ -162,11 +172,19 @@ impl PushHook {
             .or_else(|| request.header(NOTIFICATION_TOKEN_HEADER));
         // An unknown task and a wrong token are answered alike.
         let Some(given) = given else {
-            return self.refuse(401, "a push notification needs the task's bearer token");
+            return Some(self.refuse(401, "a push notification needs the task's bearer token"));
         };
-        if task.is_empty() || task.contains('/') || !valid(&self.secret, &task, given) {
-            return self.refuse(401, "wrong token for this task");
+        if task.is_empty() || task.contains('/') || !valid(&self.secret, task, given) {
+            return Some(self.refuse(401, "wrong token for this task"));
         }
+        None
+    }
+
+    async fn handle_request(self: Arc<Self>, request: WebhookRequest) -> WebhookResponse {
+        if let Some(refusal) = self.check_token(&request) {
+            return refusal;
+        }
+        let task = request.path.trim_matches('/').to_owned();
         let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
             return self.refuse(400, "the body is not JSON (a StreamResponse, §4.3.3)");
         };
@@ -271,6 +289,14 @@ pub struct PushWebhook(pub Arc<PushHook>);
 impl Webhook for PushWebhook {
     fn handle(&self, request: WebhookRequest) -> BoxFuture<'_, WebhookResponse> {
         Box::pin(self.0.clone().handle_request(request))
+    }
+
+    fn check_sender(&self, head: &WebhookRequest) -> Option<WebhookResponse> {
+        self.0.check_token(head)
+    }
+
+    fn max_body_bytes(&self) -> usize {
+        MAX_PUSH_BODY_BYTES
     }
 }
 
