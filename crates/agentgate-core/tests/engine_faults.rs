@@ -377,7 +377,14 @@ impl TaskStore for Full {
         self.claims.fetch_add(1, Ordering::SeqCst);
         Err(outage())
     }
-    async fn heartbeat(&self, _: &TaskId, _: &str, _: Fence, _: Millis) -> StoreResult<()> {
+    async fn heartbeat(
+        &self,
+        _: &TaskId,
+        _: &str,
+        _: Fence,
+        _: Duration,
+        _: Millis,
+    ) -> StoreResult<()> {
         Err(outage())
     }
     async fn checkpoint(

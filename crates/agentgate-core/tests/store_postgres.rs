@@ -119,6 +119,49 @@ async fn two_instances_claiming_at_once_never_share_a_task() {
     assert!(left.is_empty());
 }
 
+/// Leases are judged on the database server's clock: an instance whose
+/// clock runs 90 s ahead, by which a 30 s lease ran out a minute ago, does
+/// not take it over while its holder still has it; it does once the lease
+/// is over on the server's clock.
+async fn a_claim_from_a_clock_running_ahead_does_not_take_a_live_lease() {
+    let schema = SchemaStore::create().await;
+    let (holder, ahead) = (schema.open().await, schema.open().await);
+    let lease = Duration::from_secs(30);
+    let task = holder.create(new_task()).await.expect("create");
+    let held = holder.claim("holder", 10, lease, T0).await.expect("claim");
+    assert_eq!(held.len(), 1);
+    let skewed = T0.saturating_add(Duration::from_secs(90));
+    let stolen = ahead
+        .claim("ahead", 10, lease, skewed)
+        .await
+        .expect("claim");
+    assert!(stolen.is_empty(), "a live lease was taken: {stolen:?}");
+
+    // Renewed, still by the holder's clock: still not taken.
+    holder
+        .heartbeat(&task.id, "holder", held[0].fence, lease, T0)
+        .await
+        .expect("heartbeat");
+    let stolen = ahead
+        .claim("ahead", 10, lease, skewed)
+        .await
+        .expect("claim");
+    assert!(stolen.is_empty(), "a renewed lease was taken: {stolen:?}");
+
+    // The holder's last heartbeat, of no length: the lease is over on the
+    // server's clock too, and the instance ahead takes it over.
+    holder
+        .heartbeat(&task.id, "holder", held[0].fence, Duration::ZERO, T0)
+        .await
+        .expect("heartbeat");
+    let taken = ahead
+        .claim("ahead", 10, lease, skewed)
+        .await
+        .expect("claim");
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].taken_over_from.as_deref(), Some("holder"));
+}
+
 async fn store_url_opens_postgres_with_pool_settings() {
     let schema = SchemaStore::create().await;
     let mut url = url::Url::parse(&pg::server_url()).expect("test URL");
@@ -246,6 +289,10 @@ fn main() -> std::process::ExitCode {
         .multi_thread(
             "two_instances_claiming_at_once_never_share_a_task",
             two_instances_claiming_at_once_never_share_a_task,
+        )
+        .test(
+            "a_claim_from_a_clock_running_ahead_does_not_take_a_live_lease",
+            a_claim_from_a_clock_running_ahead_does_not_take_a_live_lease,
         )
         .test(
             "store_url_opens_postgres_with_pool_settings",

@@ -4,7 +4,9 @@
 //! challenge, streams that end with their token, the required resource),
 //! the protected-resource metadata, the refusal to listen openly without
 //! auth, and task ownership: another principal's task looks exactly like an
-//! unknown id on all five paths.
+//! unknown id on all five paths. Also the failure throttle (bad tokens only,
+//! per forwarded client behind a trusted proxy) and the A2A webhook's token
+//! check before its body.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -170,10 +170,11 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         id: &TaskId,
         worker: &str,
         fence: Fence,
-        lease_until: Millis,
+        lease: Duration,
+        now: Millis,
     ) -> StoreResult<()> {
         self.enter("heartbeat")?;
-        self.inner.heartbeat(id, worker, fence, lease_until).await
+        self.inner.heartbeat(id, worker, fence, lease, now).await
     }
     async fn checkpoint(
         &self,

@@ -456,15 +456,19 @@ impl Engine {
     /// have made tasks due), whichever is sooner. An instant, not a
     /// duration, so time that passes while the store answers is not waited
     /// out twice.
+    ///
+    /// A task already due that the claim just made did not take (no slot
+    /// was free, another instance is claiming it, or, on PostgreSQL, its
+    /// lease is still live by the server's clock while this instance's
+    /// clock says it ran out) is not a reason to look again at once: that
+    /// would spin. A step ending, a wake-up or `idle_poll` brings the next
+    /// look.
     async fn next_look(&self) -> crate::clock::Millis {
-        let idle = self
-            .inner
-            .clock
-            .now()
-            .saturating_add(self.inner.config.idle_poll);
+        let now = self.inner.clock.now();
+        let idle = now.saturating_add(self.inner.config.idle_poll);
         match self.inner.store.next_due().await {
-            Ok(Some(due)) => due.min(idle),
-            Ok(None) => idle,
+            Ok(Some(due)) if due > now => due.min(idle),
+            Ok(Some(_) | None) => idle,
             Err(e) => {
                 tracing::debug!(error = %e, "reading the next due task failed");
                 idle

@@ -300,11 +300,9 @@ impl Engine {
         let lease = self.inner.config.lease;
         let margin = fence_margin(lease);
         // The claim was sent before this step started, so its lease ends
-        // no later than a lease from now; the stored end, if earlier, wins.
+        // no later than a lease from now. (Not the stored `lease_until`:
+        // on PostgreSQL that is on the database's clock, not this one.)
         let mut held_until = clock.now().saturating_add(lease);
-        if let Some(until) = task.lease_until {
-            held_until = held_until.min(until);
-        }
         let mut failing = false;
         loop {
             let stop_at = held_until.saturating_sub(margin);
@@ -320,7 +318,8 @@ impl Engine {
                 &task.id,
                 &self.inner.config.worker_id,
                 task.fence,
-                sent.saturating_add(lease),
+                lease,
+                sent,
             );
             // A heartbeat that hangs past the deadline must not keep the
             // step running either.

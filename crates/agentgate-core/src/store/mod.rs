@@ -27,6 +27,14 @@
 //!   `heartbeat` and `checkpoint` succeed only for the current worker *and*
 //!   fence; otherwise they return [`StoreError::LeaseLost`] and change
 //!   nothing.
+//! - **Lease clock.** Lease ends (`lease_until`: a claim's "has it run
+//!   out", a new lease's end, a heartbeat's extension, `nudge`'s "is it
+//!   being stepped") are on one clock per store, so an instance whose clock
+//!   is off cannot take a live lease: SQLite serves one host and uses the
+//!   `now` it is given; PostgreSQL uses the database server's clock for
+//!   them and ignores the caller's. Due times (`due_at`, TTLs) are the
+//!   callers' `now`, so a skewed instance runs a task's step early or late
+//!   by its skew, but never while another holds it.
 //! - **Release.** `release` gives up one lease its caller holds (fenced like
 //!   `checkpoint`) and leaves the task due at once, its state unchanged.
 //! - **Write failures.** A write that returns an error was not acknowledged
@@ -289,8 +297,10 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Asks a live task to cancel. Errors with `NotFound` like `get` would.
     async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()>;
 
-    /// Leases up to `limit` due tasks to `worker` until `now + lease`, saying
-    /// for each whose expired lease it took over.
+    /// Leases up to `limit` due tasks to `worker` for `lease`, saying for
+    /// each whose expired lease it took over. Whether a task is due is
+    /// judged at `now`; whether its lease ran out, and when the new one
+    /// ends, on the store's lease clock (see the module docs).
     async fn claim(
         &self,
         worker: &str,
@@ -299,13 +309,15 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         now: Millis,
     ) -> StoreResult<Vec<Claimed>>;
 
-    /// Extends a lease the caller still holds.
+    /// Extends a lease the caller still holds to `lease` from now on the
+    /// store's lease clock (`now` here; see the module docs).
     async fn heartbeat(
         &self,
         id: &TaskId,
         worker: &str,
         fence: Fence,
-        lease_until: Millis,
+        lease: Duration,
+        now: Millis,
     ) -> StoreResult<()>;
 
     /// Saves what a step produced and releases the lease, if the caller still

@@ -545,13 +545,14 @@ impl TaskStore for SqliteStore {
         id: &TaskId,
         worker: &str,
         fence: Fence,
-        lease_until: Millis,
+        lease: Duration,
+        now: Millis,
     ) -> StoreResult<()> {
         let mut tx = self.db.write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND attempt = ?",
         )
-        .bind(lease_until)
+        .bind(now.saturating_add(lease))
         .bind(id.as_str())
         .bind(worker)
         .bind(fence)

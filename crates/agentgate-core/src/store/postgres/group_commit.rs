@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use sqlx::{PgPool, Row as _};
 
-use super::{CHANNEL, decode};
+use super::{CHANNEL, SERVER_NOW, decode};
 use crate::clock::Millis;
 use crate::store::StoreResult;
 use crate::store::group_commit::{SaveBatch, Write, decide, in_batch_order};
@@ -79,11 +79,14 @@ pub(super) async fn insert_row(
     task: &NewTask,
     lease: Option<(&str, Millis)>,
 ) -> StoreResult<StoreResult<TaskRecord>> {
-    let row = sqlx::query(
+    // The lease's end on the server's clock too (see the store's module
+    // docs), as long after the server's time as the caller asked for.
+    let row = sqlx::query(&format!(
         "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
-         VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10) RETURNING *",
-    )
+         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt, lease_server_until) \
+         VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10, \
+         {SERVER_NOW} + $11) RETURNING *",
+    ))
     .bind(task.id.as_str())
     .bind(task.owner.as_str())
     .bind(&task.tool)
@@ -94,6 +97,7 @@ pub(super) async fn insert_row(
     .bind(lease.map(|(worker, _)| worker))
     .bind(lease.map(|(_, until)| until))
     .bind(i64::from(lease.is_some()))
+    .bind(lease.map(|(_, until)| super::lease_ms(until.since(task.now))))
     .fetch_one(&mut *tx)
     .await?;
     Ok(decode(row))
@@ -108,7 +112,7 @@ async fn update(tx: &mut sqlx::PgConnection, tasks: &[TaskRecord]) -> StoreResul
          job_state = u.job_state, input_requests = u.input_requests, \
          input_responses = u.input_responses, used_input_keys = u.used_input_keys, \
          result = u.result, error = u.error, updated_at = u.updated_at, due_at = u.due_at, \
-         lease_owner = NULL, lease_until = NULL, steps = u.steps, failures = u.failures \
+         lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, steps = u.steps, failures = u.failures \
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[], $6::jsonb[], \
                      $7::jsonb[], $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], \
                      $12::bigint[], $13::bigint[], $14::bigint[]) \

@@ -15,6 +15,15 @@
 //!   rather than waited for; a row another instance has just claimed and
 //!   committed is re-checked by PostgreSQL against the new lease and dropped.
 //!   So two instances never hand out the same task, and never block each other.
+//! - **Lease clock.** A lease has two ends: `lease_until` on the holder's
+//!   clock (the `now` it passed, as on SQLite; `runnable_at` and `next_due`
+//!   read it) and `lease_server_until` on the database server's clock
+//!   ([`SERVER_NOW`]). A claim takes a lease over only once both have
+//!   passed, so an instance whose clock runs ahead cannot take a live lease
+//!   and run the same step twice; one whose clock runs behind takes expired
+//!   leases over late, by its skew. Due times are the callers' clocks:
+//!   instances are assumed to keep their clocks roughly in sync (NTP), and
+//!   one that does not runs steps early or late, never in two places.
 //! - **Fencing.** Every claim takes the next [`Fence`] (column `attempt`).
 //!   `heartbeat` is one
 //!   `UPDATE … WHERE lease_owner = $worker AND attempt = $fence`: if a claim
@@ -123,6 +132,21 @@ impl fmt::Debug for PostgresStore {
 }
 
 const LIVE: &str = "status IN ('working', 'input_required')";
+/// The database server's time in Unix milliseconds, the clock of
+/// `lease_server_until` (see the module docs). The statement's start:
+/// earlier than any row it touches, so a lease it checks is taken as live
+/// if anything a little longer, and one it grants ends a little sooner than
+/// its holder counts from its request, never later.
+pub(super) const SERVER_NOW: &str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+
+/// A lease length in milliseconds for SQL, capped so that adding it to
+/// [`SERVER_NOW`] cannot overflow a `BIGINT` (an absurd lease lasts for
+/// ever all the same).
+pub(super) fn lease_ms(lease: Duration) -> i64 {
+    i64::try_from(lease.as_millis())
+        .unwrap_or(i64::MAX)
+        .min(i64::MAX / 2)
+}
 /// The `NOTIFY` channel: payload `u:<task ids>` (updated; ids separated by
 /// spaces) or `c:<task id>` (cancel requested). Notifications sent inside a transaction are delivered
 /// on commit, so listeners never hear of a change they cannot read yet.
@@ -516,16 +540,23 @@ impl TaskStore for PostgresStore {
         // over; rows it has claimed since our snapshot fail the re-check.
         // RETURNING shows new values only, so the lease being replaced is
         // read in `due` (under the row lock, so it is the one replaced).
-        let rows = sqlx::query(
+        // A lease runs out by the caller's clock (`runnable_at`) and by the
+        // server's (see the module docs): a caller whose clock runs ahead
+        // takes no live lease.
+        let rows = sqlx::query(&format!(
             "WITH due AS (SELECT id, lease_owner AS previous_owner FROM tasks \
-             WHERE runnable_at <= $3 ORDER BY runnable_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             UPDATE tasks SET lease_owner = $1, lease_until = $2, attempt = tasks.attempt + 1 \
+             WHERE runnable_at <= $3 \
+             AND (lease_server_until IS NULL OR lease_server_until <= {SERVER_NOW}) \
+             ORDER BY runnable_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE tasks SET lease_owner = $1, lease_until = $2, \
+             lease_server_until = {SERVER_NOW} + $5, attempt = tasks.attempt + 1 \
              FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner",
-        )
+        ))
         .bind(worker)
         .bind(now.saturating_add(lease))
         .bind(now)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(lease_ms(lease))
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
@@ -544,16 +575,18 @@ impl TaskStore for PostgresStore {
         id: &TaskId,
         worker: &str,
         fence: Fence,
-        lease_until: Millis,
+        lease: Duration,
+        now: Millis,
     ) -> StoreResult<()> {
-        let done = sqlx::query(
-            "UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_owner = $3 \
-             AND attempt = $4",
-        )
-        .bind(lease_until)
+        let done = sqlx::query(&format!(
+            "UPDATE tasks SET lease_until = $1, lease_server_until = {SERVER_NOW} + $5 \
+             WHERE id = $2 AND lease_owner = $3 AND attempt = $4",
+        ))
+        .bind(now.saturating_add(lease))
         .bind(id.as_str())
         .bind(worker)
         .bind(fence)
+        .bind(lease_ms(lease))
         .execute(&self.pool)
         .await?;
         fenced(done.rows_affected(), id)
@@ -580,7 +613,7 @@ impl TaskStore for PostgresStore {
         now: Millis,
     ) -> StoreResult<()> {
         let done = sqlx::query(
-            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
+            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, $1) END \
              WHERE id = $2 AND lease_owner = $3 AND attempt = $4",
         )
@@ -613,7 +646,7 @@ impl TaskStore for PostgresStore {
         // Not LEAST(due_at, $1) alone: LEAST ignores NULLs, and a task waiting
         // for input must stay not due.
         let done = sqlx::query(
-            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
+            "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, $1) END \
              WHERE lease_owner = $2",
         )
@@ -659,7 +692,7 @@ impl TaskStore for PostgresStore {
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         let expired = sqlx::query(&format!(
             "UPDATE tasks SET status = 'failed', error = $1, status_message = 'expired', \
-             due_at = NULL, lease_owner = NULL, lease_until = NULL, \
+             due_at = NULL, lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, \
              input_requests = '{{}}'::jsonb, updated_at = $2 \
              WHERE {LIVE} AND ttl_ms IS NOT NULL AND created_at + ttl_ms <= $2"
         ))
