@@ -11,6 +11,7 @@
 //!              repeated a few times while the task is still followed)
 //!              ─ stream ends (terminal, INPUT_REQUIRED) or breaks ─▶ a last nudge
 //!              ─ open for STREAM_LIFETIME ─▶ SubscribeToTask again (same slot)
+//!              ─ an event over its cap ─▶ no stream for STREAM_LIFETIME: the task polls
 //! step (task asks, ends) ── forget(task) ──▶ the stream is dropped
 //! sweep (every `sweep`) ─▶ drops registrations no step refreshed for long
 //! ```
@@ -30,7 +31,7 @@ use agentgate_backend::{Nudge, TaskId};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::AgentClient;
+use crate::client::{AgentClient, CallError};
 
 /// A nudge a task could not take (a step was running) is tried again after
 /// this long, up to [`RENUDGES`] times.
@@ -279,6 +280,10 @@ impl Follower {
         // When to nudge next.
         let mut due: Option<Instant> = None;
         let mut broke = false;
+        // An answer or event over its cap: the agent would send the same
+        // again, so the task polls for a whole stream lifetime, instead of
+        // reading up to the cap once more every `pause`.
+        let mut oversized = false;
         let mut stream = match opened {
             Ok(stream) => {
                 self.opened.fetch_add(1, Ordering::Relaxed);
@@ -290,6 +295,7 @@ impl Follower {
                 tracing::info!(%task, error = %e, "SubscribeToTask failed; the task is polled");
                 self.failed.fetch_add(1, Ordering::Relaxed);
                 broke = true;
+                oversized = matches!(e, CallError::TooLarge { .. });
                 due = Some(Instant::now());
                 None
             }
@@ -321,6 +327,7 @@ impl Follower {
                             tracing::info!(%task, error = %e, "SubscribeToTask failed on renewal; the task is polled");
                             self.failed.fetch_add(1, Ordering::Relaxed);
                             broke = true;
+                            oversized = matches!(e, CallError::TooLarge { .. });
                             due.get_or_insert_with(Instant::now);
                         }
                     }
@@ -353,6 +360,7 @@ impl Follower {
                             tracing::info!(%task, error = %e, "an A2A stream broke off");
                             self.failed.fetch_add(1, Ordering::Relaxed);
                             broke = true;
+                            oversized = matches!(e, CallError::TooLarge { .. });
                             stream = None;
                         }
                     }
@@ -369,6 +377,7 @@ impl Follower {
         // subscribed to in a loop).
         let pause = gap.max(Duration::from_secs(1));
         let short = opened_at.elapsed() < pause;
+        let pause = if oversized { self.lifetime } else { pause };
         self.ended(
             &task,
             generation,
@@ -444,21 +453,32 @@ mod tests {
     }
 
     /// An agent whose every `SubscribeToTask` stream sends one event and
-    /// then stays open and quiet; counts the subscriptions.
-    async fn quiet_agent(subscribed: Arc<AtomicU64>, seen: Arc<tokio::sync::Notify>) -> String {
+    /// then stays open and quiet, or (`endless`) one event that never
+    /// ends; counts the subscriptions.
+    async fn agent(
+        endless: bool,
+        subscribed: Arc<AtomicU64>,
+        seen: Arc<tokio::sync::Notify>,
+    ) -> String {
         let router = axum::Router::new().fallback(move || {
             let subscribed = subscribed.clone();
             let seen = seen.clone();
             async move {
                 subscribed.fetch_add(1, Ordering::Relaxed);
                 seen.notify_one();
-                let event = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
-                let body = futures::stream::once(async move {
-                    Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(
-                        event.as_bytes(),
-                    ))
-                })
-                .chain(futures::stream::pending());
+                let first: &'static [u8] = if endless {
+                    b"data: "
+                } else {
+                    b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+                };
+                let rest = futures::stream::repeat(axum::body::Bytes::from(vec![b'x'; 64 * 1024]))
+                    .take_while(move |_| std::future::ready(endless));
+                let body = futures::stream::once(std::future::ready(
+                    axum::body::Bytes::from_static(first),
+                ))
+                .chain(rest)
+                .chain(futures::stream::pending())
+                .map(Ok::<_, std::convert::Infallible>);
                 (
                     [(reqwest::header::CONTENT_TYPE, "text/event-stream")],
                     axum::body::Body::from_stream(body),
@@ -474,18 +494,15 @@ mod tests {
         url
     }
 
-    #[tokio::test]
-    async fn a_stream_open_for_its_lifetime_is_subscribed_to_again_in_its_slot() {
-        let subscribed = Arc::new(AtomicU64::new(0));
-        let seen = Arc::new(tokio::sync::Notify::new());
-        let url = quiet_agent(subscribed.clone(), seen.clone()).await;
+    /// A client of the agent at `url`, as the backend builds one.
+    fn client(url: &str) -> AgentClient {
         let config = crate::A2aBackend::parse(Some(json!({"agents": [{"name": "h", "url": url}]})))
             .expect("the config parses");
         let settings = config.resolve(&|_| None).expect("the config resolves");
         let agent = &settings.agents[0];
         let guard = crate::guard::Guard::new(agent);
         let http = reqwest::Client::new();
-        let client = AgentClient::new(
+        AgentClient::new(
             Clients {
                 http: http.clone(),
                 cards: http.clone(),
@@ -494,10 +511,19 @@ mod tests {
             crate::auth::Auth::new(&agent.credentials, &agent.at, http, guard.clone()),
             guard,
             UpstreamMetrics::detached("a2a"),
-        );
+        )
+    }
 
+    /// A running follower whose streams live `lifetime`, following `task`
+    /// (A2A task `t1` at `endpoint`).
+    async fn following(
+        lifetime: Duration,
+        client: &AgentClient,
+        endpoint: &str,
+        task: &TaskId,
+    ) -> (Arc<Follower>, CancellationToken) {
         let mut follower = Follower::new(4, Duration::from_secs(60));
-        follower.lifetime = Duration::from_millis(200);
+        follower.lifetime = lifetime;
         let follower = Arc::new(follower);
         let shutdown = CancellationToken::new();
         tokio::spawn({
@@ -506,15 +532,26 @@ mod tests {
             async move { follower.run(Nudge::new(Taken), shutdown).await }
         });
         // `run` installs the nudge first thing; until then `watch` declines.
-        let task = TaskId::generate();
-        let endpoint = format!("{url}/");
         tokio::time::timeout(Duration::from_secs(10), async {
-            while !follower.watch(&task, &client, &endpoint, "t1", Duration::ZERO) {
+            while !follower.watch(task, client, endpoint, "t1", Duration::ZERO) {
                 tokio::task::yield_now().await;
             }
         })
         .await
         .expect("the follower started");
+        (follower, shutdown)
+    }
+
+    #[tokio::test]
+    async fn a_stream_open_for_its_lifetime_is_subscribed_to_again_in_its_slot() {
+        let subscribed = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(tokio::sync::Notify::new());
+        let url = agent(false, subscribed.clone(), seen.clone()).await;
+        let client = client(&url);
+        let task = TaskId::generate();
+        let endpoint = format!("{url}/");
+        let (follower, shutdown) =
+            following(Duration::from_millis(200), &client, &endpoint, &task).await;
 
         // The quiet stream is renewed (and again), never let go of.
         tokio::time::timeout(Duration::from_secs(10), async {
@@ -532,6 +569,45 @@ mod tests {
             follower.watch(&task, &client, &endpoint, "t1", Duration::ZERO),
             "still held"
         );
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn an_event_over_its_cap_keeps_the_task_off_streams_for_a_lifetime() {
+        let subscribed = Arc::new(AtomicU64::new(0));
+        let seen = Arc::new(tokio::sync::Notify::new());
+        let url = agent(true, subscribed.clone(), seen.clone()).await;
+        let client = client(&url);
+        let task = TaskId::generate();
+        let endpoint = format!("{url}/");
+        let lifetime = Duration::from_secs(3600);
+        let (follower, shutdown) = following(lifetime, &client, &endpoint, &task).await;
+
+        // The stream task ends (after its last nudge) with a pause set.
+        let not_before = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                if let Some(entry) = follower.entries().get(&task)
+                    && entry.stream.is_none()
+                    && let Some(not_before) = entry.not_before
+                {
+                    return not_before;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the oversized stream ended");
+        assert_eq!(follower.stats().failed, 1, "{:?}", follower.stats());
+        assert!(
+            not_before > Instant::now() + lifetime / 2,
+            "a stream is tried again {:?} from now",
+            not_before - Instant::now()
+        );
+        assert!(
+            !follower.watch(&task, &client, &endpoint, "t1", Duration::ZERO),
+            "the task polls"
+        );
+        assert_eq!(subscribed.load(Ordering::Relaxed), 1);
         shutdown.cancel();
     }
 }

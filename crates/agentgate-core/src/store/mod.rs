@@ -27,14 +27,15 @@
 //!   `heartbeat` and `checkpoint` succeed only for the current worker *and*
 //!   fence; otherwise they return [`StoreError::LeaseLost`] and change
 //!   nothing.
-//! - **Lease clock.** Lease ends (`lease_until`: a claim's "has it run
-//!   out", a new lease's end, a heartbeat's extension, `nudge`'s "is it
-//!   being stepped") are on one clock per store, so an instance whose clock
-//!   is off cannot take a live lease: SQLite serves one host and uses the
-//!   `now` it is given; PostgreSQL uses the database server's clock for
-//!   them and ignores the caller's. Due times (`due_at`, TTLs) are the
-//!   callers' `now`, so a skewed instance runs a task's step early or late
-//!   by its skew, but never while another holds it.
+//! - **Lease clocks.** Leases are given by length (`claim`, `heartbeat`,
+//!   `create_claimed`) and end `lease` after the caller's `now`
+//!   (`lease_until`). A store shared by several hosts also ends them on a
+//!   clock of its own and takes a lease over only once it ran out on both,
+//!   so an instance whose clock runs ahead cannot take a live lease:
+//!   PostgreSQL uses the database server's clock (see its module docs);
+//!   SQLite serves one host, whose clock is the only one. So a lease may
+//!   outlive the caller's `now`, never end before it: a test that needs a
+//!   lease to be over takes one of length zero.
 //! - **Release.** `release` gives up one lease its caller holds (fenced like
 //!   `checkpoint`) and leaves the task due at once, its state unchanged.
 //! - **Write failures.** A write that returns an error was not acknowledged
@@ -298,9 +299,9 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     async fn request_cancel(&self, owner: &Owner, id: &TaskId, now: Millis) -> StoreResult<()>;
 
     /// Leases up to `limit` due tasks to `worker` for `lease`, saying for
-    /// each whose expired lease it took over. Whether a task is due is
-    /// judged at `now`; whether its lease ran out, and when the new one
-    /// ends, on the store's lease clock (see the module docs).
+    /// each whose expired lease it took over. Due and lease ends are
+    /// judged at `now` and, on a shared store, on its own clock too (see
+    /// the module docs).
     async fn claim(
         &self,
         worker: &str,
@@ -309,8 +310,8 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         now: Millis,
     ) -> StoreResult<Vec<Claimed>>;
 
-    /// Extends a lease the caller still holds to `lease` from now on the
-    /// store's lease clock (`now` here; see the module docs).
+    /// Extends a lease the caller still holds to `lease` after `now` (and
+    /// after the shared store's own time; see the module docs).
     async fn heartbeat(
         &self,
         id: &TaskId,
