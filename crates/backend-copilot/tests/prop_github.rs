@@ -17,6 +17,9 @@
 //!   field before any task exists.
 //!
 //! `PROPTEST_CASES` raises the (CI-sized) case counts for long local runs.
+//!
+//! Beside the properties, one GitHub that answers without end: the client
+//! stops at its cap with a clear error (issue 30, item 5).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
