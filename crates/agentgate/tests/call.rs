@@ -545,3 +545,130 @@ async fn ctrl_c_in_a_script_detaches_and_the_task_can_be_resumed() {
     assert!(wait.stdout.contains("Created ticket NWR-"), "{wait:#?}");
     assert_eq!(world.sim.tickets()[0].priority, "MEDIUM");
 }
+
+/// The ticket plugin's call, whose action review waits for an approval.
+fn ticket_call(url: &str) -> Vec<String> {
+    [
+        "call",
+        "--url",
+        url,
+        "QBusinessQueryTool",
+        "--arg",
+        &format!("query={TICKET}"),
+        "--arg",
+        &format!("plugin_id={TICKET_PLUGIN_ID}"),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn assert_nothing_approved(world: &World, run: &Run) {
+    assert_ne!(run.code, Some(0), "{run:#?}");
+    assert!(
+        run.stderr.contains("was not answered") && run.stderr.contains("--yes"),
+        "says why and how to answer: {run:#?}"
+    );
+    assert!(
+        run.stderr.contains("agentgate task wait"),
+        "says how to resume: {run:#?}"
+    );
+    assert!(
+        world.sim.tickets().is_empty(),
+        "no ticket was created: {:?}",
+        world.sim.tickets()
+    );
+}
+
+#[tokio::test]
+async fn the_end_of_stdin_never_approves_an_action() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let args = ticket_call(&url);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // stdin empty at once (`</dev/null`, cron, CI).
+    let run = world.run(&args, "").await;
+    assert_nothing_approved(&world, &run);
+
+    // stdin closed altogether.
+    let mut closed = Command::new("sh");
+    world.env(&mut closed);
+    closed
+        .arg("-c")
+        .arg("exec 0<&- \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(120), closed.output())
+        .await
+        .expect("finished")
+        .expect("output");
+    let run = Run::from(out);
+    assert_nothing_approved(&world, &run);
+
+    // `task wait` in a script: the task still waits for its answer.
+    let id = world
+        .run(&["task", "list", "--json"], "")
+        .await
+        .stdout
+        .clone();
+    let records: Value = serde_json::from_str(&id).expect("JSON");
+    let id = records[0]["task_id"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let wait = world.run(&["task", "wait", &id], "").await;
+    assert_nothing_approved(&world, &wait);
+
+    // --yes is the explicit approval off a terminal.
+    let yes = world.run(&["task", "wait", &id, "--yes"], "").await;
+    yes.expect_code(0);
+    assert_eq!(world.sim.tickets().len(), 1, "{yes:#?}");
+}
+
+/// The client on a terminal (a pseudo-terminal from util-linux's `script`),
+/// typing `keys`.
+async fn on_a_terminal(world: &World, args: &[String], keys: &str) -> Run {
+    let line = std::iter::once(BIN.to_owned())
+        .chain(args.iter().map(|a| format!("'{a}'")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = Command::new("script");
+    world.env(&mut cmd);
+    let mut child = cmd
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script(1) from util-linux");
+    let mut pipe = child.stdin.take().expect("stdin");
+    pipe.write_all(keys.as_bytes()).await.expect("type");
+    drop(pipe);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("finished")
+        .expect("output");
+    Run::from(out)
+}
+
+#[tokio::test]
+async fn on_a_terminal_enter_alone_never_approves_without_the_final_yes() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let args = ticket_call(&url);
+    // The ticket form has four fields (summary, priority, description,
+    // notify_me), each with a default or optional: four Enters, then Enter
+    // at "Send it? [y/N]".
+    let run = on_a_terminal(&world, &args, "\n\n\n\n\n").await;
+    assert!(run.stdout.contains("Send it? [y/N]"), "{run:#?}");
+    assert!(run.stdout.contains("Declined"), "{run:#?}");
+    assert!(world.sim.tickets().is_empty(), "declined: {run:#?}");
+    // The same, answered `y`.
+    let run = on_a_terminal(&world, &args, "\n\n\n\ny\n").await;
+    run.expect_code(0);
+    assert_eq!(world.sim.tickets().len(), 1, "{run:#?}");
+}

@@ -11,8 +11,15 @@
 //!    or `--yes` was given, it is answered without reading stdin: those
 //!    values, then the schema's defaults; with `--yes`, yes/no questions
 //!    without a default are answered yes and URL requests count as done.
-//! 3. Otherwise stdin is asked: on a terminal, one prompt per field; when
+//! 3. Otherwise stdin is asked: on a terminal, one prompt per field and then
+//!    a final "send this answer? [y/N]" showing what will be sent; when
 //!    piped, lines in the format below.
+//!
+//! **Nothing is approved without an answer.** The end of stdin (`</dev/null`,
+//! cron, CI), a closed stdin or no stdin at all never accepts a request: the
+//! client stops with an error saying how to answer, and the task keeps
+//! waiting on the server. Off a terminal, an approval needs `--yes`,
+//! `--input`, or answer lines on stdin.
 //!
 //! Piped stdin, per form request: lines of `field=value` (the value as JSON
 //! when it parses and fits the field, else text), or one JSON object with the
@@ -240,13 +247,16 @@ impl Answers {
                 preset_any = true;
             }
         }
-        if preset_any || self.yes || self.stdin.is_none() {
+        if preset_any || self.yes {
             self.fill_defaults(&mut content, fields);
             check_required(key, message, fields, &content, "")?;
             return Ok(Reply::Accept(Some(content)));
         }
+        if self.stdin.is_none() {
+            bail!(unanswered(key, message, "no answer was given"));
+        }
         if self.tty {
-            self.prompt_form(message, fields).await
+            self.prompt_form(key, message, fields).await
         } else {
             self.read_form_lines(key, message, fields).await
         }
@@ -307,7 +317,20 @@ impl Answers {
         fields: &[Field],
     ) -> Result<Reply> {
         let mut content = Map::new();
-        while let Some(line) = self.read_line().await? {
+        let first_line = self.line;
+        loop {
+            let Some(line) = self.read_line().await? else {
+                if self.line == first_line {
+                    // Not one line for this request: stdin was empty or
+                    // closed, which is nobody's approval.
+                    bail!(unanswered(
+                        key,
+                        message,
+                        "stdin ended before it was answered"
+                    ));
+                }
+                break;
+            };
             let text = line.trim();
             let at = self.line;
             if text.is_empty() || text == "accept" {
@@ -351,7 +374,7 @@ impl Answers {
         Ok(Reply::Accept(Some(content)))
     }
 
-    async fn prompt_form(&mut self, message: &str, fields: &[Field]) -> Result<Reply> {
+    async fn prompt_form(&mut self, key: &str, message: &str, fields: &[Field]) -> Result<Reply> {
         eprintln!("{} {message}", console::style("?").yellow().bold());
         eprintln!(
             "  {}",
@@ -393,7 +416,11 @@ impl Answers {
                 );
                 let _ = std::io::stderr().flush();
                 let Some(line) = self.read_line().await? else {
-                    bail!("stdin ended while answering `{}`", field.name);
+                    bail!(unanswered(
+                        key,
+                        message,
+                        &format!("stdin ended while answering `{}`", field.name)
+                    ));
                 };
                 let text = line.trim();
                 if text.starts_with(':')
@@ -424,8 +451,60 @@ impl Answers {
                 }
             }
         }
-        Ok(Reply::Accept(Some(content)))
+        self.confirm(key, message, &content).await
     }
+
+    /// The last word on a terminal: what will be sent, and whether to send
+    /// it. Only `y`/`yes` accepts; `n`, a blank line or anything else
+    /// declines; the end of stdin sends nothing.
+    async fn confirm(
+        &mut self,
+        key: &str,
+        message: &str,
+        content: &Map<String, Value>,
+    ) -> Result<Reply> {
+        eprintln!("  {}", console::style("This answer will be sent:").bold());
+        for (name, value) in content {
+            let shown = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            eprintln!("    {name}: {shown}");
+        }
+        eprint!("  Send it? [y/N]: ");
+        let _ = std::io::stderr().flush();
+        let Some(line) = self.read_line().await? else {
+            bail!(unanswered(
+                key,
+                message,
+                "stdin ended before the confirmation"
+            ));
+        };
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => Ok(Reply::Accept(Some(content.clone()))),
+            _ => {
+                eprintln!(
+                    "  {}",
+                    console::style("Declined: nothing was approved.").yellow()
+                );
+                Ok(Reply::Decline)
+            }
+        }
+    }
+}
+
+/// Why a request was left unanswered, and how to answer it: nothing is
+/// approved on a user's behalf.
+fn unanswered(key: &str, message: &str, why: &str) -> String {
+    let asked = if message.is_empty() {
+        String::new()
+    } else {
+        format!(" ({message:?})")
+    };
+    format!(
+        "input request `{key}`{asked} was not answered: {why}, and nothing is approved without \
+         an answer. Answer on a terminal, pipe `field=value` lines ended by a blank line, pass \
+         --input FIELD=VALUE or --input {key}=decline, or --yes to accept it as proposed"
+    )
 }
 
 impl InputSource for Answers {
