@@ -343,12 +343,21 @@ async fn a_step_whose_lease_cannot_be_renewed_stops_before_the_lease_ends() {
 }
 
 /// A store on which every claim fails while reads say a task is overdue,
-/// as on a full disk; counts the claims. Nothing here touches a database,
-/// so paused time moves only when the engine waits.
+/// as on a full disk; counts the claims and the looks for the next due
+/// task. Nothing here touches a database, so paused time moves only when
+/// the engine waits.
 #[derive(Debug, Default)]
 struct Full {
     claims: AtomicU64,
+    /// A task the first claim hands out, if any (later claims fail).
+    running: std::sync::Mutex<Option<Claimed>>,
+    next_dues: AtomicU64,
 }
+
+/// `next_due` answers after which [`Full`] says nothing is due: a claim
+/// loop that spins stops there, so a test sees the count instead of
+/// hanging.
+const SPIN: u64 = 1_000;
 
 #[async_trait]
 impl TaskStore for Full {
@@ -374,6 +383,9 @@ impl TaskStore for Full {
         Err(outage())
     }
     async fn claim(&self, _: &str, _: usize, _: Duration, _: Millis) -> StoreResult<Vec<Claimed>> {
+        if let Some(task) = self.running.lock().expect("running").take() {
+            return Ok(vec![task]);
+        }
         self.claims.fetch_add(1, Ordering::SeqCst);
         Err(outage())
     }
@@ -407,7 +419,8 @@ impl TaskStore for Full {
         Err(outage())
     }
     async fn next_due(&self) -> StoreResult<Option<Millis>> {
-        Ok(Some(Millis::EPOCH))
+        let looks = self.next_dues.fetch_add(1, Ordering::SeqCst);
+        Ok((looks < SPIN).then_some(Millis::EPOCH))
     }
     async fn count_by_tool_and_status(&self) -> StoreResult<Vec<TaskCount>> {
         Ok(Vec::new())
@@ -454,6 +467,68 @@ async fn failing_claims_back_off_instead_of_spinning() {
     // thousands.
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(store.claims.load(Ordering::SeqCst), 7);
+    shutdown.cancel();
+    running.await.expect("the engine stops");
+}
+
+/// A task is overdue but cannot be claimed (here: every step slot is
+/// busy; on PostgreSQL also a lease live by the server's clock while this
+/// instance's says it ran out): the claim loop looks again after
+/// `idle_poll` or when a step ends, not at once and for ever.
+async fn a_due_task_that_cannot_be_claimed_does_not_make_the_claim_loop_spin() {
+    // The task the store hands out, leased to this engine, never run.
+    let claimed = Claimed {
+        task: TaskRecord {
+            id: TaskId::generate(),
+            owner: Owner::new("t"),
+            tool: "hang".into(),
+            args: json!({}),
+            status: TaskPhase::Working,
+            status_message: None,
+            job_state: None,
+            input_requests: BTreeMap::new(),
+            input_responses: BTreeMap::new(),
+            used_input_keys: Vec::new(),
+            cancel_requested: false,
+            result: None,
+            error: None,
+            created_at: Millis::EPOCH,
+            updated_at: Millis::EPOCH,
+            ttl_ms: None,
+            due_at: Some(Millis::EPOCH),
+            lease_owner: Some("w".into()),
+            lease_until: None,
+            fence: Fence::from_raw(1),
+            steps: 0,
+            failures: 0,
+        },
+        taken_over_from: None,
+    };
+    let store = Arc::new(Full {
+        running: std::sync::Mutex::new(Some(claimed)),
+        ..Full::default()
+    });
+    let job = Hangs::default();
+    let tools = ToolRegistry::new().with(ToolSpec::new(
+        "hang",
+        "test",
+        ToolPolicy::default(),
+        job.clone(),
+    ));
+    let config = EngineConfig {
+        concurrency: 1,
+        idle_poll: Duration::from_secs(1),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(store.clone(), tools, Arc::new(SystemClock), config);
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(engine.run(shutdown.clone()));
+    job.started.notified().await;
+    // Ten seconds of virtual time with the one slot busy and a task
+    // overdue: a look a second, not thousands.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let looks = store.next_dues.load(Ordering::SeqCst);
+    assert!(looks <= 15, "the claim loop looked {looks} times in 10 s");
     shutdown.cancel();
     running.await.expect("the engine stops");
 }
@@ -638,6 +713,10 @@ fn main() -> std::process::ExitCode {
         .paused(
             "failing_claims_back_off_instead_of_spinning",
             failing_claims_back_off_instead_of_spinning,
+        )
+        .paused(
+            "a_due_task_that_cannot_be_claimed_does_not_make_the_claim_loop_spin",
+            a_due_task_that_cannot_be_claimed_does_not_make_the_claim_loop_spin,
         )
         .test(
             "postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect",
