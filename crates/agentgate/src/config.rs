@@ -42,6 +42,9 @@ pub(crate) struct ServerSection {
     #[serde(default)]
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: Option<usize>,
+    /// Request body bytes held at once across all requests (default 64
+    /// MiB; at least `max_body_bytes`); past it a request gets 503.
+    pub max_buffered_body_bytes: Option<usize>,
     /// Refuse `tasks/get|update|cancel` without an `Mcp-Name` header
     /// (default false: a missing one is accepted, a mismatched one refused).
     #[serde(default)]

@@ -198,6 +198,17 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         if let Some(max) = file.server.max_body_bytes {
             http.max_body_bytes = max;
         }
+        if let Some(max) = file.server.max_buffered_body_bytes {
+            http.max_buffered_body_bytes = max;
+        }
+        if http.max_buffered_body_bytes < http.max_body_bytes {
+            // One body of the largest size must fit, or it is always refused.
+            bail!(
+                "server.max_buffered_body_bytes ({}) must be at least server.max_body_bytes ({})",
+                http.max_buffered_body_bytes,
+                http.max_body_bytes
+            );
+        }
         http.strict_headers = file.server.strict_headers;
         let listener = tokio::net::TcpListener::bind(addr)
             .await

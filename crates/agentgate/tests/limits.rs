@@ -1,6 +1,8 @@
 //! `[limits]` in the config file reaches the real `agentgate serve` binary:
 //! a tiny request budget is enforced over HTTP with the documented error,
-//! and bad settings stop the server at start with the key named.
+//! and bad settings stop the server at start with the key named; request
+//! bodies held at once are capped across connections
+//! (`server.max_buffered_body_bytes`).
 //! (Each limit's behaviour is tested in agentgate-core's `tests/limits.rs`.)
 
 use std::path::Path;
@@ -8,6 +10,7 @@ use std::time::Duration;
 
 use agentgate_testkit::{GateBuilder, TestClient};
 use rmcp::service::ServiceError;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 
@@ -55,6 +58,10 @@ async fn bad_limits_stop_the_server_naming_the_key() {
             "limits.requests_per_second",
         ),
         ("[limits]\nmax_tasks = 3\n", "max_tasks"),
+        (
+            "[server]\nmax_buffered_body_bytes = 1024\n",
+            "server.max_buffered_body_bytes",
+        ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let output = tokio::time::timeout(
@@ -71,4 +78,94 @@ async fn bad_limits_stop_the_server_naming_the_key() {
             "{key} not named for {config:?}: {stderr}"
         );
     }
+}
+
+/// A POST /mcp head declaring `length` body bytes.
+fn post_head(length: usize) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+/// Sends `head` and `body` on a new connection and returns the answer's
+/// status code (bounded: a missing answer fails the test).
+async fn status_of(addr: &str, head: &str, body: &[u8]) -> u16 {
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    socket.write_all(head.as_bytes()).await.expect("write");
+    socket.write_all(body).await.expect("write");
+    read_status(&mut socket).await
+}
+
+async fn read_status(socket: &mut tokio::net::TcpStream) -> u16 {
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        while answer.len() < 12 {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("an answer");
+    let text = String::from_utf8_lossy(&answer);
+    text.get(9..12)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"))
+}
+
+/// Issue 30: bodies being received are held in memory; across all
+/// connections at most `max_buffered_body_bytes` are. Two trickled bodies
+/// hold the budget: another request gets 503 at once, and is served again
+/// once they are answered.
+#[tokio::test]
+async fn request_bodies_held_at_once_are_capped_across_connections() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = "[server]\nmax_body_bytes = 4096\nmax_buffered_body_bytes = 8192\n";
+    let server = serve(dir.path(), config).start().await;
+    let addr = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .expect("an http://…/mcp URL")
+        .to_owned();
+    // Two bodies of 4000 bytes each, 96 short of their declared length.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut socket = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
+        socket
+            .write_all(post_head(4096).as_bytes())
+            .await
+            .expect("write");
+        socket.write_all(&[b' '; 4000]).await.expect("write");
+        held.push(socket);
+    }
+    // A whole request of 300 bytes, more than the 192 left: refused once
+    // the server has read the two.
+    let mut small = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec();
+    small.resize(300, b' ');
+    let small = &small[..];
+    let refused = async {
+        loop {
+            if status_of(&addr, &post_head(small.len()), small).await == 503 {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), refused)
+        .await
+        .expect("a request past max_buffered_body_bytes is answered 503");
+    // The held bodies finish (not JSON: 400) and free the budget.
+    for socket in &mut held {
+        socket.write_all(&[b' '; 96]).await.expect("write");
+        assert_eq!(read_status(socket).await, 400);
+    }
+    let status = status_of(&addr, &post_head(small.len()), small).await;
+    assert_ne!(status, 503, "the budget is free again");
+    server.kill_and_wait().await;
 }

@@ -71,6 +71,11 @@ pub struct HttpOptions {
     /// Accepted browser `Origin`s; requests without `Origin` always pass.
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    /// Request body bytes held at once across all of `/mcp`'s requests
+    /// (default 64 MiB): a body that would pass it is answered 503 with
+    /// `Retry-After` instead of being buffered, so many connections (and
+    /// HTTP/2 streams) sending large bodies cannot exhaust memory.
+    pub max_buffered_body_bytes: usize,
     /// Who may call `/mcp` ([`crate::auth`]); `None`: everyone, as `anonymous`.
     pub auth: Option<std::sync::Arc<crate::auth::Authenticator>>,
     /// Refuse `tasks/get`, `tasks/update` and `tasks/cancel` without an
@@ -87,6 +92,7 @@ impl Default for HttpOptions {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             allowed_origins: loopback_origins(),
             max_body_bytes: 4 * 1024 * 1024,
+            max_buffered_body_bytes: 64 * 1024 * 1024,
             auth: None,
             strict_headers: false,
         }
@@ -117,6 +123,11 @@ pub fn http_router<H: ServerHandler + Clone>(
     shutdown: CancellationToken,
 ) -> axum::Router {
     let max_body = options.max_body_bytes;
+    let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(
+        options
+            .max_buffered_body_bytes
+            .min(tokio::sync::Semaphore::MAX_PERMITS),
+    ));
     let strict_headers = options.strict_headers;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.allowed_hosts)
@@ -141,7 +152,11 @@ pub fn http_router<H: ServerHandler + Clone>(
     let mut mcp = axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(move |request, next| {
-            json_rpc_body(request, next, max_body, strict_headers, call_scopes.clone())
+            let body = BodyLimits {
+                max: max_body,
+                budget: budget.clone(),
+            };
+            json_rpc_body(request, next, body, strict_headers, call_scopes.clone())
         }));
     if let Some(auth) = &options.auth {
         mcp = auth.protect(mcp);
@@ -170,7 +185,7 @@ pub fn http_router<H: ServerHandler + Clone>(
 async fn json_rpc_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
-    max_body: usize,
+    limits: BodyLimits,
     strict_headers: bool,
     call_scopes: Option<std::sync::Arc<crate::auth::Authenticator>>,
 ) -> axum::response::Response {
@@ -192,9 +207,25 @@ async fn json_rpc_body(
         return next.run(request).await;
     }
     let (mut parts, body) = request.into_parts();
-    let read = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, max_body)).await;
-    let bytes = match read {
-        Ok(Ok(bytes)) => bytes,
+    let max_body = limits.max;
+    let read = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, &limits)).await;
+    // Held until the request is answered: its bytes are in use until then.
+    let (bytes, _held) = match read {
+        Ok(Ok(read)) => read,
+        Ok(Err(BodyError::Busy)) => {
+            let message = "the server is holding too many request bodies at once \
+                           (server.max_buffered_body_bytes); retry shortly";
+            let mut response = (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json_rpc_error(rmcp::model::ErrorCode::INTERNAL_ERROR.0, message),
+            )
+                .into_response();
+            response.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("1"),
+            );
+            return response;
+        }
         Err(_) | Ok(Err(BodyError::Cut)) => {
             // The accept loop's own deadline (`body_read_timeout`) ends a
             // trickled body as a read error; either way it did not arrive.
@@ -271,22 +302,40 @@ async fn json_rpc_body(
 /// request is being read.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The body bounds of `/mcp`: per request, and across all of them.
+#[derive(Clone)]
+struct BodyLimits {
+    max: usize,
+    /// One permit per body byte held (`max_buffered_body_bytes`).
+    budget: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
 /// Why a body was not read.
 enum BodyError {
+    /// Every byte of `max_buffered_body_bytes` is held by other bodies.
+    Busy,
     /// Longer than the limit.
     TooLarge,
     /// The connection failed or the body's deadline passed mid-body.
     Cut,
 }
 
-/// Reads a body of at most `max` bytes. A longer one is read on (and
-/// dropped) up to a bound before `Err`, so the client finishes sending and
-/// reads the 413 instead of meeting a closed socket mid-write.
-async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Bytes, BodyError> {
+/// Reads a body of at most `limits.max` bytes, taking a permit of the
+/// budget for every byte kept (returned with the bytes; `Busy` at once
+/// when the budget is spent, rather than waiting while holding a
+/// connection). A longer body is read on (and dropped, unbudgeted) up to a
+/// bound before `Err`, so the client finishes sending and reads the 413
+/// instead of meeting a closed socket mid-write.
+async fn read_body(
+    body: axum::body::Body,
+    limits: &BodyLimits,
+) -> Result<(axum::body::Bytes, Option<tokio::sync::OwnedSemaphorePermit>), BodyError> {
     use http_body_util::BodyExt as _;
+    let max = limits.max;
     let drain_limit = max.saturating_mul(4).max(16 * 1024 * 1024);
     let mut body = body;
     let mut kept = Vec::new();
+    let mut held: Option<tokio::sync::OwnedSemaphorePermit> = None;
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else {
@@ -301,6 +350,14 @@ async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Byt
         };
         seen = seen.saturating_add(data.len());
         if seen <= max {
+            let permit = u32::try_from(data.len())
+                .ok()
+                .and_then(|n| limits.budget.clone().try_acquire_many_owned(n).ok())
+                .ok_or(BodyError::Busy)?;
+            match &mut held {
+                Some(held) => held.merge(permit),
+                None => held = Some(permit),
+            }
             kept.extend_from_slice(&data);
         } else if seen > drain_limit {
             break;
@@ -309,7 +366,7 @@ async fn read_body(body: axum::body::Body, max: usize) -> Result<axum::body::Byt
     if seen > max {
         Err(BodyError::TooLarge)
     } else {
-        Ok(axum::body::Bytes::from(kept))
+        Ok((axum::body::Bytes::from(kept), held))
     }
 }
 
