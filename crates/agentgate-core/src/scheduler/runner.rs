@@ -299,10 +299,13 @@ impl Engine {
         let clock = &*self.inner.clock;
         let lease = self.inner.config.lease;
         let margin = fence_margin(lease);
-        // The claim was sent before this step started, so its lease ends
-        // no later than a lease from now. (Not the stored `lease_until`:
-        // on PostgreSQL that is on the database's clock, not this one.)
+        // The lease from the claim (or `create_claimed`), on this engine's
+        // clock: it was taken before the step started, so it ends no later
+        // than a lease from now, and earlier if the step waited to start.
         let mut held_until = clock.now().saturating_add(lease);
+        if let Some(until) = task.lease_until {
+            held_until = held_until.min(until);
+        }
         let mut failing = false;
         loop {
             let stop_at = held_until.saturating_sub(margin);
