@@ -103,6 +103,7 @@ pub(crate) struct EngineSection {
 /// poll_burst = 20                 # tasks/get of one task per pollIntervalMs; 0 = never refused
 /// max_input_response_bytes = 1048576  # inputResponses, as JSON
 /// max_ttl_seconds = 604800        # longest task TTL (7 days); 0 = no cap
+/// poll_cache_bytes = 33554432     # tasks/get answers kept in memory (32 MiB); 0 = none
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -114,6 +115,7 @@ pub(crate) struct LimitsSection {
     pub poll_burst: Option<u32>,
     pub max_input_response_bytes: Option<usize>,
     pub max_ttl_seconds: Option<u64>,
+    pub poll_cache_bytes: Option<usize>,
 }
 
 impl LimitsSection {
@@ -152,6 +154,9 @@ impl LimitsSection {
         }
         if let Some(secs) = self.max_ttl_seconds {
             limits.max_ttl = (secs > 0).then(|| std::time::Duration::from_secs(secs));
+        }
+        if let Some(bytes) = self.poll_cache_bytes {
+            limits.poll_cache_bytes = bytes;
         }
         Ok(limits)
     }

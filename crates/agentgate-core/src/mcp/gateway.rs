@@ -15,9 +15,9 @@ use rmcp::ServerHandler;
 use rmcp::model::RequestStateCodec;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ContentBlock, CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool, UpdateTaskParams,
+    ContentBlock, CreateTaskResult, DetailedTask, ErrorData, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
@@ -339,7 +339,7 @@ impl ServerHandler for Gateway {
         let detailed = match &self.guard {
             None => wire::to_detailed_task(&self.engine.get(&owner, &id).await?, tools, now)?,
             Some(guard) => match guard.polls.poll(&owner, &id, now) {
-                Poll::Cached(record) => wire::to_detailed_task(&record, tools, now)?,
+                Poll::Cached(answer) => DetailedTask::clone(&answer),
                 Poll::TooFast { interval, polls } => {
                     return Err(guard.too_fast(&id, interval, polls));
                 }
@@ -348,7 +348,9 @@ impl ServerHandler for Gateway {
                     let record = self.engine.get(&owner, &id).await?;
                     let detailed = wire::to_detailed_task(&record, tools, now)?;
                     let interval = detailed.task.poll_interval_ms.map(Duration::from_millis);
-                    guard.polls.remember(&record, interval, now, ticket);
+                    guard
+                        .polls
+                        .remember(&record, &detailed, interval, now, ticket);
                     detailed
                 }
             },

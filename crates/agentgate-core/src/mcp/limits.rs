@@ -24,13 +24,17 @@
 //!   several instances behind a balancer the effective rate is up to N times
 //!   the setting.
 //! - **Fast `tasks/get` polling** ([`PollCache`]): the answer read from the
-//!   store is kept per task for the `pollIntervalMs` it advertised; a poll
-//!   within that window is answered from memory (re-rendered at the current
-//!   time) unless the task changed meanwhile (the engine's change notices,
-//!   which include other instances' changes on PostgreSQL, drop the entry).
-//!   More than [`Limits::poll_burst`] polls of one task within one interval
-//!   are refused, telling the client the interval to use. Ended tasks have no
-//!   interval; their answer is kept for [`TERMINAL_WINDOW`], never refused.
+//!   store is kept per task, rendered as the client gets it (never the
+//!   stored record with its arguments and checkpoint), for the
+//!   `pollIntervalMs` it advertised; a poll within that window is answered
+//!   from memory unless the task changed meanwhile (the engine's change
+//!   notices, which include other instances' changes on PostgreSQL, drop the
+//!   entry). The cache holds at most [`Limits::poll_cache_bytes`] of answers
+//!   (an answer bigger than a sixteenth of that is not kept), so many big
+//!   results cannot grow the process. More than [`Limits::poll_burst`] polls
+//!   of one task within one interval are refused, telling the client the
+//!   interval to use. Ended tasks have no interval; their answer is kept for
+//!   [`TERMINAL_WINDOW`], never refused.
 //! - **Caps**: `inputResponses` (in `tasks/update` and in an MRTR retry of
 //!   `tools/call`) may be at most [`Limits::max_input_response_bytes`] of
 //!   JSON, and a tool's task TTL is clamped to [`Limits::max_ttl`] (the Tasks
@@ -43,10 +47,10 @@
 //! field.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::ErrorData;
+use rmcp::model::{DetailedTask, ErrorData};
 use serde_json::json;
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
@@ -82,6 +86,9 @@ pub struct Limits {
     pub max_input_response_bytes: usize,
     /// Longest task TTL; a tool asking for more (or for none) gets this.
     pub max_ttl: Option<Duration>,
+    /// Bytes of rendered `tasks/get` answers the poll cache keeps at most
+    /// (their JSON size); 0 = no cache.
+    pub poll_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -94,6 +101,7 @@ impl Default for Limits {
             poll_burst: 20,
             max_input_response_bytes: 1024 * 1024,
             max_ttl: Some(Duration::from_secs(7 * 24 * 3600)),
+            poll_cache_bytes: 32 * 1024 * 1024,
         }
     }
 }
@@ -210,7 +218,12 @@ impl RateLimiter {
 
 #[derive(Debug)]
 struct Entry {
-    record: TaskRecord,
+    owner: Owner,
+    /// When the task expires (its TTL from creation), if it does.
+    expires_at: Option<Millis>,
+    answer: Arc<DetailedTask>,
+    /// The answer's size as JSON, counted against the byte budget.
+    bytes: usize,
     read_at: Millis,
     window: Duration,
     advertised: bool,
@@ -221,7 +234,7 @@ struct Entry {
 #[derive(Debug)]
 pub enum Poll {
     /// Within the window of the last store read: this answer, from memory.
-    Cached(Box<TaskRecord>),
+    Cached(Arc<DetailedTask>),
     /// Polled more than the burst within one advertised interval.
     TooFast { interval: Duration, polls: u32 },
     /// Read the store, then [`PollCache::remember`] the answer with this
@@ -237,6 +250,8 @@ pub struct Ticket(u64);
 #[derive(Debug)]
 struct CacheState {
     entries: HashMap<TaskId, Entry>,
+    /// The sum of the entries' `bytes`.
+    bytes: usize,
     changes: broadcast::Receiver<TaskId>,
     /// Change notices seen so far.
     seen: u64,
@@ -248,13 +263,53 @@ struct CacheState {
 }
 
 impl CacheState {
+    fn remove(&mut self, id: &TaskId) {
+        if let Some(entry) = self.entries.remove(id) {
+            self.bytes -= entry.bytes;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+    }
+
+    /// Drops the entries whose window has passed, then, while `bytes` more
+    /// would not fit in `budget` or `count` more would pass the entry cap,
+    /// the oldest reads.
+    fn make_room(&mut self, bytes: usize, budget: usize, now: Millis) {
+        let fits =
+            |state: &Self| state.bytes + bytes <= budget && state.entries.len() < MAX_CACHED_TASKS;
+        if fits(self) {
+            return;
+        }
+        self.entries
+            .retain(|_, e| now < e.read_at.saturating_add(e.window));
+        self.bytes = self.entries.values().map(|e| e.bytes).sum();
+        if fits(self) {
+            return;
+        }
+        let mut by_age: Vec<(Millis, TaskId)> = self
+            .entries
+            .iter()
+            .map(|(id, e)| (e.read_at, id.clone()))
+            .collect();
+        by_age.sort_unstable();
+        for (_, id) in by_age {
+            if fits(self) {
+                break;
+            }
+            self.remove(&id);
+        }
+    }
+
     /// Drops the entries of tasks that changed since the last call.
     fn forget_changed(&mut self) {
         loop {
             match self.changes.try_recv() {
                 Ok(id) => {
                     self.seen += 1;
-                    self.entries.remove(&id);
+                    self.remove(&id);
                     if self.changed.len() >= MAX_CACHED_TASKS {
                         self.changed.clear();
                         self.floor = self.seen;
@@ -265,7 +320,7 @@ impl CacheState {
                 Err(TryRecvError::Lagged(_)) => {
                     self.seen += 1;
                     self.floor = self.seen;
-                    self.entries.clear();
+                    self.clear();
                     self.changed.clear();
                 }
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return,
@@ -279,16 +334,21 @@ impl CacheState {
 #[derive(Debug)]
 pub struct PollCache {
     burst: u32,
+    /// The most bytes of answers kept.
+    budget: usize,
     state: Mutex<CacheState>,
 }
 
 impl PollCache {
-    /// `changes` is the engine's change feed, subscribed before any read.
-    pub fn new(poll_burst: u32, changes: broadcast::Receiver<TaskId>) -> Self {
+    /// `changes` is the engine's change feed, subscribed before any read;
+    /// at most `budget` bytes of answers are kept.
+    pub fn new(poll_burst: u32, budget: usize, changes: broadcast::Receiver<TaskId>) -> Self {
         Self {
             burst: poll_burst,
+            budget,
             state: Mutex::new(CacheState {
                 entries: HashMap::new(),
+                bytes: 0,
                 changes,
                 seen: 0,
                 changed: HashMap::new(),
@@ -313,14 +373,14 @@ impl PollCache {
         };
         // Another owner's poll of this id is a plain miss: the store answers
         // it as unknown, and the owner's entry is left alone.
-        if &entry.record.owner != owner {
+        if &entry.owner != owner {
             return Poll::Read(ticket);
         }
         if now >= entry.read_at.saturating_add(entry.window)
             || now < entry.read_at
-            || entry.record.is_expired(now)
+            || entry.expires_at.is_some_and(|at| at <= now)
         {
-            state.entries.remove(id);
+            state.remove(id);
             return Poll::Read(ticket);
         }
         entry.polls = entry.polls.saturating_add(1);
@@ -330,19 +390,27 @@ impl PollCache {
                 polls: entry.polls,
             };
         }
-        Poll::Cached(Box::new(entry.record.clone()))
+        Poll::Cached(Arc::clone(&entry.answer))
     }
 
-    /// Keeps a record read from the store at `now`, for the interval it
-    /// advertises (`None` for an ended task), unless the task changed since
-    /// `ticket` was taken (the read may predate the change).
+    /// Keeps `answer`, rendered from `record` as read from the store at
+    /// `now`, for the interval it advertises (`None` for an ended task),
+    /// unless the task changed since `ticket` was taken (the read may
+    /// predate the change) or the answer is too big to be worth its room.
     pub fn remember(
         &self,
         record: &TaskRecord,
+        answer: &DetailedTask,
         interval: Option<Duration>,
         now: Millis,
         ticket: Ticket,
     ) {
+        // A big answer (a long result) would push out many small ones, and
+        // a client polls it at most a few times before it is done.
+        let bytes = serde_json::to_vec(answer).map_or(usize::MAX, |v| v.len());
+        if bytes > self.budget / 16 {
+            return;
+        }
         let mut state = self.state();
         state.forget_changed();
         let changed_since = state.floor > ticket.0
@@ -353,25 +421,41 @@ impl PollCache {
         if changed_since {
             return;
         }
-        if state.entries.len() >= MAX_CACHED_TASKS && !state.entries.contains_key(&record.id) {
-            state
-                .entries
-                .retain(|_, e| now < e.read_at.saturating_add(e.window));
-            if state.entries.len() >= MAX_CACHED_TASKS {
-                state.entries.clear();
-            }
-        }
+        state.remove(&record.id);
+        state.make_room(bytes, self.budget, now);
         let window = interval.unwrap_or(TERMINAL_WINDOW);
+        let expires_at = record
+            .ttl_ms
+            .map(|ttl| record.created_at.saturating_add(Duration::from_millis(ttl)));
+        state.bytes += bytes;
         state.entries.insert(
             record.id.clone(),
             Entry {
-                record: record.clone(),
+                owner: record.owner.clone(),
+                expires_at,
+                answer: Arc::new(answer.clone()),
+                bytes,
                 read_at: now,
                 window,
                 advertised: interval.is_some(),
                 polls: 1,
             },
         );
+    }
+
+    /// Bytes of answers kept now.
+    pub fn bytes(&self) -> usize {
+        self.state().bytes
+    }
+
+    /// Answers kept now.
+    pub fn len(&self) -> usize {
+        self.state().entries.len()
+    }
+
+    /// Whether no answer is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -391,7 +475,7 @@ impl Guard {
                 limits.request_burst,
                 limits.max_principals,
             ),
-            polls: PollCache::new(limits.poll_burst, changes),
+            polls: PollCache::new(limits.poll_burst, limits.poll_cache_bytes, changes),
             limits,
         }
     }
@@ -460,6 +544,95 @@ mod tests {
         assert!(limiter.check(&alice(), at(499)).is_err());
         assert!(limiter.check(&alice(), at(500)).is_ok());
         assert!(limiter.check(&alice(), at(500)).is_err());
+    }
+
+    fn record(id: &str, args_bytes: usize) -> TaskRecord {
+        TaskRecord {
+            id: TaskId::from_client(id),
+            owner: alice(),
+            tool: "t".into(),
+            args: json!({"blob": "a".repeat(args_bytes)}),
+            status: crate::task::TaskPhase::Working,
+            status_message: Some("working".into()),
+            job_state: Some(json!({"big": "s".repeat(args_bytes)})),
+            input_requests: Default::default(),
+            input_responses: Default::default(),
+            used_input_keys: Vec::new(),
+            cancel_requested: false,
+            result: None,
+            error: None,
+            created_at: at(0),
+            updated_at: at(0),
+            ttl_ms: None,
+            due_at: None,
+            lease_owner: None,
+            lease_until: None,
+            fence: crate::task::Fence::from_raw(0),
+            steps: 0,
+            failures: 0,
+        }
+    }
+
+    fn answer(record: &TaskRecord, result_bytes: usize) -> DetailedTask {
+        let task = rmcp::model::Task::new(
+            record.id.as_str(),
+            rmcp::model::TaskStatus::Working,
+            "2026-01-01T00:00:00Z".to_owned(),
+            "2026-01-01T00:00:00Z".to_owned(),
+        );
+        let mut detailed = DetailedTask::new(task, rmcp::model::TaskPayload::Working);
+        detailed.task.status_message = Some("r".repeat(result_bytes));
+        detailed
+    }
+
+    #[test]
+    fn the_poll_cache_keeps_rendered_answers_within_its_byte_budget() {
+        let (_tx, rx) = broadcast::channel(16);
+        let cache = PollCache::new(20, 16 * 1024, rx);
+        let window = Some(Duration::from_secs(60));
+        // The stored record's arguments and checkpoint are not what is kept.
+        let big_args = record("t0", 1 << 20);
+        let small = answer(&big_args, 10);
+        let ticket = match cache.poll(&alice(), &big_args.id, at(0)) {
+            Poll::Read(ticket) => ticket,
+            other => panic!("first poll reads: {other:?}"),
+        };
+        cache.remember(&big_args, &small, window, at(0), ticket);
+        assert!(cache.bytes() < 1024, "{} bytes kept", cache.bytes());
+        assert!(matches!(
+            cache.poll(&alice(), &big_args.id, at(1)),
+            Poll::Cached(_)
+        ));
+        // Answers over a sixteenth of the budget are not kept at all.
+        let huge = record("t1", 0);
+        let ticket = match cache.poll(&alice(), &huge.id, at(0)) {
+            Poll::Read(ticket) => ticket,
+            other => panic!("{other:?}"),
+        };
+        cache.remember(&huge, &answer(&huge, 2048), window, at(0), ticket);
+        assert!(matches!(
+            cache.poll(&alice(), &huge.id, at(1)),
+            Poll::Read(_)
+        ));
+        // Many answers: the oldest reads make room, the total stays in budget.
+        for n in 0..200u64 {
+            let r = record(&format!("m{n}"), 0);
+            let ticket = match cache.poll(&alice(), &r.id, at(n)) {
+                Poll::Read(ticket) => ticket,
+                other => panic!("{other:?}"),
+            };
+            cache.remember(&r, &answer(&r, 500), window, at(n), ticket);
+            assert!(cache.bytes() <= 16 * 1024, "{} bytes", cache.bytes());
+        }
+        assert!(cache.len() < 200, "older answers were dropped");
+        assert!(matches!(
+            cache.poll(&alice(), &TaskId::from_client("m199"), at(200)),
+            Poll::Cached(_)
+        ));
+        assert!(matches!(
+            cache.poll(&alice(), &TaskId::from_client("m0"), at(200)),
+            Poll::Read(_)
+        ));
     }
 
     #[test]

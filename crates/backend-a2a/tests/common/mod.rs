@@ -305,7 +305,7 @@ impl<'a> Driver<'a> {
     pub(crate) fn cx(&self) -> JobContext {
         // One book for the whole test binary, as the engine's store is: a
         // follow-up finds the context an earlier call bound to its owner.
-        static BOOK: std::sync::LazyLock<std::sync::Arc<agentgate_backend::InMemoryUpstreamIds>> =
+        static BOOK: std::sync::LazyLock<Arc<agentgate_backend::InMemoryUpstreamIds>> =
             std::sync::LazyLock::new(Default::default);
         JobContext::new(
             self.task_id.clone(),
