@@ -246,10 +246,15 @@ async fn serve_connection(
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
     tokio::pin!(conn);
     let mut draining = false;
-    // Set once the connection was asked to close: it gets this long to.
+    // Set once the connection was asked to close: it gets until then, or
+    // longer while a request that raced the close is still in flight.
     let mut closing: Option<Instant> = None;
     loop {
-        let deadline = closing.or_else(|| activity.deadline(&limits));
+        let deadline = match closing {
+            Some(_) if activity.in_flight() => None,
+            Some(at) => Some(at),
+            None => activity.deadline(&limits),
+        };
         tokio::select! {
             result = conn.as_mut() => {
                 if let Err(e) = result {
@@ -259,6 +264,9 @@ async fn serve_connection(
             }
             () = sleep_until(deadline) => {
                 if closing.is_some() {
+                    if activity.in_flight() {
+                        continue;
+                    }
                     tracing::debug!(%peer, "an idle connection did not close in time; dropped");
                     return;
                 }
@@ -438,6 +446,10 @@ impl Activity {
         drop(counts);
         self.0.changed.notify_one();
         Busy(self.clone())
+    }
+
+    fn in_flight(&self) -> bool {
+        self.counts().in_flight > 0
     }
 
     /// Resolves when a request starts or ends.
