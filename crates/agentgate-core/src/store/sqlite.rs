@@ -723,6 +723,11 @@ impl TaskStore for SqliteStore {
         owner: &Owner,
         now: Millis,
     ) -> StoreResult<Owner> {
+        // An agent's id may hold a NUL, which PostgreSQL refuses in text.
+        let (namespace, id) = (
+            &*super::transition::storable_str(namespace),
+            &*super::transition::storable_str(id),
+        );
         let mut tx = self.db.write().await?;
         sqlx::query(
             "INSERT INTO upstream_ids (namespace, upstream_id, owner, created_at) \
@@ -746,6 +751,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn upstream_id_owner(&self, namespace: &str, id: &str) -> StoreResult<Option<Owner>> {
+        let (namespace, id) = (
+            &*super::transition::storable_str(namespace),
+            &*super::transition::storable_str(id),
+        );
         let bound: Option<String> = sqlx::query_scalar(
             "SELECT owner FROM upstream_ids WHERE namespace = ? AND upstream_id = ?",
         )

@@ -882,6 +882,45 @@ pub async fn nul_characters_are_stored_as_replacement_characters(store: &dyn Tas
         .expect("get")
         .expect("task");
     assert_eq!(stored.result, done.result, "what was read back is stored");
+
+    // A client's task id with a NUL is unknown, like any id no task has.
+    let odd = TaskId::from_client("task\u{0}");
+    assert_eq!(store.get(&alice(), &odd, at(5)).await.expect("get"), None);
+    let answered = store
+        .record_input(&alice(), &odd, BTreeMap::new(), at(5))
+        .await;
+    assert!(
+        matches!(answered, Err(StoreError::NotFound)),
+        "{answered:?}"
+    );
+    let cancelled = store.request_cancel(&alice(), &odd, at(5)).await;
+    assert!(
+        matches!(cancelled, Err(StoreError::NotFound)),
+        "{cancelled:?}"
+    );
+
+    // An upstream id with a NUL (an agent's context id) is bound and found,
+    // and the id it is stored as is the same binding, not a second one.
+    let bound = store
+        .bind_upstream_id("a2a/context", "ctx\u{0}", &alice(), at(5))
+        .await
+        .expect("an upstream id with a NUL is storable");
+    assert_eq!(bound, alice());
+    assert_eq!(
+        store
+            .upstream_id_owner("a2a/context", "ctx\u{0}")
+            .await
+            .expect("owner"),
+        Some(alice())
+    );
+    assert_eq!(
+        store
+            .bind_upstream_id("a2a/context", "ctx\u{FFFD}", &Owner::new("bob"), at(6))
+            .await
+            .expect("bind"),
+        alice(),
+        "the look-alike id is alice's, so bob is refused"
+    );
 }
 
 pub async fn release_all_frees_a_workers_leases(store: &dyn TaskStore) {

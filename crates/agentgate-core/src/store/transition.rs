@@ -26,6 +26,18 @@ pub(crate) fn storable_text(text: &mut String) {
     }
 }
 
+/// `text` as stored: itself, or a copy with every NUL replaced. For keys
+/// (upstream ids): two ids that differ only by a NUL and a U+FFFD share a
+/// binding, so the later one is refused as another principal's, never let
+/// through.
+pub(crate) fn storable_str(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', &NUL_REPLACEMENT.to_string()))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// Replaces every NUL in `value`'s strings and object keys.
 pub(crate) fn storable_json(value: &mut Value) {
     match value {

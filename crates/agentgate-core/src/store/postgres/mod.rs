@@ -259,6 +259,11 @@ impl PostgresStore {
     /// The task if `owner` owns it: filtered in SQL, so a foreign row is
     /// never read (see the module docs).
     async fn fetch_owned(&self, owner: &Owner, id: &TaskId) -> StoreResult<Option<TaskRecord>> {
+        if id.as_str().contains('\0') {
+            // No task id holds a NUL, and PostgreSQL would refuse the query:
+            // a client's id with one is as unknown as any other.
+            return Ok(None);
+        }
         let row = sqlx::query("SELECT * FROM tasks WHERE id = $1 AND owner = $2")
             .bind(id.as_str())
             .bind(owner.as_str())
@@ -463,6 +468,10 @@ impl TaskStore for PostgresStore {
         responses: BTreeMap<String, Value>,
         now: Millis,
     ) -> StoreResult<InputAck> {
+        if id.as_str().contains('\0') {
+            // As in `fetch_owned`: no task has this id.
+            return Err(StoreError::NotFound);
+        }
         let mut tx = self.pool.begin().await?;
         // Filtered by owner in SQL: another principal's task is neither
         // locked nor decoded, so it costs what an unknown id costs.
@@ -750,6 +759,11 @@ impl TaskStore for PostgresStore {
         owner: &Owner,
         now: Millis,
     ) -> StoreResult<Owner> {
+        // An agent's id may hold a NUL, which PostgreSQL refuses in text.
+        let (namespace, id) = (
+            &*crate::store::transition::storable_str(namespace),
+            &*crate::store::transition::storable_str(id),
+        );
         // Whoever inserts first owns the id; everyone then reads the winner.
         sqlx::query(
             "INSERT INTO upstream_ids (namespace, upstream_id, owner, created_at) \
@@ -770,6 +784,10 @@ impl TaskStore for PostgresStore {
     }
 
     async fn upstream_id_owner(&self, namespace: &str, id: &str) -> StoreResult<Option<Owner>> {
+        let (namespace, id) = (
+            &*crate::store::transition::storable_str(namespace),
+            &*crate::store::transition::storable_str(id),
+        );
         let bound: Option<String> = sqlx::query_scalar(
             "SELECT owner FROM upstream_ids WHERE namespace = $1 AND upstream_id = $2",
         )
