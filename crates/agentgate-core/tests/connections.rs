@@ -25,8 +25,8 @@ fn limits() -> ConnectionLimits {
     }
 }
 
-/// Serves a `/healthz` and a quiet `/slow` (answers after 3 s, longer than
-/// the idle timeout) within `limits()`.
+/// Serves a `/healthz`, a quiet `/slow` (answers after 3 s, longer than
+/// the idle timeout) and an `/echo` of its body within `limits()`.
 async fn server() -> (String, CancellationToken) {
     server_with(limits()).await
 }
@@ -42,6 +42,11 @@ async fn server_with(limits: ConnectionLimits) -> (String, CancellationToken) {
                 tokio::time::sleep(Duration::from_secs(3)).await;
                 "done"
             }),
+        )
+        // Reads its whole body, as every JSON route does.
+        .route(
+            "/echo",
+            axum::routing::post(|body: axum::body::Bytes| async move { body }),
         );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -316,5 +321,39 @@ async fn silent_sockets_close_at_the_header_timeout_and_pings_are_not_activity()
         open_for >= idle_timeout && open_for < idle_timeout + Duration::from_secs(4),
         "an idle pinging HTTP/2 connection was open for {open_for:?}"
     );
+    shutdown.cancel();
+}
+
+/// Every route's body has a deadline: a body one byte short is cut off at
+/// `body_read_timeout` (the handler's read fails: 400), not held open
+/// until the client gives up.
+#[tokio::test]
+async fn a_body_that_never_completes_is_cut_off_at_the_body_read_timeout() {
+    let (addr, shutdown) = server_with(ConnectionLimits {
+        body_read_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(60),
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let mut socket = TcpStream::connect(&addr).await.expect("connect");
+    socket
+        .write_all(b"POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n123456789")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 512];
+    let read = async {
+        while answer.len() < 12 {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("answered when the body's time is up");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
     shutdown.cancel();
 }
