@@ -88,6 +88,11 @@ pub(crate) struct EngineSection {
     /// The longest wait between two retries of a failing step, in seconds
     /// (default 300; backoff starts at 1 s and doubles).
     pub max_backoff_seconds: Option<u64>,
+    /// The most bytes of JSON one step may store (its result or error, or
+    /// its state, status and input requests); a step producing more fails
+    /// its task with an error naming this setting. Default 4 MiB, at least
+    /// 1 KiB.
+    pub max_result_bytes: Option<u64>,
 }
 
 /// `[limits]`: per-principal limits and caps (`agentgate_core::mcp::limits`
@@ -104,6 +109,7 @@ pub(crate) struct EngineSection {
 /// max_input_response_bytes = 1048576  # inputResponses, as JSON
 /// max_ttl_seconds = 604800        # longest task TTL (7 days); 0 = no cap
 /// poll_cache_bytes = 33554432     # tasks/get answers kept in memory (32 MiB); 0 = none
+/// max_listens = 16                # open subscriptions/listen streams per principal; 0 = no cap
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +122,7 @@ pub(crate) struct LimitsSection {
     pub max_input_response_bytes: Option<usize>,
     pub max_ttl_seconds: Option<u64>,
     pub poll_cache_bytes: Option<usize>,
+    pub max_listens: Option<u32>,
 }
 
 impl LimitsSection {
@@ -157,6 +164,9 @@ impl LimitsSection {
         }
         if let Some(bytes) = self.poll_cache_bytes {
             limits.poll_cache_bytes = bytes;
+        }
+        if let Some(n) = self.max_listens {
+            limits.max_listens = n;
         }
         Ok(limits)
     }

@@ -142,6 +142,10 @@ fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> EngineCo
     if let Some(secs) = engine.max_backoff_seconds {
         config.max_backoff = Duration::from_secs(secs.max(1));
     }
+    if let Some(bytes) = engine.max_result_bytes {
+        // A floor, so that no ordinary result (or failure) is refused.
+        config.max_result_bytes = usize::try_from(bytes.max(1024)).unwrap_or(usize::MAX);
+    }
     config
 }
 
@@ -444,11 +448,25 @@ mod tests {
             &EngineSection {
                 lease_seconds: Some(0),
                 max_backoff_seconds: Some(0),
+                max_result_bytes: Some(0),
                 ..EngineSection::default()
             },
         );
         assert_eq!(tiny.lease, Duration::from_secs(3), "a lease floor of 3 s");
         assert_eq!(tiny.max_backoff, Duration::from_secs(1));
+        assert_eq!(tiny.max_result_bytes, 1024, "a result floor of 1 KiB");
+        let huge = EngineSection {
+            max_result_bytes: Some(u64::MAX),
+            ..EngineSection::default()
+        };
+        assert_eq!(
+            engine_config(None, &huge).max_result_bytes,
+            usize::try_from(u64::MAX).unwrap_or(usize::MAX)
+        );
+        assert_eq!(
+            engine_config(None, &EngineSection::default()).max_result_bytes,
+            4 * 1024 * 1024
+        );
     }
 
     #[test]
