@@ -32,7 +32,8 @@ struct Cli {
     #[arg(long, global = true, env = "AGENTGATE_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
 
-    /// Log line format on stderr. Filter with RUST_LOG (default: info).
+    /// Log line format on stderr. Filter with RUST_LOG (default: info for
+    /// agentgate, warn for the libraries it uses).
     #[arg(long, global = true, env = "AGENTGATE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
 
@@ -103,13 +104,45 @@ fn new_token(principal: &str) -> Result<()> {
     Ok(())
 }
 
+/// What the log shows when `RUST_LOG` is not set.
+///
+/// The client's and the demo's output is for people and scripts: only
+/// agentgate's own warnings, and nothing from rmcp, whose failures the
+/// client turns into its own messages (rmcp's are `Debug` dumps of
+/// transport internals). The server logs agentgate at `info` and its
+/// dependencies at `warn`: at `info` rmcp alone writes three lines per
+/// request, one a `Debug` dump of the client's capabilities.
+fn default_filter(client: bool) -> &'static str {
+    if client {
+        "warn,rmcp=off"
+    } else {
+        // Targets match by prefix: `aws` covers every `aws_*` crate, `hyper`
+        // covers `hyper_util`, `tower` covers `tower_http`.
+        "info,rmcp=warn,hyper=warn,h2=warn,sqlx=warn,aws=warn,reqwest=warn,rustls=warn,tower=warn"
+    }
+}
+
+/// Colour escapes only for a person at a terminal: never into a file or a
+/// pipe, and never when `NO_COLOR` is set (no-color.org: to anything but
+/// the empty string).
+fn use_colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 fn init_logging(format: LogFormat, default: &str) {
+    use std::io::IsTerminal as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let noise = tracing_subscriber::filter::filter_fn(|meta| !is_known_noise(meta));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let colour = use_colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR"),
+    );
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let registry = tracing_subscriber::registry().with(filter);
     match format {
         LogFormat::Text => registry
@@ -146,25 +179,31 @@ fn is_known_noise(meta: &tracing::Metadata<'_>) -> bool {
 /// response task's.
 const RMCP_CLIENT_LEFT_ERROR_LINES: [u32; 2] = [1866, 1578];
 
+// Not `-> anyhow::Result<()>`: returning an error from `main` prints its
+// `Debug` form, which carries a backtrace whenever RUST_BACKTRACE is set, and
+// a wrong path in a config file is not a bug to trace.
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // The client's and the demo's output is for people and scripts: only
-    // warnings by default.
     let client = matches!(
         cli.command,
         Command::Call(_) | Command::Task(_) | Command::Demo(_) | Command::Auth(_)
     );
-    init_logging(cli.log_format, if client { "warn" } else { "info" });
+    init_logging(cli.log_format, default_filter(client));
     let format = cli.log_format;
-    let outcome = run(cli).await;
-    if let (Err(e), LogFormat::Json) = (&outcome, format) {
-        // Keep stderr machine-readable to the end: the failure is one more
-        // JSON line, and the exit status says it failed.
-        tracing::error!(error = format!("{e:#}"), "agentgate failed");
-        std::process::exit(1);
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            match format {
+                // Keep stderr machine-readable to the end: the failure is
+                // one more JSON line, and the exit status says it failed.
+                LogFormat::Json => tracing::error!(error = format!("{e:#}"), "agentgate failed"),
+                // The cause chain on one line, outermost first.
+                LogFormat::Text => eprintln!("error: {e:#}"),
+            }
+            std::process::ExitCode::FAILURE
+        }
     }
-    outcome
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -200,5 +239,17 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_and_never_with_no_color() {
+        use super::use_colour;
+        assert!(use_colour(true, None));
+        assert!(!use_colour(false, None), "a file or a pipe gets no escapes");
+        assert!(!use_colour(true, Some("1".into())));
+        assert!(
+            use_colour(true, Some("".into())),
+            "NO_COLOR set to nothing does not count"
+        );
     }
 }

@@ -672,3 +672,46 @@ async fn on_a_terminal_enter_alone_never_approves_without_the_final_yes() {
     run.expect_code(0);
     assert_eq!(world.sim.tickets().len(), 1, "{run:#?}");
 }
+
+#[tokio::test]
+async fn the_server_log_at_the_default_level_is_agentgate_s_own_plain_text() {
+    let world = World::new().await;
+    // No RUST_LOG: the default filter is what is under test. stderr is a
+    // pipe, as when it goes to a file or journald.
+    let server = GateBuilder::agentgate(BIN, world.dir.path())
+        .upstream(&world.q)
+        .env_remove("RUST_LOG")
+        .start()
+        .await;
+    let run = world
+        .run(
+            &[
+                "call",
+                "--url",
+                &server.url,
+                "QBusinessQueryTool",
+                "--arg",
+                "query=vacation days",
+            ],
+            "",
+        )
+        .await;
+    run.expect_code(0);
+    let log = server.stderr();
+    assert!(
+        log.contains("task created"),
+        "agentgate's own INFO lines are kept: {log}"
+    );
+    let rmcp_info: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("rmcp") && (l.contains("INFO") || l.contains("DEBUG")))
+        .collect();
+    assert!(
+        rmcp_info.is_empty(),
+        "rmcp logs at warn by default: {rmcp_info:#?}"
+    );
+    assert!(
+        !log.contains("\x1b["),
+        "no colour escapes when stderr is not a terminal: {log:?}"
+    );
+}

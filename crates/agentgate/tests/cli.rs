@@ -245,3 +245,31 @@ fn stdio_answers_every_unreadable_message_and_a_last_message_without_newline() {
         .unwrap_or_else(|| panic!("the last message was answered: {out}"));
     assert_eq!(init["result"]["serverInfo"]["name"], "agentgate");
 }
+
+#[test]
+fn a_config_error_prints_its_cause_and_no_backtrace_whatever_rust_backtrace_says() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agentgate.toml");
+    std::fs::write(&path, "[server]\nlisen = \"127.0.0.1:1\"\n").expect("write config");
+    let out = Command::new(BIN)
+        .args(["--config", path.to_str().expect("utf8"), "serve", "--stdio"])
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LIB_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agentgate");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: parsing config file") && err.contains("lisen"),
+        "{err}"
+    );
+    assert!(
+        !err.to_lowercase().contains("stack backtrace"),
+        "a user error is not a bug to trace: {err}"
+    );
+    assert!(
+        !err.contains("Caused by"),
+        "one line, cause chain included: {err}"
+    );
+}
