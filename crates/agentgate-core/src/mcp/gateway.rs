@@ -383,11 +383,41 @@ impl ServerHandler for Gateway {
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        self.admit(&self.owner(subscription.request_context()))?;
-        self.push_task_status(subscription.request_context().clone())
-            .await;
+        let request = subscription.request_context();
+        let owner = self.owner(request);
+        // Held while the stream is open: one of the principal's listens.
+        let _slot = match &self.guard {
+            Some(guard) => {
+                let tasks = self.listen_task_ids(request).map_or(0, |ids| ids.0.len());
+                Some(guard.open_listen(&owner, tasks, self.engine.now())?)
+            }
+            None => None,
+        };
+        self.push_task_status(request.clone()).await;
         subscription.cancelled().await;
         Ok(())
+    }
+
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        // Each one starts a session: charged like any request.
+        self.admit(&self.owner(&cx))?;
+        cx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        self.admit(&self.owner(&cx))?;
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn cancel_task(

@@ -35,6 +35,11 @@
 //!   of one task within one interval are refused, telling the client the
 //!   interval to use. Ended tasks have no interval; their answer is kept for
 //!   [`TERMINAL_WINDOW`], never refused.
+//! - **Listens** (`subscriptions/listen` with `taskIds`): a listen costs one
+//!   request of the principal's rate per task it names (each is a store read
+//!   at once and on every change), and a principal holds at most
+//!   [`Limits::max_listens`] open at once. `initialize` and `server/discover`
+//!   are charged like any request.
 //! - **Caps**: `inputResponses` (in `tasks/update` and in an MRTR retry of
 //!   `tools/call`) may be at most [`Limits::max_input_response_bytes`] of
 //!   JSON, and a tool's task TTL is clamped to [`Limits::max_ttl`] (the Tasks
@@ -89,6 +94,9 @@ pub struct Limits {
     /// Bytes of rendered `tasks/get` answers the poll cache keeps at most
     /// (their JSON size); 0 = no cache.
     pub poll_cache_bytes: usize,
+    /// `subscriptions/listen` streams one principal may hold open at once
+    /// (per instance); 0 = no cap.
+    pub max_listens: u32,
 }
 
 impl Default for Limits {
@@ -102,6 +110,7 @@ impl Default for Limits {
             max_input_response_bytes: 1024 * 1024,
             max_ttl: Some(Duration::from_secs(7 * 24 * 3600)),
             poll_cache_bytes: 32 * 1024 * 1024,
+            max_listens: 16,
         }
     }
 }
@@ -167,9 +176,17 @@ impl RateLimiter {
     /// Takes one token from `owner`'s bucket, or says how long until one
     /// is there.
     pub fn check(&self, owner: &Owner, now: Millis) -> Result<(), Duration> {
+        self.check_n(owner, now, 1)
+    }
+
+    /// Takes `cost` tokens (at least one) from `owner`'s bucket at once, or
+    /// says how long until they are there. A cost over the burst can never
+    /// be paid; the caller refuses it before asking.
+    pub fn check_n(&self, owner: &Owner, now: Millis, cost: u32) -> Result<(), Duration> {
         if self.rate <= 0.0 {
             return Ok(());
         }
+        let cost = f64::from(cost.max(1));
         // A poisoned lock only means another request panicked mid-update;
         // the buckets are still usable numbers.
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
@@ -183,11 +200,11 @@ impl RateLimiter {
         let elapsed = now.since(bucket.at).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * self.rate).min(self.burst);
         bucket.at = bucket.at.max(now);
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        if bucket.tokens >= cost {
+            bucket.tokens -= cost;
             Ok(())
         } else {
-            let wait = (1.0 - bucket.tokens) / self.rate;
+            let wait = (cost - bucket.tokens) / self.rate;
             Err(Duration::from_secs_f64(wait).max(Duration::from_millis(1)))
         }
     }
@@ -465,6 +482,27 @@ pub(crate) struct Guard {
     pub limits: Limits,
     pub rate: RateLimiter,
     pub polls: PollCache,
+    /// Open listens per principal.
+    listens: Arc<Mutex<HashMap<Owner, u32>>>,
+}
+
+/// One open listen, counted against its principal until dropped.
+#[derive(Debug)]
+pub(crate) struct ListenSlot {
+    owner: Owner,
+    listens: Arc<Mutex<HashMap<Owner, u32>>>,
+}
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        let mut listens = self.listens.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(open) = listens.get_mut(&self.owner) {
+            *open = open.saturating_sub(1);
+            if *open == 0 {
+                listens.remove(&self.owner);
+            }
+        }
+    }
 }
 
 impl Guard {
@@ -476,8 +514,69 @@ impl Guard {
                 limits.max_principals,
             ),
             polls: PollCache::new(limits.poll_burst, limits.poll_cache_bytes, changes),
+            listens: Arc::default(),
             limits,
         }
+    }
+
+    /// Opens a listen of `tasks` task ids for `owner`: charges one request
+    /// per task to its rate and takes one of its listen slots.
+    pub(crate) fn open_listen(
+        &self,
+        owner: &Owner,
+        tasks: usize,
+        now: Millis,
+    ) -> Result<ListenSlot, ErrorData> {
+        let cost = u32::try_from(tasks).unwrap_or(u32::MAX).max(1);
+        if self.limits.requests_per_second > 0.0 && cost > self.limits.request_burst {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "`params.notifications.taskIds` names {tasks} tasks; a listen costs one \
+                     request per task and this principal may make at most {} at once \
+                     (limits.request_burst): split the ids over several listens",
+                    self.limits.request_burst
+                ),
+                Some(
+                    json!({"field": "params.notifications.taskIds", "limit": self.limits.request_burst}),
+                ),
+            ));
+        }
+        self.rate.check_n(owner, now, cost).map_err(|wait| {
+            limited(
+                format!(
+                    "too many requests: a listen of {tasks} tasks costs {cost} requests, over \
+                     {} requests per second (burst {}) for this principal \
+                     (limits.requests_per_second, limits.request_burst); retry in {} ms",
+                    self.limits.requests_per_second,
+                    self.limits.request_burst,
+                    wait.as_millis().max(1)
+                ),
+                wait,
+                "limits.requests_per_second",
+            )
+        })?;
+        let mut listens = self.listens.lock().unwrap_or_else(|e| e.into_inner());
+        let open = listens.entry(owner.clone()).or_insert(0);
+        if self.limits.max_listens > 0 && *open >= self.limits.max_listens {
+            let open = *open;
+            if open == 0 {
+                listens.remove(owner);
+            }
+            return Err(limited(
+                format!(
+                    "too many open listens: this principal has {open} subscriptions/listen \
+                     streams open, the most allowed (limits.max_listens); close one, or name \
+                     several tasks in one listen"
+                ),
+                Duration::from_secs(1),
+                "limits.max_listens",
+            ));
+        }
+        *open += 1;
+        Ok(ListenSlot {
+            owner: owner.clone(),
+            listens: Arc::clone(&self.listens),
+        })
     }
 
     /// Charges one request to `owner`'s rate.
@@ -633,6 +732,45 @@ mod tests {
             cache.poll(&alice(), &TaskId::from_client("m0"), at(200)),
             Poll::Read(_)
         ));
+    }
+
+    #[test]
+    fn a_listen_costs_a_request_per_task_and_open_listens_are_capped() {
+        let (_tx, rx) = broadcast::channel(16);
+        let limits = Limits {
+            requests_per_second: 10.0,
+            request_burst: 100,
+            max_listens: 2,
+            ..Limits::default()
+        };
+        let guard = Guard::new(limits, rx);
+        let too_many = guard
+            .open_listen(&alice(), 101, at(0))
+            .expect_err("over the burst");
+        assert!(
+            too_many.message.contains("limits.request_burst"),
+            "{too_many:?}"
+        );
+        let first = guard.open_listen(&alice(), 60, at(0)).expect("60 of 100");
+        let spent = guard
+            .open_listen(&alice(), 60, at(0))
+            .expect_err("40 tokens left");
+        assert!(spent.message.contains("costs 60 requests"), "{spent:?}");
+        let second = guard.open_listen(&alice(), 1, at(0)).expect("one more");
+        let capped = guard
+            .open_listen(&alice(), 1, at(0))
+            .expect_err("two open already");
+        assert!(capped.message.contains("limits.max_listens"), "{capped:?}");
+        assert!(
+            guard.open_listen(&Owner::new("bob"), 1, at(0)).is_ok(),
+            "principals are apart"
+        );
+        drop(first);
+        let third = guard
+            .open_listen(&alice(), 1, at(0))
+            .expect("a slot was freed");
+        drop((second, third));
+        assert!(guard.listens.lock().expect("lock").get(&alice()).is_none());
     }
 
     #[test]

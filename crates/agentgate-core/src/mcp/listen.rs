@@ -262,30 +262,43 @@ fn patch_event(event: &[u8], ids: &[String]) -> Option<Vec<u8>> {
     patched.then(|| out.into_bytes())
 }
 
+/// The key a stdio listen's ids are filed under: its request id as JSON.
+fn stdio_key(request: &RequestContext<RoleServer>) -> String {
+    serde_json::to_value(&request.id)
+        .map(|v| v.to_string())
+        .unwrap_or_default()
+}
+
 impl Gateway {
+    /// The task ids this `subscriptions/listen` request names, as the HTTP
+    /// layer or the stdio guard found them; `None` when it names none.
+    pub(crate) fn listen_task_ids(
+        &self,
+        request: &RequestContext<RoleServer>,
+    ) -> Option<ListenTaskIds> {
+        let from_http = request
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ListenTaskIds>())
+            .cloned();
+        match from_http {
+            Some(ids) => Some(ids),
+            None if matches!(self.transport(), super::TransportKind::Stdio(_)) => {
+                stdio_listens().get(&stdio_key(request)).cloned()
+            }
+            None => None,
+        }
+    }
+
     /// Streams `notifications/tasks` for the task ids the HTTP layer found in
     /// this `subscriptions/listen` request: first each task's current state,
     /// then every change, until the request is cancelled (the client went
     /// away, or the server is shutting down). Returns at once when the
     /// request named no task ids.
     pub async fn push_task_status(&self, request: RequestContext<RoleServer>) {
-        let stdio_key = serde_json::to_value(&request.id)
-            .map(|v| v.to_string())
-            .unwrap_or_default();
-        let from_http = request
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<ListenTaskIds>())
-            .cloned();
-        let ids = match from_http {
-            Some(ids) => ids,
-            None if matches!(self.transport(), super::TransportKind::Stdio(_)) => {
-                match stdio_listens().get(&stdio_key).cloned() {
-                    Some(ids) => ids,
-                    None => return,
-                }
-            }
-            None => return,
+        let stdio_key = stdio_key(&request);
+        let Some(ids) = self.listen_task_ids(&request) else {
+            return;
         };
         // A stdio listen's ids are forgotten when its stream ends.
         struct Forget(Option<String>);
