@@ -146,6 +146,57 @@ async fn a_save_the_store_refuses_fails_the_task_and_the_step_runs_once() {
     shutdown.cancel();
 }
 
+/// When even the task's failure cannot be stored, the lease is not given
+/// up: the step runs again only once the lease has run out, not at once.
+async fn a_task_whose_failure_cannot_be_stored_either_waits_out_its_lease() {
+    const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
+    let store = faulty(0, 2).await;
+    let job = Once::default();
+    let tools = ToolRegistry::new().with(ToolSpec::new(
+        "once",
+        "test",
+        ToolPolicy::default(),
+        job.clone(),
+    ));
+    let clock = ManualClock::starting_at(T0);
+    let lease = Duration::from_secs(30);
+    let config = EngineConfig {
+        lease,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(store.clone(), tools, Arc::new(clock.clone()), config);
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
+    let id = create(&engine).await;
+    let bound = Duration::from_secs(15);
+    agentgate_testkit::poll::eventually("the result and the failure refused", bound, || {
+        store.calls("checkpoint") >= 2
+    })
+    .await;
+    let task = store
+        .get(&Owner::new("t"), &id, clock.now())
+        .await
+        .expect("get")
+        .expect("task");
+    assert_eq!(
+        task.lease_owner.as_deref(),
+        Some(engine.config().worker_id.as_str())
+    );
+    assert_eq!(store.calls("release"), 0, "the lease was kept");
+    assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
+
+    // Once the lease has run out, the task is claimed again and its step
+    // (the store now saving) completes it.
+    clock.set(T0.saturating_add(lease));
+    let task = until_terminal(&engine, &id).await;
+    assert_eq!(task.status, TaskPhase::Completed, "{task:?}");
+    assert_eq!(job.0.load(Ordering::SeqCst), 2, "once per lease");
+    assert_eq!(task.fence, Fence::from_raw(2));
+    assert_eq!(store.calls("release"), 0, "the lease ran out by itself");
+    shutdown.cancel();
+    running.await.expect("the engine stops");
+}
+
 /// Completes at once with `text` as its result, counting its runs.
 #[derive(Clone)]
 struct Says {
@@ -697,6 +748,10 @@ fn main() -> std::process::ExitCode {
         .test(
             "a_save_the_store_refuses_fails_the_task_and_the_step_runs_once",
             a_save_the_store_refuses_fails_the_task_and_the_step_runs_once,
+        )
+        .test(
+            "a_task_whose_failure_cannot_be_stored_either_waits_out_its_lease",
+            a_task_whose_failure_cannot_be_stored_either_waits_out_its_lease,
         )
         .test(
             "a_result_with_a_nul_completes_on_postgres_and_the_step_runs_once",
