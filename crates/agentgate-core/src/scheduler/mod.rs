@@ -3,7 +3,7 @@
 //! ```text
 //! create (this process) ─▶ store.create_claimed ─▶ hand-off ─┐  (while slots are free)
 //! loop:  store.claim(worker, free slots, lease) ──▶ spawn run_step per task
-//!        run_step: heartbeat every lease/3 ─┐
+//!        run_step: heartbeat every lease/3 (stop the step if it cannot) ─┐
 //!                  job.step(...) under the tool's step timeout
 //!                  store.checkpoint(attempt = fencing token) ──▶ publish change
 //!        sleep until the next due task, a wake-up, or a finished step
@@ -18,6 +18,13 @@
 //! Leases make crashes harmless: a task whose process died is claimed again
 //! once its lease runs out, from its last checkpoint. Fencing makes them safe:
 //! a worker whose lease was taken over cannot overwrite the new owner's work.
+//! Self-fencing keeps one step in one place: a step whose heartbeats fail is
+//! stopped by its own process before its lease runs out, so it is not still
+//! running when another process claims the task.
+//!
+//! Nor does a step loop: a result the store refuses (not an outage) or one
+//! over [`EngineConfig::max_result_bytes`] fails the task instead of being
+//! saved again and again, and the step is not run again for it.
 
 mod runner;
 mod service;
