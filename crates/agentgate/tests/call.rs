@@ -715,3 +715,156 @@ async fn the_server_log_at_the_default_level_is_agentgate_s_own_plain_text() {
         "no colour escapes when stderr is not a terminal: {log:?}"
     );
 }
+
+/// Runs the client at the default log level (no RUST_LOG), as a person
+/// would, with `env` added.
+async fn run_as_a_person(world: &World, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = world.client(args);
+    cmd.env_remove("RUST_LOG")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null());
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the client did not finish in 60 s")
+        .expect("client output");
+    Run::from(out)
+}
+
+/// What a person reads has none of rmcp's or Rust's internals in it.
+fn assert_no_internals(run: &Run) {
+    for internal in [
+        "WorkerTransport",
+        "reqwest::",
+        " { ",
+        "Error {",
+        "ErrorData",
+        "backtrace",
+        "ERROR",
+    ] {
+        assert!(
+            !run.stderr.contains(internal),
+            "`{internal}` reached the user: {run:#?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn connection_failures_say_what_is_wrong_and_what_to_do() {
+    let world = World::new().await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+
+    let url = format!("http://127.0.0.1:{closed}/mcp");
+    let run = run_as_a_person(&world, &["call", "--url", &url, "t"], &[]).await;
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: cannot connect to {url}: connection refused — is `agentgate serve` running?\n"
+        )
+    );
+
+    let bare = format!("127.0.0.1:{closed}/mcp");
+    let run = run_as_a_person(&world, &["call", "--url", &bare, "t"], &[]).await;
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: cannot connect to {bare}: the URL has no scheme — add http:// or https://, \
+             e.g. http://{bare}\n"
+        )
+    );
+
+    let (server, mcp) = world.serve_http().await;
+    let root = mcp.trim_end_matches("/mcp").to_owned() + "/";
+    let run = run_as_a_person(&world, &["call", "--url", &root, "t"], &[]).await;
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: cannot connect to {root}: the server answered HTTP 404 — the MCP endpoint is \
+             usually …/mcp, e.g. {mcp}\n"
+        )
+    );
+
+    let run = run_as_a_person(&world, &["task", "wait", "nope", "--url", &mcp], &[]).await;
+    run.expect_code(2);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: the server at {mcp} does not know task nope (it may have expired after its \
+             ttl, or belong to another server): "
+        )) && run.stderr.lines().count() == 1,
+        "{run:#?}"
+    );
+    assert!(
+        !run.stderr.contains("resume with"),
+        "nothing to resume: {run:#?}"
+    );
+    assert_no_internals(&run);
+    drop(server);
+
+    for run in [
+        run_as_a_person(&world, &["call", "--url", &url, "t"], &[]).await,
+        run_as_a_person(&world, &["call", "--url", &bare, "t"], &[]).await,
+    ] {
+        assert_no_internals(&run);
+    }
+}
+
+#[tokio::test]
+async fn a_missing_or_refused_token_says_to_set_agentgate_token_and_never_prints_it() {
+    let world = World::new().await;
+    let server = GateBuilder::agentgate(BIN, world.dir.path())
+        .upstream(&world.q)
+        .config(
+            "[auth]\nmode = \"tokens\"\n[[auth.tokens]]\nprincipal = \"alice\"\n\
+             token_env = \"ALICE_TOKEN\"\n",
+        )
+        .env("ALICE_TOKEN", "agt_the-right-token-for-alice")
+        .start()
+        .await;
+    let url = server.url.clone();
+
+    let run = run_as_a_person(&world, &["call", "--url", &url, "t"], &[]).await;
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: cannot connect to {url}: the server requires authentication (401): set \
+             AGENTGATE_TOKEN to a token the server accepts\n"
+        )
+    );
+
+    let wrong = "agt_a-wrong-token-that-must-not-be-shown";
+    let run = run_as_a_person(
+        &world,
+        &["call", "--url", &url, "t"],
+        &[("AGENTGATE_TOKEN", wrong)],
+    )
+    .await;
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: cannot connect to {url}: the server refused the token in AGENTGATE_TOKEN \
+             (401): set AGENTGATE_TOKEN to a token the server accepts\n"
+        )
+    );
+    assert!(!run.stderr.contains(wrong) && !run.stdout.contains(wrong));
+    assert_no_internals(&run);
+
+    // The right token gets through to the tool.
+    let run = run_as_a_person(
+        &world,
+        &["call", "--url", &url, "no_such_tool"],
+        &[("AGENTGATE_TOKEN", "agt_the-right-token-for-alice")],
+    )
+    .await;
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("unknown tool `no_such_tool`"),
+        "{run:#?}"
+    );
+}

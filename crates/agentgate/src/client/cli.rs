@@ -13,7 +13,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use rmcp::model::{CallToolResult, JsonObject, TaskPayload};
 use serde_json::Value;
 
-use super::connection::{CallOutcome, Connection, FinalState, Server, describe_error};
+use super::connection::{
+    CallOutcome, Connection, ConnectionError, FinalState, Server, describe_error,
+};
 use super::input::{Answers, SharedStdin, shared_stdin};
 use super::render::{Progress, Shown, print_result, status_word};
 use super::state::{StartedTask, TaskBook, now};
@@ -414,7 +416,7 @@ async fn follow_task(
     let end = loop {
         tokio::select! {
             end = conn.follow(id, &mut progress, answers) => {
-                break end.with_context(|| resume.clone())?;
+                break end.map_err(|e| with_resume_hint(e, &resume))?;
             }
             _ = tokio::signal::ctrl_c() => {}
         }
@@ -476,6 +478,20 @@ async fn follow_task(
             EXIT_FAILED
         }
     })
+}
+
+/// `e`, then how to pick the task up again: the cause is what a person
+/// reads first (`{:#}` would put a context before it). A task the server
+/// does not know has nothing to resume.
+fn with_resume_hint(e: anyhow::Error, resume: &str) -> anyhow::Error {
+    let unknown = e
+        .downcast_ref::<ConnectionError>()
+        .is_some_and(ConnectionError::is_unknown_task);
+    if unknown {
+        e
+    } else {
+        anyhow::anyhow!("{e:#}\n{resume}")
+    }
 }
 
 /// Asks what to do on Ctrl-C (terminal only; otherwise the documented default).

@@ -5,6 +5,12 @@
 //! extension and form + URL elicitation (rmcp adds it; the server may not
 //! infer capabilities from earlier requests). A server that only speaks the
 //! older `initialize` lifecycle is still reached: it answers synchronously.
+//!
+//! Failures are told in a person's terms ([`ConnectionError`]): what went
+//! wrong at which URL, then what usually fixes it. rmcp's errors are
+//! classified by their parts (the HTTP status, the authentication
+//! challenge), never shown as they are: their `Display` names transport
+//! types and their fields are `Debug` dumps.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -19,8 +25,12 @@ use rmcp::model::{
     Implementation, InputRequests, JsonObject, ProtocolVersion, Task, TaskPayload,
     UpdateTaskParams, UrlElicitationCapability,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError,
+};
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, InsufficientScopeError, StreamableHttpClientTransportConfig,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ErrorData, RoleClient};
 use serde::{Deserialize, Serialize};
@@ -146,32 +156,23 @@ impl Connection {
     /// `AGENTGATE_TOKEN` if there is one (an environment variable, not a
     /// flag: command lines are visible to every user of the machine).
     pub(crate) async fn http(url: &str) -> Result<Self> {
+        check_scheme(url)?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         let token = std::env::var("AGENTGATE_TOKEN")
             .ok()
             .filter(|token| !token.is_empty());
-        if let Some(token) = &token {
-            config = config.auth_header(token.clone());
+        let has_token = token.is_some();
+        if let Some(token) = token {
+            config = config.auth_header(token);
         }
         let transport = StreamableHttpClientTransport::from_config(config);
-        let service = client_config()
+        let service = match client_config()
             .serve_with_lifecycle(transport, lifecycle())
             .await
-            .map_err(|e| {
-                // rmcp reports a 401 as "Auth required" deep in a transport
-                // error; say what to do about it.
-                let error = anyhow::Error::new(e);
-                if !format!("{error:#}").contains("Auth required") {
-                    return error;
-                }
-                error.context(if token.is_some() {
-                    "the server refused the bearer token in AGENTGATE_TOKEN (401)"
-                } else {
-                    "the server requires authentication (401): set AGENTGATE_TOKEN to a \
-                     bearer token it accepts"
-                })
-            })
-            .with_context(|| format!("connecting to the MCP server at {url}"))?;
+        {
+            Ok(service) => service,
+            Err(e) => return Err(classify_http_failure(url, has_token, &e).await.into()),
+        };
         Ok(Self {
             service,
             server: Server::Http {
@@ -237,8 +238,10 @@ impl Connection {
                 // Give the reader a moment to collect what the server said.
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let log = tail_text(&stderr_tail);
-                return Err(anyhow!(e))
-                    .with_context(|| format!("connecting to the stdio server `{command}`{log}"));
+                bail!(
+                    "cannot start the stdio server `{command}`: {}{log}",
+                    describe_init_error(&e)
+                );
             }
         };
         Ok(Self {
@@ -388,10 +391,28 @@ impl Connection {
         let log = tail_text(&self.stderr_tail);
         match e {
             ServiceError::McpError(error) => anyhow!(describe_error(&error)),
-            ServiceError::TransportClosed if !log.is_empty() => {
-                anyhow!("the server closed the connection{log}")
+            ServiceError::TransportClosed => ConnectionError::Lost {
+                server: self.server.to_string(),
+                detail: format!("the server closed the connection{log}"),
             }
-            other => anyhow!(other),
+            .into(),
+            ServiceError::TransportSend(error) => {
+                let status = auth_status(error.error.as_ref());
+                match status {
+                    Some(status) => ConnectionError::TokenRefused {
+                        url: self.server.to_string(),
+                        status,
+                    }
+                    .into(),
+                    // The transport's own words, without its type name.
+                    None => ConnectionError::Lost {
+                        server: self.server.to_string(),
+                        detail: without_client_prefix(&error.error.to_string()),
+                    }
+                    .into(),
+                }
+            }
+            other => anyhow!("{other}"),
         }
     }
 
@@ -400,16 +421,297 @@ impl Connection {
             ServiceError::McpError(error)
                 if error.code == rmcp::model::ErrorCode::INVALID_PARAMS =>
             {
-                anyhow!(
-                    "the server at {} does not know task {task_id} (it may have expired after its \
-                     ttl, or belong to another server): {}",
-                    self.server,
-                    error.message
-                )
+                ConnectionError::UnknownTask {
+                    server: self.server.to_string(),
+                    id: task_id.to_owned(),
+                    message: error.message.to_string(),
+                }
+                .into()
             }
             other => self.explain(other),
         }
     }
+}
+
+/// Why the client could not use a server, worded for the person at the
+/// command line: the cause first, then (after ` — `) what usually fixes it.
+/// Never holds a token.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectionError {
+    #[error(
+        "cannot connect to {url}: the URL has no scheme — add http:// or https://, e.g. \
+         http://{url}"
+    )]
+    NoScheme { url: String },
+    #[error("cannot connect to {url}: {scheme}:// is not supported — use http:// or https://")]
+    UnsupportedScheme { url: String, scheme: String },
+    #[error("cannot connect to {url}: {reason} — {hint}")]
+    Unreachable {
+        url: String,
+        reason: String,
+        hint: &'static str,
+    },
+    #[error(
+        "cannot connect to {url}: the server answered HTTP {status} — the MCP endpoint is \
+         usually …/mcp, e.g. {suggested}"
+    )]
+    WrongPath {
+        url: String,
+        status: u16,
+        suggested: String,
+    },
+    // The wording `requires authentication (401): set AGENTGATE_TOKEN` is
+    // what tests/auth.rs looks for.
+    #[error(
+        "cannot connect to {url}: the server requires authentication ({status}): set \
+         AGENTGATE_TOKEN to a token the server accepts"
+    )]
+    TokenRequired { url: String, status: u16 },
+    #[error(
+        "cannot connect to {url}: the server refused the token in AGENTGATE_TOKEN ({status}): \
+         set AGENTGATE_TOKEN to a token the server accepts"
+    )]
+    TokenRefused { url: String, status: u16 },
+    #[error("cannot connect to {url}: {detail}")]
+    Failed { url: String, detail: String },
+    #[error("lost the connection to {server}: {detail}")]
+    Lost { server: String, detail: String },
+    #[error(
+        "the server at {server} does not know task {id} (it may have expired after its ttl, or \
+         belong to another server): {message}"
+    )]
+    UnknownTask {
+        server: String,
+        id: String,
+        message: String,
+    },
+}
+
+impl ConnectionError {
+    /// Whether the task is known not to exist on the server, so there is
+    /// nothing to resume.
+    pub(crate) fn is_unknown_task(&self) -> bool {
+        matches!(self, Self::UnknownTask { .. })
+    }
+}
+
+/// Refuses a URL that reqwest would misread: `127.0.0.1:8722/mcp` does not
+/// parse at all and `localhost:8722/mcp` parses as the scheme `localhost`.
+fn check_scheme(url: &str) -> Result<(), ConnectionError> {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return Ok(());
+    }
+    match url.split_once("://") {
+        Some((scheme, _)) => Err(ConnectionError::UnsupportedScheme {
+            url: url.to_owned(),
+            scheme: scheme.to_owned(),
+        }),
+        None => Err(ConnectionError::NoScheme {
+            url: url.to_owned(),
+        }),
+    }
+}
+
+/// How long the probe that explains an unreachable server may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Turns a failed HTTP connect into a [`ConnectionError`].
+async fn classify_http_failure(
+    url: &str,
+    has_token: bool,
+    e: &ClientInitializeError,
+) -> ConnectionError {
+    let url = url.to_owned();
+    if let Some(status) = init_auth_status(e) {
+        return if has_token {
+            ConnectionError::TokenRefused { url, status }
+        } else {
+            ConnectionError::TokenRequired { url, status }
+        };
+    }
+    if let Some(status) = init_http_status(e) {
+        if matches!(status, 401 | 403) {
+            // A 401/403 without a challenge: still a credential problem.
+            return if has_token {
+                ConnectionError::TokenRefused { url, status }
+            } else {
+                ConnectionError::TokenRequired { url, status }
+            };
+        }
+        if matches!(status, 404 | 405) && !path_of(&url).trim_end_matches('/').ends_with("/mcp") {
+            let suggested = suggest_mcp_url(&url);
+            return ConnectionError::WrongPath {
+                url,
+                status,
+                suggested,
+            };
+        }
+        return ConnectionError::Failed {
+            detail: format!("the server answered HTTP {status} — is this an MCP endpoint?"),
+            url,
+        };
+    }
+    // No HTTP answer at all: find out why from the network itself, since
+    // rmcp keeps reqwest's cause behind a type this crate cannot name.
+    if sent_nothing(e)
+        && let Some((reason, hint)) = probe(&url).await
+    {
+        return ConnectionError::Unreachable { url, reason, hint };
+    }
+    ConnectionError::Failed {
+        detail: describe_init_error(e),
+        url,
+    }
+}
+
+/// The status of a 401 (`AuthRequired`) or 403 (`InsufficientScope`) that
+/// came with a `WWW-Authenticate` challenge, in either startup phase.
+fn init_auth_status(e: &ClientInitializeError) -> Option<u16> {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => auth_status(error.error.as_ref()),
+        ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
+            init_auth_status(discover).or_else(|| init_auth_status(fallback))
+        }
+        _ => None,
+    }
+}
+
+fn auth_status(error: &(dyn std::error::Error + 'static)) -> Option<u16> {
+    let mut source = Some(error);
+    while let Some(current) = source {
+        if current.downcast_ref::<AuthRequiredError>().is_some() {
+            return Some(401);
+        }
+        if current.downcast_ref::<InsufficientScopeError>().is_some() {
+            return Some(403);
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The HTTP status a startup failure reports, if the server answered at
+/// all. rmcp 3.11.0 puts it only in text: `HTTP 404 Not Found: …` in an
+/// unexpected response, `server/discover rejected with HTTP 404 …` in a
+/// discover rejection.
+fn init_http_status(e: &ClientInitializeError) -> Option<u16> {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => status_in(&error.error.to_string()),
+        ClientInitializeError::JsonRpcError(error) => status_in(&error.message),
+        // The fallback's answer is the one about the URL itself.
+        ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
+            init_http_status(fallback).or_else(|| init_http_status(discover))
+        }
+        _ => None,
+    }
+}
+
+/// The number after the first `HTTP ` in `text`, if it is a status code.
+fn status_in(text: &str) -> Option<u16> {
+    let (_, rest) = text.split_once("HTTP ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .ok()
+        .filter(|status| (100..600).contains(status))
+}
+
+/// Whether startup failed before any HTTP answer (a transport error with no
+/// status in it).
+fn sent_nothing(e: &ClientInitializeError) -> bool {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => {
+            error.error.to_string().starts_with("Client error")
+        }
+        ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
+            sent_nothing(discover) || sent_nothing(fallback)
+        }
+        _ => false,
+    }
+}
+
+/// Why a TCP connection to the URL's host fails, if it does, and what to
+/// check.
+async fn probe(url: &str) -> Option<(String, &'static str)> {
+    let uri: axum::http::Uri = url.parse().ok()?;
+    let host = uri.host()?;
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    let connect = tokio::net::TcpStream::connect(format!("{host}:{port}"));
+    match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Some((
+            "connection refused".to_owned(),
+            "is `agentgate serve` running?",
+        )),
+        // Most often a name that does not resolve.
+        Ok(Err(e)) => Some((e.to_string(), "check the host name and port")),
+        Err(_) => Some((
+            format!("no answer in {}s", PROBE_TIMEOUT.as_secs()),
+            "is the host reachable from here (a firewall?)",
+        )),
+    }
+}
+
+fn path_of(url: &str) -> String {
+    url.parse::<axum::http::Uri>()
+        .map(|uri| uri.path().to_owned())
+        .unwrap_or_default()
+}
+
+/// `url` with its path replaced by `/mcp`.
+fn suggest_mcp_url(url: &str) -> String {
+    match url.parse::<axum::http::Uri>() {
+        Ok(uri) => match (uri.scheme_str(), uri.authority()) {
+            (Some(scheme), Some(authority)) => format!("{scheme}://{authority}/mcp"),
+            _ => "http://HOST:PORT/mcp".to_owned(),
+        },
+        Err(_) => "http://HOST:PORT/mcp".to_owned(),
+    }
+}
+
+/// A startup failure in words, without rmcp's transport type names or
+/// `Debug` dumps of messages.
+fn describe_init_error(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => {
+            without_client_prefix(&error.error.to_string())
+        }
+        ClientInitializeError::JsonRpcError(error) => describe_error(error),
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            describe_init_error(fallback)
+        }
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_) => {
+            "the server's answer to initialize is not an MCP initialize result".to_owned()
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } => {
+            let versions: Vec<String> = server_supported.iter().map(ToString::to_string).collect();
+            format!(
+                "no protocol version in common (the server speaks {})",
+                versions.join(", ")
+            )
+        }
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the server closed the connection before answering".to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// reqwest's own words without rmcp's `Client error: ` label.
+fn without_client_prefix(text: &str) -> String {
+    text.strip_prefix("Client error: ")
+        .unwrap_or(text)
+        .to_owned()
 }
 
 /// A JSON-RPC error as one line: message, code, and the fix for the common ones.
@@ -429,5 +731,41 @@ fn tail_text(tail: &Arc<Mutex<Vec<String>>>) -> String {
         String::new()
     } else {
         format!("; the server's last log lines:\n  {}", lines.join("\n  "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_is_read_from_rmcp_s_words_for_an_http_failure() {
+        assert_eq!(
+            status_in("unexpected server response: HTTP 404 Not Found: "),
+            Some(404)
+        );
+        assert_eq!(
+            status_in("server/discover rejected with HTTP 405 Method Not Allowed: "),
+            Some(405)
+        );
+        assert_eq!(status_in("error sending request for url"), None);
+        assert_eq!(status_in("HTTP 99999"), None);
+    }
+
+    #[test]
+    fn a_url_needs_http_or_https_and_a_wrong_path_gets_the_mcp_one() {
+        assert!(check_scheme("HTTPS://example.com/mcp").is_ok());
+        assert!(matches!(
+            check_scheme("localhost:8722/mcp"),
+            Err(ConnectionError::NoScheme { .. })
+        ));
+        assert!(matches!(
+            check_scheme("ws://localhost:8722/mcp"),
+            Err(ConnectionError::UnsupportedScheme { .. })
+        ));
+        assert_eq!(
+            suggest_mcp_url("http://127.0.0.1:8722/api/"),
+            "http://127.0.0.1:8722/mcp"
+        );
     }
 }
