@@ -2,8 +2,6 @@
 //! store, against the emulator: a question answered through the engine, a
 //! quick answer, and a refused cancel that ends with the agent's answer.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +12,10 @@ use agentgate_core::scheduler::{Engine, EngineConfig, TaskQuota};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
-use common::*;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
+
+use crate::common::*;
 
 struct Running {
     engine: Engine,

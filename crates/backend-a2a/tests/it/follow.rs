@@ -8,8 +8,6 @@
 //! Each test makes the slow path slow on purpose (a long safety read), so a
 //! task that ends quickly shows the fast path worked.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,8 +18,9 @@ use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use backend_a2a::A2aBackend;
-use common::*;
 use serde_json::{Map, Value, json};
+
+use crate::common::*;
 
 const PUSH_SECRET: &str = "push-secret-0123456789abcdef0123456789";
 

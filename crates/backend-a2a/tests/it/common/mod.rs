@@ -2,7 +2,6 @@
 //! port, behind a recording layer that keeps every JSON-RPC request (headers
 //! and body) so a test can check them against the vendored proto; a
 //! backend built from config; a step driver standing in for the engine.
-#![allow(dead_code)] // each test binary uses part of it
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

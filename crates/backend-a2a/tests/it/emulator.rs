@@ -1,22 +1,17 @@
 //! The A2A backend against the real A2A emulator over HTTP: every scripted
 //! skill end to end through the job, driven step by step as the engine
-//! does, with every request checked against the vendored a2a.proto; and
-//! (`hostile/`) small agents whose cards try to steer agentgate's
-//! credentials and requests, and (`hostile/limits.rs`) agents whose answers
-//! never end.
-
-mod common;
-mod hostile;
+//! does, with every request checked against the vendored a2a.proto.
 
 use agentgate_backend::{Backend, Event, Input, JobError, Step};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use backend_a2a::job::message_id;
-use common::*;
 use rmcp::model::{
     ContentBlock, ElicitRequestParams, InputRequest, InputRequests, InputResponses,
     ResourceContents,
 };
 use serde_json::{Value, json};
+
+use crate::common::*;
 
 fn accept(requests: &InputRequests, content: Value) -> InputResponses {
     requests
