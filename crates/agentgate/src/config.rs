@@ -71,6 +71,9 @@ pub(crate) struct ServerSection {
     /// File with the key that seals the store's secrets (see
     /// `agentgate serve --help`, `--store-key-file`).
     pub store_key_file: Option<PathBuf>,
+    /// Legacy (`initialize`) sessions open at once on this instance, in all
+    /// (default 4096; 0 = no cap); per principal: `limits.max_sessions`.
+    pub max_sessions: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,6 +113,7 @@ pub(crate) struct EngineSection {
 /// max_ttl_seconds = 604800        # longest task TTL (7 days); 0 = no cap
 /// poll_cache_bytes = 33554432     # tasks/get answers kept in memory (32 MiB); 0 = none
 /// max_listens = 16                # open subscriptions/listen streams per principal; 0 = no cap
+/// max_sessions = 64               # open legacy (initialize) sessions per principal; 0 = no cap
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,6 +127,9 @@ pub(crate) struct LimitsSection {
     pub max_ttl_seconds: Option<u64>,
     pub poll_cache_bytes: Option<usize>,
     pub max_listens: Option<u32>,
+    /// Read by `serve` into the HTTP options (sessions live in the
+    /// transport, not the gateway's limits).
+    pub max_sessions: Option<usize>,
 }
 
 impl LimitsSection {

@@ -214,6 +214,12 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
             );
         }
         http.strict_headers = file.server.strict_headers;
+        if let Some(total) = file.server.max_sessions {
+            http.sessions.total = total;
+        }
+        if let Some(per_principal) = file.limits.max_sessions {
+            http.sessions.per_principal = per_principal;
+        }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("listening on {addr}"))?;

@@ -170,3 +170,58 @@ async fn request_bodies_held_at_once_are_capped_across_connections() {
     assert_ne!(status, 503, "the budget is free again");
     server.kill_and_wait().await;
 }
+
+/// A raw `initialize` (protocol 2025-11-25, which opens a session), as a
+/// legacy client sends it: its HTTP status, body and session id.
+async fn initialize(url: &str) -> (u16, String, Option<String>) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "0"}}
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST initialize");
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, response.text().await.unwrap_or_default(), session)
+}
+
+#[tokio::test]
+async fn legacy_sessions_are_capped_per_principal_and_freed_when_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = serve(dir.path(), "[limits]\nmax_sessions = 2\n")
+        .start()
+        .await;
+    let (first, _, one) = initialize(&server.url).await;
+    let (second, _, _) = initialize(&server.url).await;
+    assert_eq!((first, second), (200, 200));
+    let (third, body, none) = initialize(&server.url).await;
+    assert_eq!(third, 429, "{body}");
+    assert!(none.is_none(), "no session was opened");
+    assert!(
+        body.contains("-32029") && body.contains("limits.max_sessions"),
+        "{body}"
+    );
+    // Closing one makes room for another.
+    let closed = reqwest::Client::new()
+        .delete(&server.url)
+        .header("mcp-session-id", one.expect("a session id"))
+        .send()
+        .await
+        .expect("DELETE");
+    assert!(closed.status().is_success(), "{closed:?}");
+    let (fourth, body, _) = initialize(&server.url).await;
+    assert_eq!(fourth, 200, "{body}");
+}

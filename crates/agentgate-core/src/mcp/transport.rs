@@ -84,6 +84,9 @@ pub struct HttpOptions {
     /// answers any task), and some clients do not send it. A header that is
     /// present must match the body either way.
     pub strict_headers: bool,
+    /// How many legacy sessions may be open, per principal and in all
+    /// ([`super::sessions`]).
+    pub sessions: super::SessionLimits,
 }
 
 impl Default for HttpOptions {
@@ -95,6 +98,7 @@ impl Default for HttpOptions {
             max_buffered_body_bytes: 64 * 1024 * 1024,
             auth: None,
             strict_headers: false,
+            sessions: super::SessionLimits::default(),
         }
     }
 }
@@ -141,11 +145,12 @@ pub fn http_router<H: ServerHandler + Clone>(
         // still gets an SSE stream, so nothing is lost.
         .with_json_response(true)
         .with_cancellation_token(shutdown);
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
-        config,
-    );
+    let manager = std::sync::Arc::new(LocalSessionManager::default());
+    let sessions = std::sync::Arc::new(super::sessions::Sessions::new(
+        std::sync::Arc::clone(&manager),
+        options.sessions,
+    ));
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), manager, config);
     // Only when a method or a tool has scopes of its own does the body
     // reader check them: it is the one place that has parsed the message.
     let call_scopes = options.auth.clone().filter(|auth| auth.has_call_scopes());
@@ -156,7 +161,14 @@ pub fn http_router<H: ServerHandler + Clone>(
                 max: max_body,
                 budget: budget.clone(),
             };
-            json_rpc_body(request, next, body, strict_headers, call_scopes.clone())
+            json_rpc_body(
+                request,
+                next,
+                body,
+                strict_headers,
+                call_scopes.clone(),
+                sessions.clone(),
+            )
         }));
     if let Some(auth) = &options.auth {
         mcp = auth.protect(mcp);
@@ -180,14 +192,17 @@ pub fn http_router<H: ServerHandler + Clone>(
 /// `taskIds` past rmcp (see [`listen`]). A legacy session's DELETE is
 /// answered 204 (rmcp says 202). With `call_scopes` (OAuth scopes per
 /// method or tool), a message the principal lacks a scope for is answered
-/// 403 `insufficient_scope` (see [`crate::auth::scopes`]). Other requests
-/// pass through untouched.
+/// 403 `insufficient_scope` (see [`crate::auth::scopes`]). An `initialize`
+/// that would open a legacy session is counted against the caller's and the
+/// server's session caps ([`super::sessions`]). Other requests pass through
+/// untouched.
 async fn json_rpc_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
     limits: BodyLimits,
     strict_headers: bool,
     call_scopes: Option<std::sync::Arc<crate::auth::Authenticator>>,
+    sessions: std::sync::Arc<super::sessions::Sessions>,
 ) -> axum::response::Response {
     use axum::http::{Method, StatusCode};
     use axum::response::IntoResponse as _;
@@ -287,6 +302,18 @@ async fn json_rpc_body(
             }
         }
     }
+    let opens_session =
+        method.as_deref() == Some("initialize") && !parts.headers.contains_key("mcp-session-id");
+    if opens_session {
+        let owner = session_owner(&parts.extensions);
+        if let Err(refusal) = sessions.admit(&owner).await {
+            return refusal;
+        }
+        let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+        let response = next.run(request).await;
+        sessions.opened(&owner, &response);
+        return response;
+    }
     let mut request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
     match listen {
         None => next.run(request).await,
@@ -295,6 +322,14 @@ async fn json_rpc_body(
             listen::acknowledge_task_ids(next.run(request).await, ids)
         }
     }
+}
+
+/// Whose session an `initialize` opens: the authenticated principal, or
+/// `anonymous` (as [`Gateway::owner`](super::Gateway::owner) decides).
+fn session_owner(extensions: &http::Extensions) -> crate::task::Owner {
+    extensions
+        .get::<crate::auth::Principal>()
+        .map_or_else(crate::task::Owner::anonymous, |p| p.owner.clone())
 }
 
 /// How long a request body may take to arrive: a client trickling one
