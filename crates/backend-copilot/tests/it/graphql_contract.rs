@@ -304,7 +304,7 @@ fn vendored_schema_builds_with_only_the_known_upstream_duplicate_fields() {
 
 #[test]
 fn every_document_constant_of_the_model_is_covered_here() {
-    let source = include_str!("../src/github/model.rs");
+    let source = include_str!("../../src/github/model.rs");
     let mut constants: Vec<&str> = source
         .lines()
         .filter_map(|line| line.trim().strip_prefix("pub const "))
