@@ -1,8 +1,6 @@
 //! The emulator driven by the real `aws-sdk-qbusiness` client: answers and citations,
 //! conversations, plugins, SigV4 failures, validation, idempotency and injected faults.
 
-mod common;
-
 use std::time::Duration;
 
 use agentgate_sim::qbusiness::{
@@ -17,7 +15,8 @@ use aws_sdk_qbusiness::types::{
     ChatModeConfiguration, MessageType, PluginConfiguration,
 };
 use aws_smithy_types::Document;
-use common::{Harness, start};
+
+use crate::common::{Harness, start};
 
 const APP: &str = DEFAULT_APPLICATION_ID;
 

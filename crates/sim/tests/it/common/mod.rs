@@ -1,8 +1,6 @@
 //! Test harness: starts the emulator on `127.0.0.1:0` and builds real
 //! `aws-sdk-qbusiness` clients pointed at it.
 
-#![allow(dead_code)]
-
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
