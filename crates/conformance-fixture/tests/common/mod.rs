@@ -3,7 +3,7 @@
 //! the testkit's process builder, a store backdating helper, and a raw
 //! `subscriptions/listen` client.
 
-#![allow(dead_code)] // each test file uses a different part of the harness
+#![allow(dead_code)] // `it` and `postgres_instances` each use part of it
 
 use std::path::Path;
 

@@ -1,13 +1,12 @@
 //! Task status push: `subscriptions/listen` with `taskIds` streams
 //! `notifications/tasks`, each the task exactly as `tasks/get` returns it.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
 use rmcp::model::{GetTaskParams, UpdateTaskParams};
 use serde_json::{Value, json};
+
+use crate::common::*;
 
 /// `tasks/get`'s answer as JSON, without the poll interval (it moves with
 /// the task's age, so two reads a moment apart may differ in it).

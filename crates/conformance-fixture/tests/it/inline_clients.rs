@@ -1,13 +1,12 @@
 //! Clients without the tasks extension: the same jobs, followed inline.
 
-mod common;
-
-use common::*;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ErrorCode, InputResponses, ProtocolVersion,
 };
 use rmcp::service::ServiceError;
 use serde_json::json;
+
+use crate::common::*;
 
 fn legacy(caps: ClientCapabilities) -> TestClient {
     TestClient::new(caps, ProtocolVersion::V_2025_11_25)

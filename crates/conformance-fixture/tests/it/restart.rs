@@ -1,10 +1,9 @@
 //! Durability: tasks survive a SIGKILLed server and finish after a restart.
 
-mod common;
-
-use common::*;
 use rmcp::model::{TaskPayload, TaskStatus};
 use serde_json::json;
+
+use crate::common::*;
 
 #[tokio::test]
 async fn tasks_survive_sigkill_and_complete_after_restart() {

@@ -1,11 +1,10 @@
 //! Hostile and broken input gets a clear error, and the server stays up.
 
-mod common;
-
-use common::*;
 use rmcp::model::{ClientCapabilities, ErrorCode, ProtocolVersion};
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
+
+use crate::common::*;
 
 /// Posts one raw JSON-RPC body with 2026-07-28 headers; returns the status
 /// and the JSON-RPC message (from JSON or the first SSE event).

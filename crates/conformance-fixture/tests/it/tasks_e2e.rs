@@ -1,19 +1,18 @@
 //! End to end, over stdio and over Streamable HTTP, with rmcp's client against
 //! the real fixture binary: every task path the Tasks extension defines.
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use agentgate_core::clock::{Clock as _, SystemClock};
 use agentgate_core::store::{SqliteStore, TaskStore as _};
 use agentgate_core::task::{NewTask, Owner, TaskId};
-use common::*;
 use rmcp::model::{
     CancelTaskParams, ErrorCode, GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::ServiceError;
 use serde_json::json;
+
+use crate::common::*;
 
 /// One scenario, run against a client connected over some transport.
 async fn create_poll_complete(client: &Client) {
