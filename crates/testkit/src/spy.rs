@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use agentgate_core::clock::Millis;
 use agentgate_core::store::{
-    Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskCount, TaskStore,
+    Claimed, InputAck, StoreError, StoreResult, StoredUsage, SweepReport, TaskChange, TaskCount,
+    TaskStore,
 };
 use agentgate_core::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
 use async_trait::async_trait;
@@ -216,6 +217,14 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
     async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64> {
         self.enter("count_active")?;
         self.inner.count_active(owner, now, at_most).await
+    }
+    async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<StoredUsage> {
+        self.enter("stored_usage")?;
+        self.inner.stored_usage(owner, at_most).await
+    }
+    async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>> {
+        self.enter("oldest_ended")?;
+        self.inner.oldest_ended(owner).await
     }
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         self.enter("sweep")?;

@@ -49,6 +49,12 @@
 //! - **Active count.** `count_active` counts an owner's live tasks that `get`
 //!   would still show (not past their TTL), whether or not the sweeper ran,
 //!   up to the bound it is given.
+//! - **Stored usage.** `stored_usage` counts every task of an owner still
+//!   stored (live, ended, expired but not yet swept) and the bytes of JSON
+//!   and text their rows hold, reading no further than the bound it is
+//!   given; every write that changes a row's JSON changes its bytes in the
+//!   same statement (migration 0006), so the numbers follow creates,
+//!   checkpoints, answers and sweeps at once.
 //! - **Sweep** marks live tasks past their TTL `failed` and deletes ended tasks
 //!   whose last update is older than the retention window.
 
@@ -222,6 +228,17 @@ pub struct SweepReport {
     pub deleted: u64,
 }
 
+/// What one owner's stored tasks take up ([`TaskStore::stored_usage`]), for
+/// the per-principal storage quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoredUsage {
+    /// Stored tasks, live and ended, up to the bound the count was given.
+    pub tasks: u64,
+    /// Bytes of JSON and text those tasks' rows hold: arguments, status
+    /// message, state, input requests and answers, result, error.
+    pub bytes: u64,
+}
+
 /// A task handed out by [`TaskStore::claim`]. It reads as the task itself
 /// (`Deref`), with what the claim learned about the lease it replaced.
 #[derive(Debug, Clone, PartialEq)]
@@ -369,6 +386,19 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// cap, however many tasks the owner has). Counted in the store, so the
     /// cap holds across instances.
     async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64>;
+
+    /// What `owner`'s stored tasks (live and ended, until the sweeper
+    /// deletes them) take up, counting no further than `at_most` tasks, for
+    /// the per-principal storage quota: a check costs at most that many
+    /// index entries, however many tasks the owner has. Counted in the
+    /// store, so the quota holds across instances.
+    async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<StoredUsage>;
+
+    /// The last update of `owner`'s oldest ended task (the first the sweeper
+    /// deletes once it is older than the retention window), or `None` if the
+    /// owner has no ended task: how long a principal at its storage quota
+    /// waits for room.
+    async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>>;
 
     /// Expires overdue tasks and deletes old ended ones.
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;

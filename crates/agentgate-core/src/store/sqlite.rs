@@ -661,6 +661,34 @@ impl TaskStore for SqliteStore {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
+    async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<super::StoredUsage> {
+        // Index-only (`tasks_owner_stored`, migration 0006, which holds each
+        // row's `stored_bytes`), and no further than `at_most` entries.
+        let (tasks, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0) FROM \
+             (SELECT stored_bytes FROM tasks WHERE owner = ? LIMIT ?)",
+        )
+        .bind(owner.as_str())
+        .bind(i64::try_from(at_most).unwrap_or(i64::MAX))
+        .fetch_one(&self.db.pool)
+        .await?;
+        Ok(super::StoredUsage {
+            tasks: u64::try_from(tasks).unwrap_or(0),
+            bytes: u64::try_from(bytes).unwrap_or(0),
+        })
+    }
+
+    async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>> {
+        // The first entry per ended status in `tasks_owner_stored`.
+        let oldest: Option<Millis> = sqlx::query_scalar(&format!(
+            "SELECT MIN(updated_at) FROM tasks WHERE owner = ? AND NOT ({LIVE})"
+        ))
+        .bind(owner.as_str())
+        .fetch_one(&self.db.pool)
+        .await?;
+        Ok(oldest)
+    }
+
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         let error = json_text(&crate::job::expired_error());
         let mut tx = self.db.write().await?;

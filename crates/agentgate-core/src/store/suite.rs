@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{StoreError, TaskStore};
+use super::{StoreError, StoredUsage, SweepReport, TaskStore};
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase};
 
@@ -1264,6 +1264,146 @@ pub async fn active_tasks_are_counted_per_owner(store: &dyn TaskStore) {
     );
 }
 
+async fn usage(store: &dyn TaskStore, owner: &str, at_most: u64) -> StoredUsage {
+    store
+        .stored_usage(&Owner::new(owner), at_most)
+        .await
+        .expect("stored usage")
+}
+
+/// A new task of `owner` whose arguments hold `filler` bytes of text.
+async fn task_with_args(
+    store: &dyn TaskStore,
+    owner: &str,
+    filler: usize,
+    ttl_ms: Option<u64>,
+) -> TaskId {
+    let id = TaskId::generate();
+    store
+        .create(NewTask {
+            id: id.clone(),
+            owner: Owner::new(owner),
+            tool: "tool".into(),
+            args: json!({ "blob": "a".repeat(filler) }),
+            status_message: Some("queued".into()),
+            ttl_ms,
+            now: T0,
+        })
+        .await
+        .expect("create");
+    id
+}
+
+pub async fn stored_usage_follows_creates_checkpoints_answers_and_sweeps(store: &dyn TaskStore) {
+    // Each row holds a little JSON besides the payloads (`{}`, `[]`, a
+    // status message, the stores' own spacing): payloads are measured with
+    // this much slack.
+    const SLACK: u64 = 200;
+    assert_eq!(usage(store, "alice", 100).await, StoredUsage::default());
+    assert_eq!(store.oldest_ended(&alice()).await.expect("oldest"), None);
+
+    let big = task_with_args(store, "alice", 10_000, None).await;
+    let created = usage(store, "alice", 100).await;
+    assert_eq!(created.tasks, 1);
+    assert!(
+        (10_000..10_000 + SLACK).contains(&created.bytes),
+        "a create counts its arguments: {created:?}"
+    );
+    let asking = task_with_args(store, "alice", 0, None).await;
+    let short_lived = task_with_args(store, "alice", 0, Some(1_000)).await;
+    task_with_args(store, "bob", 3_000, None).await;
+    let both = usage(store, "alice", 100).await;
+    assert_eq!(both.tasks, 3, "another owner's task is not counted");
+    assert!(both.bytes > created.bytes && both.bytes < created.bytes + 3 * SLACK);
+    let bob = usage(store, "bob", 100).await;
+    assert_eq!(bob.tasks, 1);
+    assert!((3_000..3_000 + SLACK).contains(&bob.bytes), "{bob:?}");
+    assert_eq!(
+        usage(store, "alice", 2).await.tasks,
+        2,
+        "counts no further than asked"
+    );
+
+    // A checkpoint's result and state count, in the batch that saves it.
+    let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
+    let fence = |id: &TaskId| {
+        claimed
+            .iter()
+            .find(|t| &t.id == id)
+            .map(|t| t.fence)
+            .expect("claimed")
+    };
+    let result = Outcome::Completed {
+        result: json!({ "content": [{ "type": "text", "text": "r".repeat(20_000) }] }),
+    };
+    store
+        .checkpoint(&big, "w", fence(&big), result, at(5))
+        .await
+        .expect("save");
+    store
+        .checkpoint(&asking, "w", fence(&asking), ask(&["k"]), at(5))
+        .await
+        .expect("save");
+    let stepped = usage(store, "alice", 100).await;
+    assert_eq!(stepped.tasks, 3, "an ended task is still stored");
+    assert!(
+        stepped.bytes >= both.bytes + 20_000 && stepped.bytes < both.bytes + 20_000 + 2 * SLACK,
+        "a checkpoint counts its result: {both:?} then {stepped:?}"
+    );
+    assert_eq!(
+        store.oldest_ended(&alice()).await.expect("oldest"),
+        Some(at(5))
+    );
+
+    // Answers count once recorded.
+    let answer = BTreeMap::from([("k".to_owned(), json!({ "text": "z".repeat(5_000) }))]);
+    let ack = store
+        .record_input(&alice(), &asking, answer, at(6))
+        .await
+        .expect("answer");
+    assert!(ack.complete);
+    let answered = usage(store, "alice", 100).await;
+    assert!(
+        answered.bytes >= stepped.bytes + 5_000 - SLACK
+            && answered.bytes < stepped.bytes + 5_000 + SLACK,
+        "answers count: {stepped:?} then {answered:?}"
+    );
+
+    // Expiry writes an error into the row; deletion frees the row.
+    let swept = store
+        .sweep(at(1_000), Duration::from_secs(3_600))
+        .await
+        .expect("sweep");
+    assert_eq!(
+        swept,
+        SweepReport {
+            expired: 1,
+            deleted: 0
+        }
+    );
+    let expired = usage(store, "alice", 100).await;
+    assert_eq!(expired.tasks, 3);
+    assert!(expired.bytes > answered.bytes, "the expiry error counts");
+    let swept = store
+        .sweep(at(10_000), Duration::from_secs(1))
+        .await
+        .expect("sweep");
+    assert_eq!(swept.deleted, 2, "the completed and the expired task");
+    let left = usage(store, "alice", 100).await;
+    assert_eq!(left.tasks, 1, "the task waiting for its next step stays");
+    assert!(
+        left.bytes < expired.bytes - 20_000 - 10_000,
+        "deleted tasks no longer count: {expired:?} then {left:?}"
+    );
+    assert_eq!(store.oldest_ended(&alice()).await.expect("oldest"), None);
+    let _ = short_lived;
+    assert_eq!(
+        usage(store, "bob", 100).await,
+        bob,
+        "bob's usage is his own"
+    );
+}
+
 /// Runs the whole suite against a store constructor.
 ///
 /// `store_suite!(async { ... })`, where the block yields a fresh
@@ -1327,6 +1467,7 @@ macro_rules! store_suite {
             nudge_makes_a_waiting_task_due_now_and_nothing_else,
             tasks_are_counted_by_tool_and_status,
             active_tasks_are_counted_per_owner,
+            stored_usage_follows_creates_checkpoints_answers_and_sweeps,
             secrets_are_created_once,
             an_upstream_id_belongs_to_the_first_principal_that_binds_it,
             sealed_secrets_are_not_in_the_store_in_clear

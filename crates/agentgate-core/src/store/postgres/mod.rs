@@ -698,6 +698,34 @@ impl TaskStore for PostgresStore {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
+    async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<super::StoredUsage> {
+        // An index-only scan of `tasks_owner_stored` (migration 0006, which
+        // holds each row's `stored_bytes`), no further than `at_most` entries.
+        let (tasks, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0)::BIGINT FROM \
+             (SELECT stored_bytes FROM tasks WHERE owner = $1 LIMIT $2) AS owned",
+        )
+        .bind(owner.as_str())
+        .bind(i64::try_from(at_most).unwrap_or(i64::MAX))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(super::StoredUsage {
+            tasks: u64::try_from(tasks).unwrap_or(0),
+            bytes: u64::try_from(bytes).unwrap_or(0),
+        })
+    }
+
+    async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>> {
+        // The first entry per ended status in `tasks_owner_stored`.
+        let oldest: Option<Millis> = sqlx::query_scalar(&format!(
+            "SELECT MIN(updated_at) FROM tasks WHERE owner = $1 AND NOT ({LIVE})"
+        ))
+        .bind(owner.as_str())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(oldest)
+    }
+
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
         let expired = sqlx::query(&format!(
             "UPDATE tasks SET status = 'failed', error = $1, status_message = 'expired', \
