@@ -868,3 +868,37 @@ async fn a_missing_or_refused_token_says_to_set_agentgate_token_and_never_prints
         "{run:#?}"
     );
 }
+
+#[tokio::test]
+async fn a_failure_while_following_says_its_cause_before_how_to_resume() {
+    let world = World::new().await;
+    let (_server, url) = world.serve_http().await;
+    let args = ticket_call(&url);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_as_a_person(&world, &args, &[]).await;
+    run.expect_code(2);
+    let error = run
+        .stderr
+        .lines()
+        .skip_while(|line| !line.starts_with("error: "))
+        .collect::<Vec<_>>();
+    assert!(
+        error
+            .first()
+            .is_some_and(|l| l.contains("was not answered")),
+        "the cause comes first: {run:#?}"
+    );
+    let id = task_records(&world.state())[0]["task_id"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    assert_eq!(
+        error.last().copied(),
+        Some(
+            format!("task {id} is still on the server; resume with: agentgate task wait {id}")
+                .as_str()
+        ),
+        "the resume hint comes last: {run:#?}"
+    );
+    assert_no_internals(&run);
+}
