@@ -902,3 +902,78 @@ async fn a_failure_while_following_says_its_cause_before_how_to_resume() {
     );
     assert_no_internals(&run);
 }
+
+#[tokio::test]
+async fn a_server_that_stops_mid_task_is_reported_as_such_with_the_resume_hint() {
+    let world = World::new().await;
+    let server = GateBuilder::agentgate(BIN, world.dir.path())
+        .config("[countdown]\nenabled = true\n")
+        .start()
+        .await;
+    let mut child = world
+        .client(&[
+            "call",
+            "--url",
+            &server.url,
+            "countdown",
+            "--arg",
+            "seconds=600",
+        ])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    // The task is running and being followed once a progress line shows.
+    let first = tokio::time::timeout(Duration::from_secs(60), stderr.next_line())
+        .await
+        .expect("a progress line")
+        .expect("stderr")
+        .expect("a line");
+    assert!(first.contains("working"), "{first}");
+    let id = first
+        .strip_prefix("task ")
+        .and_then(|rest| rest.split(':').next())
+        .expect("`task ID: …`")
+        .to_owned();
+    server.kill_and_wait().await;
+    let mut rest = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(60), stderr.next_line())
+        .await
+        .expect("the client noticed")
+        .expect("stderr")
+    {
+        rest.push(line);
+    }
+    let status = child.wait().await.expect("status");
+    assert_eq!(status.code(), Some(2), "{rest:#?}");
+    let error: Vec<&str> = rest
+        .iter()
+        .map(String::as_str)
+        .skip_while(|line| !line.starts_with("error: "))
+        .collect();
+    let url = server_url_of(&world);
+    assert_eq!(
+        error,
+        [
+            format!(
+                "error: lost the connection to {url}: connection refused — is `agentgate serve` \
+                 running?"
+            )
+            .as_str(),
+            format!("task {id} is still on the server; resume with: agentgate task wait {id}")
+                .as_str(),
+        ],
+        "{rest:#?}"
+    );
+}
+
+/// The URL the local task list recorded for the one task of `world`.
+fn server_url_of(world: &World) -> String {
+    task_records(&world.state())[0]["server"]["http"]["url"]
+        .as_str()
+        .expect("an HTTP server")
+        .to_owned()
+}

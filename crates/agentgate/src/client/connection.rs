@@ -266,12 +266,13 @@ impl Connection {
     ) -> Result<CallOutcome> {
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         for _ in 0..MAX_INPUT_ROUNDS {
-            let response = self
-                .service
-                .call_tool_once(params.clone())
-                .await
-                .map_err(|e| self.explain(e))
-                .with_context(|| format!("calling tool `{tool}`"))?;
+            let response = match self.service.call_tool_once(params.clone()).await {
+                Ok(response) => response,
+                Err(e) => {
+                    return Err(self.explain(e).await)
+                        .with_context(|| format!("calling tool `{tool}`"));
+                }
+            };
             match response {
                 CallToolResponse::Complete(result) => return Ok(CallOutcome::Done(result)),
                 CallToolResponse::Task(created) => return Ok(CallOutcome::Task(created.task)),
@@ -293,12 +294,14 @@ impl Connection {
 
     /// `tasks/get`.
     pub(crate) async fn get(&self, task_id: &str) -> Result<DetailedTask> {
-        let got = self
+        match self
             .service
             .get_task(GetTaskParams::new(task_id.to_owned()))
             .await
-            .map_err(|e| self.explain_task(task_id, e))?;
-        Ok(got.task)
+        {
+            Ok(got) => Ok(got.task),
+            Err(e) => Err(self.explain_task(task_id, e).await),
+        }
     }
 
     /// `tasks/update`: answers to outstanding input requests.
@@ -307,18 +310,26 @@ impl Connection {
         task_id: &str,
         responses: rmcp::model::InputResponses,
     ) -> Result<()> {
-        self.service
+        match self
+            .service
             .update_task(UpdateTaskParams::new(task_id.to_owned(), responses))
             .await
-            .map_err(|e| self.explain_task(task_id, e))
+        {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.explain_task(task_id, e).await),
+        }
     }
 
     /// `tasks/cancel`. Cooperative: follow the task to see how it ends.
     pub(crate) async fn cancel(&self, task_id: &str) -> Result<()> {
-        self.service
+        match self
+            .service
             .cancel_task(CancelTaskParams::new(task_id.to_owned()))
             .await
-            .map_err(|e| self.explain_task(task_id, e))
+        {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.explain_task(task_id, e).await),
+        }
     }
 
     /// Polls `tasks/get` until the task ends, honouring `pollIntervalMs`.
@@ -387,7 +398,7 @@ impl Connection {
         let _ = self.service.cancel().await;
     }
 
-    fn explain(&self, e: ServiceError) -> anyhow::Error {
+    async fn explain(&self, e: ServiceError) -> anyhow::Error {
         let log = tail_text(&self.stderr_tail);
         match e {
             ServiceError::McpError(error) => anyhow!(describe_error(&error)),
@@ -404,19 +415,34 @@ impl Connection {
                         status,
                     }
                     .into(),
-                    // The transport's own words, without its type name.
-                    None => ConnectionError::Lost {
-                        server: self.server.to_string(),
-                        detail: without_client_prefix(&error.error.to_string()),
+                    None => {
+                        let said = error.error.to_string();
+                        // No HTTP answer: most often the server stopped or
+                        // restarted; the network says which.
+                        let probed = match &self.server {
+                            Server::Http { url } if said.starts_with("Client error") => {
+                                probe(url).await
+                            }
+                            _ => None,
+                        };
+                        let detail = match probed {
+                            Some((reason, hint)) => format!("{reason} — {hint}"),
+                            // The transport's own words, without its type name.
+                            None => without_client_prefix(&said),
+                        };
+                        ConnectionError::Lost {
+                            server: self.server.to_string(),
+                            detail,
+                        }
+                        .into()
                     }
-                    .into(),
                 }
             }
             other => anyhow!("{other}"),
         }
     }
 
-    fn explain_task(&self, task_id: &str, e: ServiceError) -> anyhow::Error {
+    async fn explain_task(&self, task_id: &str, e: ServiceError) -> anyhow::Error {
         match e {
             ServiceError::McpError(error)
                 if error.code == rmcp::model::ErrorCode::INVALID_PARAMS =>
@@ -428,7 +454,7 @@ impl Connection {
                 }
                 .into()
             }
-            other => self.explain(other),
+            other => self.explain(other).await,
         }
     }
 }
