@@ -697,10 +697,23 @@ async fn the_server_log_at_the_default_level_is_agentgate_s_own_plain_text() {
         )
         .await;
     run.expect_code(0);
+    // The end line is written before the answer goes out; the test's copy
+    // of stderr may trail it by a read.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !server.stderr().contains("task ended") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let log = server.stderr();
     assert!(
         log.contains("task created"),
         "agentgate's own INFO lines are kept: {log}"
+    );
+    let ended: Vec<&str> = log.lines().filter(|l| l.contains("task ended")).collect();
+    assert_eq!(ended.len(), 1, "one line per task end: {log}");
+    assert!(
+        ended[0].contains("outcome=completed") && ended[0].contains("duration_ms="),
+        "{}",
+        ended[0]
     );
     let rmcp_info: Vec<&str> = log
         .lines()

@@ -106,6 +106,18 @@ impl Engine {
                         tracing::info!(task = %task.id, "step saved after the store recovered");
                     }
                     tracing::debug!(task = %task.id, status = %saved.status, "step saved");
+                    if saved.status.is_terminal() {
+                        // The operator's one line per task end (created is
+                        // logged by the task service).
+                        tracing::info!(
+                            task = %task.id,
+                            tool = %task.tool,
+                            outcome = %saved.status,
+                            is_error = saved.result.as_ref().is_some_and(|r| r["isError"] == true),
+                            duration_ms = u64::try_from(now.since(saved.created_at).as_millis()).unwrap_or(u64::MAX),
+                            "task ended"
+                        );
+                    }
                     self.publish(&task.id);
                     if saved.due_at.is_some_and(|due| due <= now) {
                         self.wake();
