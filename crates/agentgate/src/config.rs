@@ -35,6 +35,11 @@ pub(crate) struct ServerSection {
     pub listen: Option<SocketAddr>,
     /// Task store URL, e.g. "sqlite:///var/lib/agentgate/tasks.db".
     pub store: Option<String>,
+    /// When a write is acknowledged: "full" (default: once on disk; a
+    /// PostgreSQL server with `fsync` or `synchronous_commit` off is
+    /// refused) or "relaxed" (a power cut may lose the last acknowledged
+    /// writes). See `agentgate_core::store::Durability`.
+    pub store_durability: Option<agentgate_core::store::Durability>,
     /// Extra `Host` header values to accept (loopback names always are).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
@@ -251,6 +256,33 @@ mod tests {
             Some("127.0.0.1:9000".parse().expect("addr"))
         );
         assert_eq!(cfg.engine.concurrency, Some(4));
+    }
+
+    #[test]
+    fn store_durability_is_full_or_relaxed_and_nothing_else() {
+        use agentgate_core::store::Durability;
+        let cfg =
+            FileConfig::parse("[server]\nstore_durability = \"relaxed\"\n").expect("valid config");
+        assert_eq!(cfg.server.store_durability, Some(Durability::Relaxed));
+        let cfg =
+            FileConfig::parse("[server]\nstore_durability = \"full\"\n").expect("valid config");
+        assert_eq!(cfg.server.store_durability, Some(Durability::Full));
+        assert_eq!(
+            FileConfig::parse("")
+                .expect("empty")
+                .server
+                .store_durability,
+            None
+        );
+        let err = FileConfig::parse("[server]\nstore_durability = \"normal\"\n")
+            .expect_err("an unknown durability must be refused");
+        assert!(
+            format!("{err:#}").contains("store_durability"),
+            "names the key: {err:#}"
+        );
+        let err = FileConfig::parse("[server]\nstore_durabilty = \"relaxed\"\n")
+            .expect_err("a typo must be refused");
+        assert!(err.to_string().contains("store_durabilty"), "{err}");
     }
 
     #[test]

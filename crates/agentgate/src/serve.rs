@@ -16,6 +16,7 @@ use agentgate_core::metrics;
 use agentgate_core::runtime::Runtime;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
+use agentgate_core::store::Durability;
 use agentgate_core::store::seal::SealKey;
 use agentgate_core::task::Owner;
 use anyhow::{Context as _, Result, bail};
@@ -39,6 +40,9 @@ pub(crate) struct ServeArgs {
     /// tasks.db in the user's data directory.
     #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
     store: Option<String>,
+
+    #[command(flatten)]
+    durability: DurabilityArgs,
 
     /// Steps this process runs at once.
     #[arg(long, env = "AGENTGATE_CONCURRENCY")]
@@ -103,13 +107,45 @@ pub(crate) struct MigrateArgs {
     /// Task store: sqlite://PATH or postgres://USER@HOST/DB, as for `serve`.
     #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
     store: Option<String>,
+
+    #[command(flatten)]
+    durability: DurabilityArgs,
+}
+
+/// When the store acknowledges a write (`server.store_durability`).
+#[derive(Debug, Args)]
+pub(crate) struct DurabilityArgs {
+    /// `full` (default): a write is acknowledged once it is on disk, and a
+    /// PostgreSQL server with `fsync` or `synchronous_commit` off is
+    /// refused. `relaxed`: a power cut may lose the last acknowledged
+    /// writes (SQLite `synchronous = NORMAL`; PostgreSQL served as set).
+    #[arg(
+        long = "store-durability",
+        env = "AGENTGATE_STORE_DURABILITY",
+        value_name = "full|relaxed",
+        value_parser = parse_durability
+    )]
+    store_durability: Option<Durability>,
+}
+
+impl DurabilityArgs {
+    /// The flag over the config file over the default (`full`).
+    fn resolve(&self, file: &FileConfig) -> Durability {
+        self.store_durability
+            .or(file.server.store_durability)
+            .unwrap_or_default()
+    }
+}
+
+fn parse_durability(value: &str) -> Result<Durability, String> {
+    value.parse()
 }
 
 /// `agentgate migrate`: opening a store applies its pending migrations
 /// (under an advisory lock on PostgreSQL, so racing instances are safe).
 pub(crate) async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
     let store_url = store_url(args.store, &file)?;
-    open_store(&store_url).await?;
+    open_store(&store_url, args.durability.resolve(&file)).await?;
     println!("migrated {}", store::redact_url(&store_url));
     Ok(())
 }
@@ -149,11 +185,11 @@ fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> EngineCo
     config
 }
 
-async fn open_store(url: &str) -> Result<Arc<dyn store::TaskStore>> {
-    let store = store::open(url)
+async fn open_store(url: &str, durability: Durability) -> Result<Arc<dyn store::TaskStore>> {
+    let store = store::open_with(url, durability)
         .await
         .with_context(|| format!("opening task store {}", store::redact_url(url)))?;
-    tracing::info!(store = %store::redact_url(url), "task store ready");
+    tracing::info!(store = %store::redact_url(url), ?durability, "task store ready");
     Ok(store)
 }
 
@@ -169,7 +205,7 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     }
     let store_url = store_url(args.store, &file)?;
     let limits = file.limits.to_limits().context("reading [limits]")?;
-    let store = open_store(&store_url).await?;
+    let store = open_store(&store_url, args.durability.resolve(&file)).await?;
 
     let mut config = engine_config(args.concurrency, &file.engine);
     config.store_key = args.store_key.load(&file, &store_url)?;

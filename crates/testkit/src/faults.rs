@@ -184,7 +184,9 @@ impl PgCluster {
     /// Starts the (stopped) server, waiting until it accepts connections.
     pub fn start_again(&self) -> Result<(), String> {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100",
+            // fsync stays on: the store refuses a server without it
+            // (`agentgate_core::store::Durability::Full`).
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=100",
             self.port,
             self.data.path().display()
         );

@@ -108,6 +108,19 @@ pub enum StoreError {
     Database(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A PostgreSQL server that acknowledges commits before they are on
+    /// disk, while the store was opened with [`Durability::Full`].
+    #[error(
+        "refusing to serve: PostgreSQL setting {setting} = {value}, so a commit can be \
+         acknowledged before it is on disk and a crash of the server loses acknowledged tasks; \
+         set {setting} = {wanted} (ALTER SYSTEM, the database or the role), or accept that \
+         window explicitly with store durability \"relaxed\""
+    )]
+    NotDurable {
+        setting: &'static str,
+        value: String,
+        wanted: &'static str,
+    },
     #[error("could not create the store's directory {path}: {source}")]
     Io {
         path: String,
@@ -117,6 +130,39 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// When a write is acknowledged: once it is on disk, or once the database
+/// has it (and the disk will, soon).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Durability {
+    /// An acknowledged write survives a power cut: SQLite runs
+    /// `synchronous = FULL` (the WAL is synced at every commit, once per
+    /// group-committed batch); a PostgreSQL server with `fsync` or
+    /// `synchronous_commit` off is refused at start.
+    #[default]
+    Full,
+    /// An acknowledged write survives a crash of the process, not of the
+    /// machine: SQLite runs `synchronous = NORMAL` (the WAL is synced at
+    /// its checkpoints only), and PostgreSQL is served whatever its
+    /// settings. For operators who accept losing the last acknowledged
+    /// writes to a power cut.
+    Relaxed,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "full" => Ok(Durability::Full),
+            "relaxed" => Ok(Durability::Relaxed),
+            _ => Err(format!(
+                "store durability must be \"full\" or \"relaxed\", not {s:?}"
+            )),
+        }
+    }
+}
 
 /// Why a store is [`StoreError::Unavailable`]: what an operator should look
 /// at, and what a client is told.
@@ -463,10 +509,22 @@ fn task_count((tool, status, count): (String, String, i64)) -> StoreResult<TaskC
 /// described in [`PostgresStore`]'s module docs). Errors show the URL with
 /// its password redacted.
 pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn TaskStore>> {
+    open_with(url, Durability::Full).await
+}
+
+/// [`open`] with a [`Durability`] other than the default.
+pub async fn open_with(
+    url: &str,
+    durability: Durability,
+) -> StoreResult<std::sync::Arc<dyn TaskStore>> {
     if url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(SqliteStore::open(url).await?))
+        Ok(std::sync::Arc::new(
+            SqliteStore::open_with(url, durability).await?,
+        ))
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(std::sync::Arc::new(PostgresStore::open(url).await?))
+        Ok(std::sync::Arc::new(
+            PostgresStore::open_with(url, durability).await?,
+        ))
     } else {
         Err(StoreError::InvalidUrl {
             url: redact_url(url),

@@ -26,17 +26,18 @@
 //! commits are saved in the next single transaction, so the write turn is
 //! taken once per batch, not once per write.
 //!
-//! **Durability.** WAL with `synchronous = NORMAL`: a commit is in the WAL
-//! file when it is acknowledged, so a crashed or killed process loses
-//! nothing it acknowledged. The WAL is flushed to disk at checkpoints (the
-//! SQLite kind, about every 1000 pages), not at every commit, so a power
-//! cut or kernel crash can roll the database back to an earlier consistent
-//! state, losing the last acknowledged writes: a created task may vanish
-//! (its client's `tasks/get` then says it is unknown), and a step runs
-//! again from the last checkpoint that survived, as after a crash mid-step
-//! (backends guard their side effects against a repeated step). A
-//! deployment that must survive power cuts runs on PostgreSQL
-//! (`synchronous_commit = on`).
+//! **Durability.** WAL with `synchronous = FULL` by default
+//! ([`Durability::Full`]): a commit is acknowledged only after the WAL was
+//! synced to disk, so neither a killed process nor a power cut or kernel
+//! crash loses an acknowledged write. SQLite documents that a WAL commit
+//! survives a power loss only with `FULL`. The sync is paid once per
+//! group-committed batch, not once per write. [`Durability::Relaxed`] runs
+//! `synchronous = NORMAL`: a commit is in the WAL file when it is
+//! acknowledged (a killed process loses nothing), but the WAL is synced
+//! only at SQLite's checkpoints (about every 1000 pages), so a power cut
+//! can roll the database back to an earlier consistent state, losing the
+//! last acknowledged creates, answers and results. The power-cut test in
+//! `tests/store_faults.rs` shows both.
 //!
 //! Reads that take a caller's owner filter on it in SQL, so another owner's
 //! task costs the same as an id that does not exist: no row is decoded.
@@ -50,13 +51,15 @@ use serde_json::Value;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
 use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
 
 use super::group_commit::{SaveBatch, Write, WriteQueue, decide, in_batch_order};
 use super::transition::visible;
 use super::{
-    Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore, fenced,
+    Claimed, Durability, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore,
+    fenced,
 };
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
@@ -83,7 +86,14 @@ const LIVE: &str = "status IN ('working', 'input_required')";
 impl SqliteStore {
     /// Opens (creating if needed) the database a `sqlite:` URL names and
     /// applies migrations. `sqlite::memory:` gives a private in-memory store.
+    /// Writes are acknowledged once on disk ([`Durability::Full`]).
     pub async fn open(url: &str) -> StoreResult<Self> {
+        Self::open_with(url, Durability::Full).await
+    }
+
+    /// [`SqliteStore::open`] with the given [`Durability`] (see the module
+    /// docs for what each costs and risks).
+    pub async fn open_with(url: &str, durability: Durability) -> StoreResult<Self> {
         let in_memory = url.contains(":memory:");
         let mut options =
             SqliteConnectOptions::from_str(url).map_err(|e| StoreError::InvalidUrl {
@@ -101,7 +111,12 @@ impl SqliteStore {
             create_private_file(&path)?;
             options = options
                 .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(sqlx::sqlite::SqliteSynchronous::Normal);
+                .synchronous(match durability {
+                    // The WAL is synced before each COMMIT returns.
+                    Durability::Full => SqliteSynchronous::Full,
+                    // Synced at SQLite's checkpoints only.
+                    Durability::Relaxed => SqliteSynchronous::Normal,
+                });
         }
         options = options
             .create_if_missing(true)

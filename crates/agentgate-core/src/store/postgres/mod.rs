@@ -66,6 +66,21 @@
 //! - `startup_timeout` (seconds, default 30): how long `open` keeps retrying a
 //!   server that refuses connections (one that is still starting).
 //!
+//! # Durability
+//!
+//! A write is acknowledged after its `COMMIT` returned, which means on disk
+//! only if the server syncs its WAL before answering. `open` reads the
+//! server's `fsync` and `synchronous_commit` (`SHOW`, on a connection like
+//! the pool's, so settings of the database, the role or the URL's
+//! `options` count) and, with [`Durability::Full`] (the default), refuses
+//! to serve when `fsync = off` or `synchronous_commit = off`, with
+//! [`StoreError::NotDurable`] naming the setting and its value.
+//! `synchronous_commit` `local`, `on`, `remote_write` and `remote_apply`
+//! all flush the WAL to the server's own disk before a commit returns
+//! (they differ only in what they wait for from standbys), so all are
+//! accepted. [`Durability::Relaxed`] serves whatever the settings, and
+//! logs a warning naming them.
+//!
 //! # Failures
 //!
 //! A connection that sqlx still counts as inside a transaction when it is
@@ -97,8 +112,8 @@ use super::group_commit::WriteQueue;
 
 use super::transition::visible;
 use super::{
-    ChangeKind, Claimed, InputAck, StoreError, StoreResult, SweepReport, TaskChange, TaskCount,
-    TaskStore, fenced, redact_url,
+    ChangeKind, Claimed, Durability, InputAck, StoreError, StoreResult, SweepReport, TaskChange,
+    TaskCount, TaskStore, fenced, redact_url,
 };
 use crate::clock::Millis;
 use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
@@ -164,8 +179,15 @@ impl PostgresStore {
     /// Connects to the database a `postgres://` URL names and applies
     /// migrations. See the module docs for the pool parameters it accepts.
     pub async fn open(url: &str) -> StoreResult<Self> {
+        Self::open_with(url, Durability::Full).await
+    }
+
+    /// [`PostgresStore::open`] with the given [`Durability`]: `Full` refuses
+    /// a server that acknowledges commits before they are on disk (see the
+    /// module docs).
+    pub async fn open_with(url: &str, durability: Durability) -> StoreResult<Self> {
         let (options, pool, startup) = parse_url(url)?;
-        Self::connect_with_startup(options, pool, startup).await
+        Self::connect_with_startup(options, pool, startup, durability).await
     }
 
     /// Connects with options built in code (a `search_path`, TLS files, an
@@ -173,13 +195,14 @@ impl PostgresStore {
     /// pool's acquire timeout for the server.
     pub async fn connect_with(options: PgConnectOptions, pool: PgPoolOptions) -> StoreResult<Self> {
         let startup = pool.get_acquire_timeout();
-        Self::connect_with_startup(options, pool, startup).await
+        Self::connect_with_startup(options, pool, startup, Durability::Full).await
     }
 
     async fn connect_with_startup(
         options: PgConnectOptions,
         pool: PgPoolOptions,
         startup: Duration,
+        durability: Durability,
     ) -> StoreResult<Self> {
         let label = format!(
             "postgres://{}@{}:{}/{}",
@@ -200,8 +223,11 @@ impl PostgresStore {
             let attempt =
                 tokio::time::timeout_at(deadline, PgConnection::connect_with(&options)).await;
             match attempt {
-                Ok(Ok(conn)) => {
+                Ok(Ok(mut conn)) => {
+                    // Before migrating: a refused server is left untouched.
+                    let checked = check_durability(&mut conn, durability).await;
                     let _ = conn.close().await;
+                    checked?;
                     break;
                 }
                 Ok(Err(e)) if tokio::time::Instant::now() + STARTUP_RETRY < deadline => {
@@ -271,6 +297,43 @@ impl PostgresStore {
             .await?;
         row.map(decode).transpose()
     }
+}
+
+/// Reads the server's `fsync` and `synchronous_commit` and refuses, under
+/// [`Durability::Full`], a server that acknowledges commits before they are
+/// on its disk (see the module docs).
+async fn check_durability(conn: &mut PgConnection, durability: Durability) -> StoreResult<()> {
+    for (setting, durable, wanted) in [
+        ("fsync", &["on"][..], "on"),
+        (
+            "synchronous_commit",
+            &["on", "local", "remote_write", "remote_apply"][..],
+            "on",
+        ),
+    ] {
+        let value: String = sqlx::query_scalar(&format!("SHOW {setting}"))
+            .fetch_one(&mut *conn)
+            .await?;
+        if durable.contains(&value.as_str()) {
+            continue;
+        }
+        match durability {
+            Durability::Full => {
+                return Err(StoreError::NotDurable {
+                    setting,
+                    value,
+                    wanted,
+                });
+            }
+            Durability::Relaxed => tracing::warn!(
+                setting,
+                value = %value,
+                "PostgreSQL acknowledges commits before they are on disk; served anyway \
+                 (store durability \"relaxed\")"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// Splits a store URL into sqlx's connect options and our pool settings.
