@@ -1,17 +1,22 @@
 //! The stores under real faults: a SQLite file on a disk that fills up, a
-//! PostgreSQL server that is stopped and started under load, and database
-//! connections killed mid-transaction. Each test asserts that no
-//! acknowledged write is lost, that refusals say why, and that the store
-//! recovers by itself, without being reopened.
+//! power cut under a SQLite store (the test kit's `power_cut` VFS, which
+//! loses every write the disk was not told to sync), a PostgreSQL server
+//! that is stopped and started under load or acknowledges commits before
+//! they are on disk, and database connections killed mid-transaction. Each
+//! test asserts that no acknowledged write is lost, that refusals say why,
+//! and that the store recovers by itself, without being reopened.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentgate_core::clock::{Clock as _, Millis};
-use agentgate_core::store::{Outage, PostgresStore, SqliteStore, StoreError, TaskStore};
+use agentgate_core::store::{
+    Durability, Outage, PostgresStore, SqliteStore, StoreError, TaskStore,
+};
 use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskPhase};
 use agentgate_testkit::faults::{PgCluster, SmallDisk, unavailable};
+use agentgate_testkit::power_cut;
 use serde_json::json;
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -226,6 +231,214 @@ async fn sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itse
     assert_eq!(resumed.status, TaskPhase::Working);
 }
 
+/// A write the store acknowledged, and what must be true of it after any
+/// later power cut.
+#[derive(Debug, Clone)]
+enum Ack {
+    /// The task exists.
+    Created(TaskId),
+    /// The task no longer waits for the answer to `q`.
+    Answered(TaskId),
+    /// The task is completed.
+    Completed(TaskId),
+}
+
+/// The acknowledgements of one run, and the power cut taken at the `at`-th.
+struct Acks {
+    dir: std::path::PathBuf,
+    at: usize,
+    seen: Vec<Ack>,
+    cut: Option<(Vec<Ack>, power_cut::Cut)>,
+}
+
+impl Acks {
+    /// Records an acknowledgement (after the store returned it, so after
+    /// whatever sync it waited for) and cuts the power at the `at`-th,
+    /// while the other clients' writes are in flight. Returns whether the
+    /// power is cut (the client stops).
+    fn record(this: &std::sync::Mutex<Self>, ack: Ack) -> bool {
+        let mut acks = this.lock().expect("acks");
+        if acks.cut.is_some() {
+            return true;
+        }
+        acks.seen.push(ack);
+        if acks.seen.len() < acks.at {
+            return false;
+        }
+        // The acknowledgements first, then the disk: everything listed was
+        // synced before this instant.
+        let seen = acks.seen.clone();
+        let disk = power_cut::cut(&acks.dir);
+        acks.cut = Some((seen, disk));
+        true
+    }
+}
+
+/// Runs creators, a worker (asking for input, then completing) and an
+/// answerer on a SQLite store on the power-cut VFS, cuts the power at the
+/// `at`-th acknowledged write, reopens the database from what the disk
+/// kept, and returns the acknowledged writes and those that were lost.
+async fn cut_power_once(durability: Durability, at: usize) -> (usize, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tasks.db");
+    let store: Arc<dyn TaskStore> = Arc::new(
+        SqliteStore::open_with(&power_cut::url(&path), durability)
+            .await
+            .expect("open"),
+    );
+    let acks = Arc::new(std::sync::Mutex::new(Acks {
+        dir: dir.path().to_owned(),
+        at,
+        seen: Vec::new(),
+        cut: None,
+    }));
+    let small_task = || NewTask {
+        args: json!({ "text": "x".repeat(200) }),
+        ..new_task(now())
+    };
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (store, acks) = (store.clone(), acks.clone());
+        clients.spawn(async move {
+            loop {
+                let task = store.create(small_task()).await.expect("create");
+                if Acks::record(&acks, Ack::Created(task.id)) {
+                    return;
+                }
+            }
+        });
+    }
+    let (asked_tx, mut asked_rx) = tokio::sync::mpsc::unbounded_channel::<TaskId>();
+    {
+        let (store, acks) = (store.clone(), acks.clone());
+        clients.spawn(async move {
+            loop {
+                for claimed in store.claim("w", 8, LEASE, now()).await.expect("claim") {
+                    // First step: ask; the step after the answer: complete.
+                    let answered = claimed.input_responses.contains_key("q");
+                    let outcome = if answered {
+                        Outcome::Completed {
+                            result: json!({ "content": [] }),
+                        }
+                    } else {
+                        Outcome::InputRequired {
+                            state: json!({}),
+                            status_message: Some("asking".into()),
+                            requests: [("q".to_owned(), json!({"method": "elicitation/create"}))]
+                                .into(),
+                        }
+                    };
+                    store
+                        .checkpoint(&claimed.id, "w", claimed.fence, outcome, now())
+                        .await
+                        .expect("checkpoint");
+                    if answered {
+                        if Acks::record(&acks, Ack::Completed(claimed.id.clone())) {
+                            return;
+                        }
+                    } else {
+                        let _ = asked_tx.send(claimed.id.clone());
+                    }
+                }
+                if acks.lock().expect("acks").cut.is_some() {
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+    {
+        let (store, acks) = (store.clone(), acks.clone());
+        clients.spawn(async move {
+            while let Some(id) = asked_rx.recv().await {
+                let answer = BTreeMap::from([(
+                    "q".to_owned(),
+                    json!({"action": "accept", "content": {"a": "b"}}),
+                )]);
+                store
+                    .record_input(&owner(), &id, answer, now())
+                    .await
+                    .expect("answer");
+                if Acks::record(&acks, Ack::Answered(id)) {
+                    return;
+                }
+            }
+        });
+    }
+    while let Some(client) = clients.join_next().await {
+        client.expect("client");
+    }
+    drop(store);
+    let (acked, disk) = acks
+        .lock()
+        .expect("acks")
+        .cut
+        .take()
+        .expect("the power was cut");
+    power_cut::forget(dir.path());
+
+    let after = tempfile::tempdir().expect("tempdir");
+    disk.restore(after.path()).expect("restore the cut disk");
+    let reopened = SqliteStore::open(&format!(
+        "sqlite://{}",
+        after.path().join("tasks.db").display()
+    ))
+    .await
+    .expect("SQLite opens what a power cut left");
+    let mut lost = Vec::new();
+    for ack in &acked {
+        let (Ack::Created(id) | Ack::Answered(id) | Ack::Completed(id)) = ack;
+        let task = reopened.get(&owner(), id, now()).await.expect("get");
+        let kept = match (ack, &task) {
+            (_, None) => false,
+            (Ack::Created(_), Some(_)) => true,
+            (Ack::Answered(_), Some(t)) => !t.input_requests.contains_key("q"),
+            (Ack::Completed(_), Some(t)) => t.status == TaskPhase::Completed,
+        };
+        if !kept {
+            lost.push(format!(
+                "{ack:?} (after the cut: {:?})",
+                task.map(|t| t.status)
+            ));
+        }
+    }
+    (acked.len(), lost)
+}
+
+async fn sqlite_power_cut_loses_no_acknowledged_write_with_full_durability() {
+    power_cut::register();
+    for round in 0..12 {
+        let at = rand::random_range(10..200);
+        let (acked, lost) = cut_power_once(Durability::Full, at).await;
+        assert_eq!(acked, at);
+        assert!(
+            lost.is_empty(),
+            "round {round}: a power cut after {acked} acknowledged writes lost {} of them \
+             (synchronous = FULL), first: {:?}",
+            lost.len(),
+            &lost[..lost.len().min(5)]
+        );
+    }
+}
+
+async fn sqlite_power_cut_loses_acknowledged_writes_with_relaxed_durability() {
+    // The same cuts with `synchronous = NORMAL` lose what was acknowledged
+    // since SQLite's last checkpoint: this is the window `relaxed` accepts,
+    // and the proof that the power-cut test above can fail.
+    power_cut::register();
+    let (mut lost_in_all, mut acked_in_all) = (0, 0);
+    for _ in 0..3 {
+        let (acked, lost) = cut_power_once(Durability::Relaxed, rand::random_range(10..200)).await;
+        lost_in_all += lost.len();
+        acked_in_all += acked;
+    }
+    eprintln!("relaxed: power cuts lost {lost_in_all} of {acked_in_all} acknowledged writes");
+    assert!(
+        lost_in_all > 0,
+        "relaxed durability was expected to lose acknowledged writes to a power cut"
+    );
+}
+
 async fn sqlite_reads_of_a_foreign_task_never_decode_its_row() {
     // Another owner's id must cost what an unknown id costs: the row is not
     // even read. Shown by damaging the row: its owner sees the damage,
@@ -269,6 +482,94 @@ async fn assert_foreign_is_unknown(store: &dyn TaskStore, id: &TaskId) {
 /// the test ends as skipped.
 fn cluster() -> PgCluster {
     PgCluster::start().unwrap_or_else(|why| unavailable(&why))
+}
+
+/// Sets `setting` for new sessions of the test database `db`.
+async fn alter_database(db: &agentgate_testkit::pg::TestDatabase, setting: &str, value: &str) {
+    let admin = sqlx::PgPool::connect(db.url()).await.expect("admin");
+    sqlx::query(&format!(
+        "ALTER DATABASE {} SET {setting} = {value}",
+        db.name()
+    ))
+    .execute(&admin)
+    .await
+    .expect("ALTER DATABASE");
+    admin.close().await;
+}
+
+async fn postgres_with_synchronous_commit_off_is_refused_unless_relaxed() {
+    let db = agentgate_testkit::pg::TestDatabase::create("durability").await;
+    alter_database(&db, "synchronous_commit", "off").await;
+    let refusal = PostgresStore::open(db.url())
+        .await
+        .expect_err("synchronous_commit = off must be refused");
+    assert!(
+        matches!(
+            &refusal,
+            StoreError::NotDurable { setting: "synchronous_commit", value, .. } if value == "off"
+        ),
+        "{refusal:?}"
+    );
+    let said = refusal.to_string();
+    for what in [
+        "synchronous_commit = off",
+        "relaxed",
+        "before it is on disk",
+    ] {
+        assert!(said.contains(what), "the refusal says {what:?}: {said}");
+    }
+    // Refused before migrating: the database is left as it was.
+    let raw = sqlx::PgPool::connect(db.url()).await.expect("raw");
+    let tables: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_one(&raw)
+            .await
+            .expect("count tables");
+    assert_eq!(tables, 0, "a refused server is not migrated");
+    raw.close().await;
+
+    // The operator accepts the window explicitly: served.
+    let store = PostgresStore::open_with(db.url(), Durability::Relaxed)
+        .await
+        .expect("relaxed durability serves synchronous_commit = off");
+    store.create(new_task(now())).await.expect("create");
+    // Through the URL-taking entry point the gateway uses, too.
+    let refusal = agentgate_core::store::open(db.url())
+        .await
+        .expect_err("store::open refuses it as well");
+    assert!(
+        refusal.to_string().contains("synchronous_commit"),
+        "{refusal}"
+    );
+
+    // `local` flushes the WAL to the server's own disk: durable, accepted.
+    alter_database(&db, "synchronous_commit", "local").await;
+    PostgresStore::open(db.url())
+        .await
+        .expect("synchronous_commit = local is durable on one server");
+}
+
+async fn postgres_with_fsync_off_is_refused_unless_relaxed() {
+    // `fsync` is the server's own setting: a private cluster, reloaded.
+    let pg = cluster();
+    let admin = sqlx::PgPool::connect(&pg.url()).await.expect("admin");
+    for statement in ["ALTER SYSTEM SET fsync = off", "SELECT pg_reload_conf()"] {
+        sqlx::query(statement)
+            .execute(&admin)
+            .await
+            .expect(statement);
+    }
+    admin.close().await;
+    let refusal = PostgresStore::open(&pg.url())
+        .await
+        .expect_err("fsync = off must be refused");
+    assert!(
+        refusal.to_string().contains("fsync = off"),
+        "the refusal names the setting: {refusal}"
+    );
+    PostgresStore::open_with(&pg.url(), Durability::Relaxed)
+        .await
+        .expect("relaxed durability serves fsync = off");
 }
 
 async fn postgres_reads_of_a_foreign_task_never_decode_its_row() {
@@ -435,9 +736,25 @@ fn main() -> std::process::ExitCode {
             "sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself",
             sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself,
         )
+        .multi_thread(
+            "sqlite_power_cut_loses_no_acknowledged_write_with_full_durability",
+            sqlite_power_cut_loses_no_acknowledged_write_with_full_durability,
+        )
+        .multi_thread(
+            "sqlite_power_cut_loses_acknowledged_writes_with_relaxed_durability",
+            sqlite_power_cut_loses_acknowledged_writes_with_relaxed_durability,
+        )
         .test(
             "sqlite_reads_of_a_foreign_task_never_decode_its_row",
             sqlite_reads_of_a_foreign_task_never_decode_its_row,
+        )
+        .test(
+            "postgres_with_synchronous_commit_off_is_refused_unless_relaxed",
+            postgres_with_synchronous_commit_off_is_refused_unless_relaxed,
+        )
+        .test(
+            "postgres_with_fsync_off_is_refused_unless_relaxed",
+            postgres_with_fsync_off_is_refused_unless_relaxed,
         )
         .test(
             "postgres_reads_of_a_foreign_task_never_decode_its_row",

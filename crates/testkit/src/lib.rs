@@ -17,7 +17,8 @@
 //! - [`prop`]: the property tests' config, generators and canned upstream;
 //! - [`contracts`]: the upstreams' published contracts as validators;
 //! - [`faults`], [`hold`]: real faults (full disk, stopped PostgreSQL) and a
-//!   swallowed answer;
+//!   swallowed answer; [`power_cut`]: a SQLite VFS that loses what was
+//!   never synced;
 //! - [`harness`]: test binaries whose tests need what a machine may lack
 //!   (PostgreSQL, root, the interop clients) and report them *ignored, with
 //!   the reason* when it does.
@@ -35,6 +36,7 @@ pub mod harness;
 pub mod hold;
 pub mod pg;
 pub mod poll;
+pub mod power_cut;
 pub mod process;
 pub mod prop;
 pub mod spy;
