@@ -147,11 +147,16 @@ const PRINCIPAL: &str = "bench";
 /// (`max_active_tasks`, 200 by default) is off: the bench holds tens of
 /// thousands of live tasks as one principal, and a cap raised that far
 /// would measure counting them, which a deployment's cap bounds (the check
-/// reads at most `max_active_tasks` index entries). The poll cache, the
-/// input cap and the TTL cap are the defaults.
+/// reads at most `max_active_tasks` index entries). The storage quotas
+/// (`max_stored_tasks`, `max_stored_bytes`) are off for the same reason: a
+/// run stores far more than 10 000 tasks as one principal, and with both
+/// off a create makes no extra query. The poll cache, the input cap and
+/// the TTL cap are the defaults.
 pub(crate) fn bench_limits() -> Limits {
     Limits {
         max_active_tasks: 0,
+        max_stored_tasks: 0,
+        max_stored_bytes: 0,
         requests_per_second: 1e12,
         request_burst: u32::MAX,
         poll_burst: u32::MAX,

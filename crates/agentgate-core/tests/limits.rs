@@ -17,7 +17,7 @@ use agentgate_core::mcp::limits::LIMITED;
 use agentgate_core::mcp::{Gateway, HttpOptions, Limits, TransportKind, http_router};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
-use agentgate_core::store::SqliteStore;
+use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_core::task::{Owner, ToolPolicy};
 use agentgate_testkit::spy::StoreSpy;
 use agentgate_testkit::{Client, TestClient, call, start_task};
@@ -460,4 +460,129 @@ async fn oversized_input_responses_in_an_mrtr_retry_are_refused() {
         CallToolResponse::Complete(result) => assert_ne!(result.is_error, Some(true)),
         other => panic!("expected the tool's result, got {other:?}"),
     }
+}
+
+/// Waits (in real time: the engine runs the steps) until `owner`'s task has
+/// ended.
+async fn ended(s: &Setup, owner: &Owner, id: &str) {
+    let id = agentgate_core::task::TaskId::from_client(id);
+    for _ in 0..1_000 {
+        let task = s.store.get(owner, &id, T0).await.expect("get");
+        if task.is_some_and(|t| t.status.is_terminal()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} did not end within 10 s");
+}
+
+#[tokio::test]
+async fn stored_tasks_are_capped_per_principal_ended_ones_included() {
+    let limits = Limits {
+        max_stored_tasks: 3,
+        ..Limits::default()
+    };
+    let s = setup_with(limits, true).await;
+    // Create-then-cancel: each task ends at once, so the live-task cap
+    // never bites, but every ended task stays stored until it is swept.
+    for _ in 0..3 {
+        let id = start_task(&s.anonymous, "idle", json!({}))
+            .await
+            .task
+            .task_id;
+        let _ = s
+            .anonymous
+            .peer()
+            .cancel_task(CancelTaskParams::new(id.clone()))
+            .await;
+        ended(&s, &Owner::anonymous(), &id).await;
+    }
+    let error = refusal(s.anonymous.call_tool_once(call("idle", json!({}))).await);
+    assert_eq!(error.code, LIMITED);
+    for part in [
+        "storage quota reached",
+        "3 tasks stored",
+        "quota is 3",
+        "limits.max_stored_tasks",
+        "engine.retention_hours",
+    ] {
+        assert!(
+            error.message.contains(part),
+            "{part:?} in {}",
+            error.message
+        );
+    }
+    let data = error.data.expect("data");
+    assert_eq!(data["configKey"], json!("limits.max_stored_tasks"));
+    assert_eq!(
+        (data["limit"].clone(), data["stored"].clone()),
+        (json!(3), json!(3))
+    );
+    // The oldest ended task (ended at T0) is deleted once the retention
+    // window is over, at the next sweep.
+    let config = EngineConfig::default();
+    let retry = config.retention + config.sweep_every;
+    assert_eq!(
+        data["retryAfterMs"],
+        json!(u64::try_from(retry.as_millis()).expect("ms"))
+    );
+
+    // A client without the tasks extension (inline call) is refused alike.
+    let inline = TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2026_07_28)
+        .http(&s.anonymous_url)
+        .await;
+    let error = refusal(inline.call_tool_once(call("idle", json!({}))).await);
+    assert_eq!(error.code, LIMITED);
+    assert!(
+        error.message.contains("limits.max_stored_tasks"),
+        "{}",
+        error.message
+    );
+
+    // Another principal keeps creating.
+    for _ in 0..3 {
+        start_task(&s.bob, "idle", json!({})).await;
+    }
+
+    // Once the sweeper deleted the ended tasks there is room again.
+    let swept = s
+        .store
+        .sweep(T0.saturating_add(retry), config.retention)
+        .await
+        .expect("sweep");
+    assert!(swept.deleted >= 3, "{swept:?}");
+    start_task(&s.anonymous, "idle", json!({})).await;
+}
+
+#[tokio::test]
+async fn stored_bytes_are_capped_per_principal() {
+    let limits = Limits {
+        max_stored_bytes: 10_000,
+        ..Limits::default()
+    };
+    let s = setup(limits).await;
+    let big = json!({ "blob": "x".repeat(20_000) });
+    start_task(&s.anonymous, "idle", big.clone()).await;
+    let error = refusal(s.anonymous.call_tool_once(call("idle", json!({}))).await);
+    assert_eq!(error.code, LIMITED);
+    for part in [
+        "storage quota reached",
+        "bytes of stored tasks",
+        "quota is 10000",
+        "limits.max_stored_bytes",
+        "engine.retention_hours",
+    ] {
+        assert!(
+            error.message.contains(part),
+            "{part:?} in {}",
+            error.message
+        );
+    }
+    let data = error.data.expect("data");
+    assert_eq!(data["configKey"], json!("limits.max_stored_bytes"));
+    let stored = data["stored"].as_u64().expect("stored bytes");
+    assert!((20_000..21_000).contains(&stored), "{stored}");
+    assert!(data["retryAfterMs"].as_u64().expect("retryAfterMs") > 0);
+    // The quota is per principal.
+    start_task(&s.bob, "idle", big).await;
 }

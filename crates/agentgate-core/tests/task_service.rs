@@ -191,6 +191,7 @@ async fn create_enforces_the_live_task_cap_per_owner_and_clamps_the_ttl() {
     let quota = TaskQuota {
         max_live: 2,
         max_ttl: Some(Duration::from_secs(60)),
+        ..TaskQuota::default()
     };
     let first = create(&f.engine, "alice", "ask", &quota).await;
     assert_eq!(first.ttl_ms, Some(60_000), "the tool's 2 h TTL is clamped");

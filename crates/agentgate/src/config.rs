@@ -119,7 +119,12 @@ pub(crate) struct EngineSection {
 /// poll_cache_bytes = 33554432     # tasks/get answers kept in memory (32 MiB); 0 = none
 /// max_listens = 16                # open subscriptions/listen streams per principal; 0 = no cap
 /// max_sessions = 64               # open legacy (initialize) sessions per principal; 0 = no cap
+/// max_stored_tasks = 10000        # tasks kept stored per principal, live and ended; 0 = no quota
+/// max_stored_bytes = 1073741824   # JSON bytes of those tasks (1 GiB); 0 = no quota
 /// ```
+///
+/// Ended tasks count toward the storage quotas until the sweeper deletes
+/// them, `engine.retention_hours` after they end.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LimitsSection {
@@ -132,6 +137,8 @@ pub(crate) struct LimitsSection {
     pub max_ttl_seconds: Option<u64>,
     pub poll_cache_bytes: Option<usize>,
     pub max_listens: Option<u32>,
+    pub max_stored_tasks: Option<u64>,
+    pub max_stored_bytes: Option<u64>,
     /// Read by `serve` into the HTTP options (sessions live in the
     /// transport, not the gateway's limits).
     pub max_sessions: Option<usize>,
@@ -179,6 +186,12 @@ impl LimitsSection {
         }
         if let Some(n) = self.max_listens {
             limits.max_listens = n;
+        }
+        if let Some(n) = self.max_stored_tasks {
+            limits.max_stored_tasks = n;
+        }
+        if let Some(bytes) = self.max_stored_bytes {
+            limits.max_stored_bytes = bytes;
         }
         Ok(limits)
     }
@@ -299,6 +312,18 @@ mod tests {
         assert_eq!(
             limits.poll_burst, defaults.poll_burst,
             "unset keys keep defaults"
+        );
+        assert_eq!(
+            (limits.max_stored_tasks, limits.max_stored_bytes),
+            (10_000, 1 << 30),
+            "the storage quotas are on by default"
+        );
+        let cfg = FileConfig::parse("[limits]\nmax_stored_tasks = 0\nmax_stored_bytes = 4096\n")
+            .expect("valid config");
+        let limits = cfg.limits.to_limits().expect("valid limits");
+        assert_eq!(
+            (limits.max_stored_tasks, limits.max_stored_bytes),
+            (0, 4096)
         );
         let err = FileConfig::parse("[limits]\nmax_tasks = 5\n").expect_err("typo must be refused");
         assert!(err.to_string().contains("max_tasks"), "{err}");

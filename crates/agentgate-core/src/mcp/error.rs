@@ -109,6 +109,12 @@ impl From<TaskError> for ErrorData {
                 }
                 error
             }
+            TaskError::StorageFull {
+                what,
+                limit,
+                seen,
+                retry_after,
+            } => super::limits::storage_full(what, limit, seen, retry_after),
             TaskError::Store(e) => store_error(e),
         }
     }

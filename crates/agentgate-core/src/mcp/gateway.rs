@@ -195,6 +195,8 @@ impl Gateway {
             .map(|guard| TaskQuota {
                 max_live: guard.limits.max_active_tasks,
                 max_ttl: guard.limits.max_ttl,
+                max_stored_tasks: guard.limits.max_stored_tasks,
+                max_stored_bytes: guard.limits.max_stored_bytes,
             })
             .unwrap_or_default()
     }

@@ -15,6 +15,17 @@
 //!   path (clients without the tasks extension) creates the same durable
 //!   task, so it counts and is refused alike; the MRTR retry of an inline call
 //!   (`requestState`) continues an existing task and is never refused by it.
+//! - **Stored tasks and bytes**: a `tools/call` that would create a task
+//!   is refused while the principal keeps [`Limits::max_stored_tasks`]
+//!   tasks stored (live and ended: an ended task stays until the sweeper
+//!   deletes it, `engine.retention_hours` after it ended) or their rows
+//!   hold [`Limits::max_stored_bytes`] of JSON (arguments, state, input,
+//!   results, errors). Without it, a create-then-cancel loop fills the disk,
+//!   and then every principal's writes fail. Counted in the store
+//!   ([`TaskStore::stored_usage`](crate::store::TaskStore::stored_usage),
+//!   an index-only read of at most `max_stored_tasks` entries), so it holds
+//!   across instances, and soft like the live-task cap. The refusal's
+//!   `retryAfterMs` is when the principal's oldest ended task is swept.
 //! - **Request rate**: a token bucket per principal ([`RateLimiter`]),
 //!   refilling [`Limits::requests_per_second`] up to [`Limits::request_burst`]
 //!   tokens, charged for `tools/call`, `tools/list` and every `tasks/*`
@@ -61,6 +72,7 @@ use tokio::sync::broadcast::{self, error::TryRecvError};
 
 use super::error::GatewayError;
 use crate::clock::Millis;
+use crate::scheduler::StorageQuota;
 use crate::task::{Owner, TaskId, TaskRecord};
 
 pub use super::error::LIMITED;
@@ -97,6 +109,10 @@ pub struct Limits {
     /// `subscriptions/listen` streams one principal may hold open at once
     /// (per instance); 0 = no cap.
     pub max_listens: u32,
+    /// Tasks one principal may keep stored, live and ended; 0 = no quota.
+    pub max_stored_tasks: u64,
+    /// Bytes of JSON one principal's stored tasks may hold; 0 = no quota.
+    pub max_stored_bytes: u64,
 }
 
 impl Default for Limits {
@@ -111,6 +127,8 @@ impl Default for Limits {
             max_ttl: Some(Duration::from_secs(7 * 24 * 3600)),
             poll_cache_bytes: 32 * 1024 * 1024,
             max_listens: 16,
+            max_stored_tasks: 10_000,
+            max_stored_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -122,6 +140,34 @@ fn limited(message: String, retry_after: Duration, config_key: &'static str) -> 
         config_key,
     }
     .into()
+}
+
+/// The refusal of a create while the principal is at a storage quota
+/// (`TaskError::StorageFull`).
+pub(crate) fn storage_full(
+    what: StorageQuota,
+    limit: u64,
+    seen: u64,
+    retry_after: Duration,
+) -> ErrorData {
+    let (config_key, stored) = match what {
+        StorageQuota::Tasks => ("limits.max_stored_tasks", "tasks stored"),
+        StorageQuota::Bytes => ("limits.max_stored_bytes", "bytes of stored tasks"),
+    };
+    let mut error = limited(
+        format!(
+            "storage quota reached: this principal has {seen} {stored} (live and ended) and the \
+             quota is {limit} ({config_key}); ended tasks are deleted engine.retention_hours \
+             after they end, so room comes back as they are swept"
+        ),
+        retry_after,
+        config_key,
+    );
+    if let Some(data) = error.data.as_mut().and_then(|d| d.as_object_mut()) {
+        data.insert("limit".into(), json!(limit));
+        data.insert("stored".into(), json!(seen));
+    }
+    error
 }
 
 /// The refusal for `inputResponses` over the cap.

@@ -30,7 +30,7 @@ mod runner;
 mod service;
 mod upstream_ids;
 
-pub use service::{Changed, TaskError, TaskQuota, TaskWatch};
+pub use service::{Changed, StorageQuota, TaskError, TaskQuota, TaskWatch};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! caller (MCP gateway, task tools, a sync view)
-//!   create(owner, spec, args, quota) ─▶ count live (cap) ─▶ store.create ─▶ wake
+//!   create(owner, spec, args, quota) ─▶ count live (cap) ─▶ count stored (quota)
+//!                                     ─▶ store.create ─▶ wake
 //!   get(owner, id)                    ─▶ store.get
 //!   answer(owner, id, responses)      ─▶ store.record_input ─▶ publish (+ wake once complete)
 //!   cancel(owner, id)                 ─▶ store.request_cancel ─▶ interrupt, publish, wake
@@ -23,7 +24,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::Engine;
 use crate::job::ToolSpec;
-use crate::store::{InputAck, StoreError};
+use crate::store::{InputAck, StoreError, StoredUsage};
 use crate::task::{NewTask, Owner, TaskId, TaskRecord};
 
 /// Why a task operation was refused. `#[non_exhaustive]`: more refusals may
@@ -38,6 +39,16 @@ pub enum TaskError {
     /// The owner already has `limit` live tasks.
     #[error("too many live tasks: {active} working or input_required, the limit is {limit}")]
     TooManyTasks { limit: u64, active: u64 },
+    /// The owner's stored tasks (live and ended, until the sweeper deletes
+    /// them) are at a storage quota: `seen` of `limit`. Room comes back
+    /// when the sweeper deletes ended tasks, in about `retry_after`.
+    #[error("storage quota reached: {seen} {what} stored, the limit is {limit}")]
+    StorageFull {
+        what: StorageQuota,
+        limit: u64,
+        seen: u64,
+        retry_after: Duration,
+    },
     /// The store failed: an outage or worse. Never reported as an unknown
     /// task, so a client can tell "try again" from "does not exist".
     #[error("task store: {0}")]
@@ -53,6 +64,24 @@ impl From<StoreError> for TaskError {
     }
 }
 
+/// Which storage quota a [`TaskError::StorageFull`] refusal hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageQuota {
+    /// `max_stored_tasks`: how many tasks an owner keeps stored.
+    Tasks,
+    /// `max_stored_bytes`: how many bytes its stored tasks hold.
+    Bytes,
+}
+
+impl std::fmt::Display for StorageQuota {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StorageQuota::Tasks => "tasks",
+            StorageQuota::Bytes => "bytes",
+        })
+    }
+}
+
 /// Caps a transport puts on the tasks its callers create (from its
 /// `[limits]`); the default caps nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,9 +90,31 @@ pub struct TaskQuota {
     pub max_live: u64,
     /// Longest TTL a task gets, whatever its tool asks; `None` = no cap.
     pub max_ttl: Option<Duration>,
+    /// Tasks one owner may keep stored, live and ended (until the sweeper
+    /// deletes them); 0 = no quota.
+    pub max_stored_tasks: u64,
+    /// Bytes of JSON one owner's stored tasks may hold (arguments, state,
+    /// input, results, errors); 0 = no quota.
+    pub max_stored_bytes: u64,
 }
 
 impl TaskQuota {
+    /// Whether a create must read the owner's storage use first.
+    fn limits_storage(&self) -> bool {
+        self.max_stored_tasks > 0 || self.max_stored_bytes > 0
+    }
+
+    /// The quota `usage` is at or over, with its limit and what was seen.
+    fn exceeded_by(&self, usage: StoredUsage) -> Option<(StorageQuota, u64, u64)> {
+        if self.max_stored_tasks > 0 && usage.tasks >= self.max_stored_tasks {
+            Some((StorageQuota::Tasks, self.max_stored_tasks, usage.tasks))
+        } else if self.max_stored_bytes > 0 && usage.bytes >= self.max_stored_bytes {
+            Some((StorageQuota::Bytes, self.max_stored_bytes, usage.bytes))
+        } else {
+            None
+        }
+    }
+
     /// The TTL a task of a tool with `tool_ttl` gets under this quota.
     pub fn ttl(&self, tool_ttl: Option<Duration>) -> Option<Duration> {
         match (tool_ttl, self.max_ttl) {
@@ -94,18 +145,25 @@ impl Engine {
         // Counted and created under one lock per owner: exact on this
         // instance (across instances, a race can overshoot by the number of
         // instances racing).
-        let _admission = if quota.max_live > 0 {
+        // With every cap off (the bench), no lock is taken and no query
+        // is made.
+        let _admission = if quota.max_live > 0 || quota.limits_storage() {
             let guard = self.admission(&owner).await;
-            let active = self
-                .inner
-                .store
-                .count_active(&owner, now, quota.max_live)
-                .await?;
-            if active >= quota.max_live {
-                return Err(TaskError::TooManyTasks {
-                    limit: quota.max_live,
-                    active,
-                });
+            if quota.max_live > 0 {
+                let active = self
+                    .inner
+                    .store
+                    .count_active(&owner, now, quota.max_live)
+                    .await?;
+                if active >= quota.max_live {
+                    return Err(TaskError::TooManyTasks {
+                        limit: quota.max_live,
+                        active,
+                    });
+                }
+            }
+            if quota.limits_storage() {
+                self.check_storage(&owner, quota, now).await?;
             }
             Some(guard)
         } else {
@@ -145,6 +203,52 @@ impl Engine {
             self.release(&unstarted).await;
         }
         Ok(record)
+    }
+
+    /// Refuses a create while `owner` is at a storage quota. One bounded
+    /// read: at most `max_stored_tasks` index entries (all of the owner's
+    /// when only the bytes quota is on).
+    async fn check_storage(
+        &self,
+        owner: &Owner,
+        quota: &TaskQuota,
+        now: crate::clock::Millis,
+    ) -> Result<(), TaskError> {
+        let at_most = match quota.max_stored_tasks {
+            0 => u64::MAX,
+            cap => cap,
+        };
+        let usage = self.inner.store.stored_usage(owner, at_most).await?;
+        let Some((what, limit, seen)) = quota.exceeded_by(usage) else {
+            return Ok(());
+        };
+        Err(TaskError::StorageFull {
+            what,
+            limit,
+            seen,
+            retry_after: self.storage_freed_in(owner, now).await,
+        })
+    }
+
+    /// About when the sweeper frees room for `owner`: once its oldest ended
+    /// task is past the retention window, at the sweep after that. With no
+    /// ended task (all live), a full retention window from now is the
+    /// earliest a task ended now would go.
+    async fn storage_freed_in(&self, owner: &Owner, now: crate::clock::Millis) -> Duration {
+        let config = &self.inner.config;
+        let oldest = match self.inner.store.oldest_ended(owner).await {
+            Ok(oldest) => oldest,
+            Err(e) => {
+                // Only the hint is lost: the refusal stands without it.
+                tracing::warn!(error = %e, "could not read the oldest ended task");
+                None
+            }
+        };
+        let swept = oldest.unwrap_or(now).saturating_add(config.retention);
+        swept
+            .since(now)
+            .saturating_add(config.sweep_every)
+            .max(Duration::from_secs(1))
     }
 
     /// `owner`'s task as it is now.
