@@ -56,6 +56,10 @@ pub enum UpstreamOutcome {
     Ok,
     /// 429, or the backend's own throttling signal.
     Throttled,
+    /// 401, or the upstream's own "these credentials are not valid"
+    /// (an AWS `UnrecognizedClientException`, say): the operator's
+    /// credential is wrong or expired, which the gateway warns about.
+    Rejected,
     /// Another 4xx.
     ClientError,
     /// A 5xx.
@@ -70,6 +74,7 @@ impl UpstreamOutcome {
         match self {
             Self::Ok => "ok",
             Self::Throttled => "throttled",
+            Self::Rejected => "rejected",
             Self::ClientError => "client_error",
             Self::ServerError => "server_error",
             Self::Transport => "transport_error",
@@ -80,6 +85,7 @@ impl UpstreamOutcome {
     pub fn from_status(status: u16) -> Self {
         match status {
             200..=299 => Self::Ok,
+            401 => Self::Rejected,
             429 => Self::Throttled,
             500..=599 => Self::ServerError,
             _ => Self::ClientError,

@@ -135,7 +135,10 @@ impl Metrics {
     pub fn upstream(&self, backend: impl Into<std::borrow::Cow<'static, str>>) -> UpstreamMetrics {
         UpstreamMetrics::new(
             backend,
-            Arc::new(UpstreamFamily(self.inner.upstream.clone())),
+            Arc::new(UpstreamFamily(
+                self.inner.upstream.clone(),
+                Mutex::default(),
+            )),
         )
     }
 
@@ -213,12 +216,43 @@ const ALL_STATUSES: [TaskPhase; 5] = [
 pub use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
 
 /// The engine's side of [`UpstreamMetrics`]: counts into the
-/// `agentgate_upstream_calls` family.
+/// `agentgate_upstream_calls` family, and warns (at most once a minute per
+/// backend) when an upstream rejects the operator's credential, so a bad
+/// or expired token shows in the log before users report it.
 #[derive(Debug)]
-struct UpstreamFamily(Family<UpstreamLabels, Counter>);
+struct UpstreamFamily(
+    Family<UpstreamLabels, Counter>,
+    Mutex<std::collections::HashMap<String, std::time::Instant>>,
+);
+
+/// How often a rejected credential is logged per backend.
+const REJECTION_WARN_EVERY: Duration = Duration::from_secs(60);
+
+impl UpstreamFamily {
+    fn warn_rejected(&self, backend: &str, operation: &str) {
+        let now = std::time::Instant::now();
+        let mut last = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        if last
+            .get(backend)
+            .is_some_and(|at| now.duration_since(*at) < REJECTION_WARN_EVERY)
+        {
+            return;
+        }
+        last.insert(backend.to_owned(), now);
+        tracing::warn!(
+            backend,
+            operation,
+            "the upstream rejected the gateway's credential for this backend: check its token \
+             or keys (see the backend's page in docs/backends); logged at most once a minute"
+        );
+    }
+}
 
 impl agentgate_backend::UpstreamRecorder for UpstreamFamily {
     fn record(&self, backend: &str, operation: &str, outcome: UpstreamOutcome) {
+        if outcome == UpstreamOutcome::Rejected {
+            self.warn_rejected(backend, operation);
+        }
         self.0
             .get_or_create(&UpstreamLabels {
                 backend: backend.to_owned(),

@@ -844,3 +844,55 @@ async fn another_principals_conversation_is_refused_exactly_like_an_unknown_one(
     alice.cancel().await.expect("close");
     bob.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn a_rejected_aws_credential_is_warned_about_once_and_counted() {
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = gateway(
+        &sim,
+        &dir.path().join("t.db"),
+        &[],
+        &[("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN"), ("RUST_LOG", "info")],
+    )
+    .start()
+    .await;
+    let client = legacy().http(&server.url).await;
+    for _ in 0..2 {
+        let result = client
+            .call_tool(call("QBusinessQueryTool", ask("vacation")))
+            .await
+            .expect("call");
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+    }
+    client.cancel().await.expect("close");
+    let metrics = reqwest::get(server.url.replace("/mcp", "/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("agentgate_upstream_calls_total")
+                && l.contains("backend=\"qbusiness\"")
+                && l.contains("outcome=\"rejected\"")),
+        "{metrics}"
+    );
+    let log = server.stderr();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("rejected the gateway's credential"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "once, not per call: {log}");
+    assert!(
+        warnings[0].contains("WARN") && warnings[0].contains("qbusiness"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        !log.contains(DEFAULT_SECRET_ACCESS_KEY),
+        "no secret in the log"
+    );
+}

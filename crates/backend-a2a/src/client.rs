@@ -347,8 +347,15 @@ impl AgentClient {
             if status == 200 {
                 return Ok(response);
             }
-            self.metrics
-                .record(method, UpstreamOutcome::from_status(status));
+            let renewing = status == 401 && !renewed && self.auth.renews();
+            let outcome = match UpstreamOutcome::from_status(status) {
+                // An OAuth token that expired early is renewed below, not a
+                // credential the operator must fix: counted as a client
+                // error unless the renewed one is refused too.
+                UpstreamOutcome::Rejected if renewing => UpstreamOutcome::ClientError,
+                outcome => outcome,
+            };
+            self.metrics.record(method, outcome);
             if response.status().is_redirection() {
                 return Err(CallError::Redirect {
                     status,

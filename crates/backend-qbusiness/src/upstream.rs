@@ -29,9 +29,52 @@ impl Intercept for CountAttempts {
         let outcome = context
             .response()
             .map_or(UpstreamOutcome::Transport, |response| {
-                UpstreamOutcome::from_status(response.status().as_u16())
+                let error_type = response
+                    .headers()
+                    .get("x-amzn-errortype")
+                    .unwrap_or_default();
+                if rejects_credentials(error_type) {
+                    UpstreamOutcome::Rejected
+                } else {
+                    UpstreamOutcome::from_status(response.status().as_u16())
+                }
             });
         self.0.record(operation, outcome);
         Ok(())
+    }
+}
+
+/// Whether an AWS error type (`x-amzn-ErrorType`, e.g.
+/// `UnrecognizedClientException:http://…`) says the request's credentials
+/// are not valid: unknown key, bad signature, expired token. An
+/// `AccessDeniedException` is a permission the identity lacks, not a bad
+/// credential, and is left a client error.
+fn rejects_credentials(error_type: &str) -> bool {
+    let code = error_type.split(':').next().unwrap_or_default();
+    matches!(
+        code,
+        "UnrecognizedClientException"
+            | "InvalidClientTokenId"
+            | "InvalidSignatureException"
+            | "SignatureDoesNotMatch"
+            | "ExpiredTokenException"
+            | "ExpiredToken"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_invalid_credentials_count_as_rejected() {
+        assert!(rejects_credentials(
+            "UnrecognizedClientException:http://internal.amazon.com/"
+        ));
+        assert!(rejects_credentials("InvalidSignatureException"));
+        assert!(rejects_credentials("ExpiredTokenException"));
+        assert!(!rejects_credentials("AccessDeniedException"));
+        assert!(!rejects_credentials("ThrottlingException"));
+        assert!(!rejects_credentials(""));
     }
 }
