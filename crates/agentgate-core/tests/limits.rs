@@ -586,3 +586,31 @@ async fn stored_bytes_are_capped_per_principal() {
     // The quota is per principal.
     start_task(&s.bob, "idle", big).await;
 }
+
+#[tokio::test]
+async fn a_create_reads_storage_use_only_while_a_storage_quota_is_on() {
+    let off = Limits {
+        max_stored_tasks: 0,
+        max_stored_bytes: 0,
+        ..Limits::default()
+    };
+    let s = setup(off).await;
+    start_task(&s.anonymous, "idle", json!({})).await;
+    s.anonymous
+        .call_tool_once(call("idle", json!({})))
+        .await
+        .expect("a second create");
+    assert_eq!(
+        s.store.calls("stored_usage"),
+        0,
+        "both quotas off: no query"
+    );
+    assert_eq!(s.store.calls("oldest_ended"), 0);
+
+    // The defaults have both on: one bounded read per create, and the
+    // oldest ended task is looked up only for a refusal.
+    let s = setup(Limits::default()).await;
+    start_task(&s.anonymous, "idle", json!({})).await;
+    assert_eq!(s.store.calls("stored_usage"), 1);
+    assert_eq!(s.store.calls("oldest_ended"), 0);
+}
