@@ -779,9 +779,21 @@ impl TaskStore for PostgresStore {
     }
 
     async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>> {
-        // The first entry per ended status in `tasks_owner_stored`.
+        // The first entry of each ended status in `tasks_owner_stored`:
+        // three index probes. (Asked for the minimum over all ended tasks,
+        // the planner may walk `tasks_updated` from the oldest task of
+        // anyone instead, as far as it takes to meet one of the owner's.)
+        let first = |status: &str| {
+            format!(
+                "(SELECT updated_at FROM tasks WHERE owner = $1 AND status = '{status}' \
+                 ORDER BY updated_at LIMIT 1)"
+            )
+        };
         let oldest: Option<Millis> = sqlx::query_scalar(&format!(
-            "SELECT MIN(updated_at) FROM tasks WHERE owner = $1 AND NOT ({LIVE})"
+            "SELECT LEAST({}, {}, {})",
+            first("completed"),
+            first("failed"),
+            first("cancelled")
         ))
         .bind(owner.as_str())
         .fetch_one(&self.pool)
