@@ -31,9 +31,8 @@ BEGIN
 END
 $$;
 
--- Tasks stored before this migration.
-UPDATE tasks SET args_bytes = octet_length(args::text);
-UPDATE tasks SET stored_bytes = args_bytes
+-- Tasks stored before this migration, in one pass over the table.
+UPDATE tasks SET args_bytes = octet_length(args::text), stored_bytes = octet_length(args::text)
     + COALESCE(octet_length(status_message), 0)
     + COALESCE(octet_length(job_state::text), 0)
     + octet_length(input_requests::text)
