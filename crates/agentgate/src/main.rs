@@ -164,7 +164,7 @@ fn init_logging(format: LogFormat, default: &str) {
 /// drain` or `fail to response message` (`channel closed`). That is how a
 /// listen stream ends, so neither is logged. The events are matched by
 /// their source lines, which are fixed for the pinned version
-/// (`tests/listen_close.rs` fails if an upgrade moves them).
+/// (`tests/it/listen_close.rs` fails if an upgrade moves them).
 fn is_known_noise(meta: &tracing::Metadata<'_>) -> bool {
     meta.target() == "rmcp::service"
         && *meta.level() == tracing::Level::ERROR

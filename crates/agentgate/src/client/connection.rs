@@ -487,7 +487,7 @@ pub(crate) enum ConnectionError {
         suggested: String,
     },
     // The wording `requires authentication (401): set AGENTGATE_TOKEN` is
-    // what tests/auth.rs looks for.
+    // what tests/it/auth.rs looks for.
     #[error(
         "cannot connect to {url}: the server requires authentication ({status}): set \
          AGENTGATE_TOKEN to a token the server accepts"

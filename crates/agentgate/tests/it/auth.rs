@@ -356,10 +356,10 @@ async fn bearer_tokens_gate_mcp_and_metrics_and_tasks_belong_to_their_principal(
 
 // ---------------------------------------------------------------- OAuth
 
-const RSA_KEY: &[u8] = include_bytes!("fixtures/auth/rsa-test-key.pem");
-const OTHER_RSA_KEY: &[u8] = include_bytes!("fixtures/auth/rsa-other-key.pem");
-const EC_KEY: &[u8] = include_bytes!("fixtures/auth/ec-test-key.pem");
-const JWKS: &str = include_str!("fixtures/auth/jwks.json");
+const RSA_KEY: &[u8] = include_bytes!("../fixtures/auth/rsa-test-key.pem");
+const OTHER_RSA_KEY: &[u8] = include_bytes!("../fixtures/auth/rsa-other-key.pem");
+const EC_KEY: &[u8] = include_bytes!("../fixtures/auth/ec-test-key.pem");
+const JWKS: &str = include_str!("../fixtures/auth/jwks.json");
 const RESOURCE: &str = "https://mcp.example.com/mcp";
 
 /// A fake authorization server: RFC 8414 metadata and a JWKS, counting
