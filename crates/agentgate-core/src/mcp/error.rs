@@ -52,6 +52,20 @@ pub enum GatewayError {
     /// that would not serialize).
     #[error("{0}")]
     Internal(String),
+    /// A request's parameters do not have the shape its method needs.
+    #[error("invalid params: {0}")]
+    BadParams(String),
+    /// A 2025-11-25 task-augmented `tools/call` of a tool whose
+    /// `execution.taskSupport` is `"forbidden"` (the built-ins).
+    #[error("tool `{0}` cannot run as a task")]
+    NoTaskSupport(String),
+    /// A 2025-11-25 `tasks/cancel` of a task that has already ended (its
+    /// status named).
+    #[error("task already {0}")]
+    TaskEnded(&'static str),
+    /// A method this server does not serve.
+    #[error("method not found: {0}")]
+    UnknownMethod(String),
 }
 
 impl From<GatewayError> for ErrorData {
@@ -83,6 +97,25 @@ impl From<GatewayError> for ErrorData {
                 })),
             ),
             GatewayError::Internal(message) => ErrorData::internal_error(message, None),
+            GatewayError::BadParams(why) => ErrorData::invalid_params(why, None),
+            // 2025-11-25: a server SHOULD answer -32601 when a client asks
+            // for a task from a tool that forbids it.
+            GatewayError::NoTaskSupport(name) => ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool `{name}` does not run as a task (its execution.taskSupport is \
+                     \"forbidden\"); call it without `task`"
+                ),
+                None,
+            ),
+            // 2025-11-25: cancelling a task in a terminal status is -32602.
+            GatewayError::TaskEnded(status) => ErrorData::invalid_params(
+                format!("Cannot cancel task: already in terminal status `{status}`"),
+                None,
+            ),
+            GatewayError::UnknownMethod(method) => {
+                ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)
+            }
         }
     }
 }

@@ -114,7 +114,7 @@ impl Gateway {
     }
 
     /// Charges one request to the owner's rate limit.
-    fn admit(&self, owner: &Owner) -> Result<(), ErrorData> {
+    pub(super) fn admit(&self, owner: &Owner) -> Result<(), ErrorData> {
         match &self.guard {
             Some(guard) => guard.admit(owner, self.engine.now()),
             None => Ok(()),
@@ -189,7 +189,7 @@ impl Gateway {
     }
 
     /// The caps this gateway's `[limits]` put on the tasks it creates.
-    fn quota(&self) -> TaskQuota {
+    pub(super) fn quota(&self) -> TaskQuota {
         self.guard
             .as_ref()
             .map(|guard| TaskQuota {
@@ -420,6 +420,23 @@ impl ServerHandler for Gateway {
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
         ))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        // The 2025-11-25 task requests, renamed by the HTTP layer or the
+        // stdio guard (`tasks_2025`); no other custom method is served (a
+        // client's own use of those names arrives as `RESERVED`).
+        match request.method.strip_prefix(super::tasks_2025::PREFIX) {
+            Some(method) => {
+                let method = method.to_owned();
+                self.serve_2025(&method, request, cx).await
+            }
+            None => Err(GatewayError::UnknownMethod(request.method).into()),
+        }
     }
 
     async fn cancel_task(

@@ -20,6 +20,8 @@
 //! - [`task_status`]: the built-in `task_status` tool.
 //! - [`task_control`]: `task_answer` and `task_cancel`, `tasks/update` and
 //!   `tasks/cancel` as tools for clients without the tasks extension.
+//! - [`tasks_2025`]: the task wire of MCP 2025-11-25 (`params.task` on
+//!   `tools/call`, `tasks/get|result|cancel`) on the same engine.
 //! - [`listen`]: `subscriptions/listen` with `taskIds` → `notifications/tasks`.
 //! - [`limits`]: per-principal limits (live tasks, request rate, fast
 //!   `tasks/get` polling) and caps (`inputResponses` size, task TTL).
@@ -40,6 +42,7 @@ mod sessions;
 mod stdio;
 mod task_control;
 mod task_status;
+mod tasks_2025;
 mod transport;
 mod wire;
 

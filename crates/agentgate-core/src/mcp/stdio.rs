@@ -13,7 +13,9 @@
 //! parse): `-32700` for bytes that are not JSON, `-32600` for a message over
 //! the size limit. A last message without a newline is still a message; at
 //! end of input the guard waits for rmcp to answer every request it passed
-//! on before closing rmcp's input.
+//! on before closing rmcp's input. In front of a [`super::Gateway`] it also
+//! carries the task wire of MCP 2025-11-25 past rmcp, as the HTTP layer does
+//! ([`super::tasks_2025::StdioWire`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +23,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, DuplexStream};
 use tokio::sync::{Mutex, watch};
+
+use super::tasks_2025::StdioWire;
 
 /// How long, after end of input, the guard waits for rmcp's last answers.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -33,6 +37,7 @@ pub(super) fn guard<R, W>(
     input: R,
     output: W,
     max: usize,
+    tasks_2025: bool,
 ) -> (
     DuplexStream,
     DuplexStream,
@@ -46,9 +51,15 @@ where
     let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE);
     let output = Arc::new(Mutex::new(output));
     let (answered_tx, answered) = watch::channel(0u64);
+    let wire = Arc::new(std::sync::Mutex::new(StdioWire::new(tasks_2025)));
     let run = async move {
-        let replies = tokio::spawn(copy_replies(from_rmcp, output.clone(), answered_tx));
-        read_requests(input, to_rmcp, output, answered, max).await;
+        let replies = tokio::spawn(copy_replies(
+            from_rmcp,
+            output.clone(),
+            answered_tx,
+            wire.clone(),
+        ));
+        read_requests(input, to_rmcp, output, answered, max, wire).await;
         let _ = replies.await;
     };
     (rmcp_in, rmcp_out, run)
@@ -62,6 +73,7 @@ async fn read_requests<R, W>(
     output: Arc<Mutex<W>>,
     mut answered: watch::Receiver<u64>,
     max: usize,
+    wire: Arc<std::sync::Mutex<StdioWire>>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -83,7 +95,7 @@ async fn read_requests<R, W>(
             }
             if oversized || line.len() > max {
                 reply(&output, too_large(max)).await;
-            } else if let Some(request) = check(&line, &output).await {
+            } else if let Some(request) = check(&mut line, &output, &wire).await {
                 forwarded += u64::from(request);
                 if to_rmcp.write_all(&line).await.is_err()
                     || to_rmcp.write_all(b"\n").await.is_err()
@@ -108,7 +120,7 @@ async fn read_requests<R, W>(
     if oversized {
         reply(&output, too_large(max)).await;
     } else if !line.iter().all(u8::is_ascii_whitespace)
-        && let Some(request) = check(&line, &output).await
+        && let Some(request) = check(&mut line, &output, &wire).await
     {
         forwarded += u64::from(request);
         let _ = to_rmcp.write_all(&line).await;
@@ -120,9 +132,14 @@ async fn read_requests<R, W>(
 }
 
 /// `Some(is_request)` for a line to pass to rmcp; `None` when it was
-/// answered here (or is blank).
-async fn check<W: AsyncWrite + Unpin>(line: &[u8], output: &Mutex<W>) -> Option<bool> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+/// answered here (or is blank). A 2025-11-25 task request is rewritten in
+/// place for the gateway ([`StdioWire::inbound`]).
+async fn check<W: AsyncWrite + Unpin>(
+    whole: &mut Vec<u8>,
+    output: &Mutex<W>,
+    wire: &std::sync::Mutex<StdioWire>,
+) -> Option<bool> {
+    let line = whole.strip_suffix(b"\r").unwrap_or(whole);
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
@@ -153,7 +170,16 @@ async fn check<W: AsyncWrite + Unpin>(line: &[u8], output: &Mutex<W>) -> Option<
                     }
                 }
             }
-            Some(value.get("method").is_some() && value.get("id").is_some())
+            let request = value.get("method").is_some() && value.get("id").is_some();
+            let mut value = value;
+            if wire
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .inbound(&mut value)
+            {
+                *whole = value.to_string().into_bytes();
+            }
+            Some(request)
         }
         Err(e) => {
             reply(
@@ -174,6 +200,7 @@ async fn copy_replies<W: AsyncWrite + Unpin>(
     mut from_rmcp: DuplexStream,
     output: Arc<Mutex<W>>,
     answered: watch::Sender<u64>,
+    wire: Arc<std::sync::Mutex<StdioWire>>,
 ) {
     let mut pending = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -189,10 +216,14 @@ async fn copy_replies<W: AsyncWrite + Unpin>(
             let is_answer = parsed.as_ref().is_some_and(|v| {
                 v.get("method").is_none() && (v.get("result").is_some() || v.get("error").is_some())
             });
-            if let Some(mut message) = parsed
-                && super::listen::acknowledge_stdio(&mut message)
-            {
-                line = format!("{message}\n").into_bytes();
+            if let Some(mut message) = parsed {
+                let patched = wire
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .outbound(&mut message);
+                if super::listen::acknowledge_stdio(&mut message) || patched {
+                    line = format!("{message}\n").into_bytes();
+                }
             }
             let mut out = output.lock().await;
             if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
@@ -248,7 +279,7 @@ mod tests {
     async fn run(input: Vec<u8>, max: usize) -> (Vec<String>, Vec<Value>) {
         let (mut stdin_w, stdin_r) = tokio::io::duplex(1 << 20);
         let (stdout_w, stdout_r) = tokio::io::duplex(1 << 20);
-        let (rmcp_in, rmcp_out, guard) = guard(stdin_r, stdout_w, max);
+        let (rmcp_in, rmcp_out, guard) = guard(stdin_r, stdout_w, max, false);
         let guard = tokio::spawn(guard);
         tokio::spawn(async move {
             let _ = stdin_w.write_all(&input).await;

@@ -6,20 +6,23 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio_util::sync::CancellationToken;
 
-use super::listen;
+use super::{listen, tasks_2025};
 
 /// Serves one client on this process's stdin/stdout until it disconnects or
 /// `shutdown` fires. `handler` is usually a [`Gateway`](super::Gateway).
 /// Input passes through [`super::stdio`] first, which answers what is not a
 /// JSON message itself.
-pub async fn serve_stdio<H: ServerHandler>(
+pub async fn serve_stdio<H: ServerHandler + 'static>(
     handler: H,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    // Only a `Gateway` serves the 2025-11-25 task wire (see `http_router`).
+    let tasks_2025 = (&handler as &dyn std::any::Any).is::<super::Gateway>();
     let (input, output, guard) = super::stdio::guard(
         tokio::io::stdin(),
         tokio::io::stdout(),
         MAX_STDIO_MESSAGE_BYTES,
+        tasks_2025,
     );
     let guard = tokio::spawn(guard);
     let service = handler
@@ -120,13 +123,17 @@ pub(super) fn loopback_origins() -> Vec<String> {
 /// bearer token (checked before anything else reads the request) and, in
 /// OAuth mode, the protected-resource metadata is served; `/healthz` stays
 /// open. `handler` is usually a
-/// [`Gateway`](super::Gateway).
-pub fn http_router<H: ServerHandler + Clone>(
+/// [`Gateway`](super::Gateway); only a `Gateway` also serves the task wire
+/// of MCP 2025-11-25 ([`super::tasks_2025`]), which needs its handler's
+/// methods: any other handler (the conformance fixture, the benchmark
+/// baseline) keeps rmcp's wire as it is.
+pub fn http_router<H: ServerHandler + Clone + 'static>(
     handler: H,
     options: HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
     let max_body = options.max_body_bytes;
+    let tasks_2025 = (&handler as &dyn std::any::Any).is::<super::Gateway>();
     let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(
         options
             .max_buffered_body_bytes
@@ -168,6 +175,7 @@ pub fn http_router<H: ServerHandler + Clone>(
                 strict_headers,
                 call_scopes.clone(),
                 sessions.clone(),
+                tasks_2025,
             )
         }));
     if let Some(auth) = &options.auth {
@@ -203,6 +211,7 @@ async fn json_rpc_body(
     strict_headers: bool,
     call_scopes: Option<std::sync::Arc<crate::auth::Authenticator>>,
     sessions: std::sync::Arc<super::sessions::Sessions>,
+    serves_tasks_2025: bool,
 ) -> axum::response::Response {
     use axum::http::{Method, StatusCode};
     use axum::response::IntoResponse as _;
@@ -269,7 +278,8 @@ async fn json_rpc_body(
             if !strict_headers {
                 supply_task_name(&mut parts.headers, &envelope);
             }
-            envelope.method
+            // Owned: the body may be replaced below (`tasks_2025::route`).
+            envelope.method.map(std::borrow::Cow::into_owned)
         }
         // Valid JSON that is not one request object (a batch, say): rmcp's call.
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => None,
@@ -291,6 +301,17 @@ async fn json_rpc_body(
             return refusal;
         }
     }
+    // The 2025-11-25 task wire: its requests renamed for the gateway, its
+    // capability and tool annotations added to rmcp's answers.
+    let tasks_2025 = if serves_tasks_2025 {
+        tasks_2025::route(&parts.headers, method.as_deref(), &bytes)
+    } else {
+        tasks_2025::Route::Pass
+    };
+    let bytes = match &tasks_2025 {
+        tasks_2025::Route::Rewrite(renamed) => renamed.clone(),
+        _ => bytes,
+    };
     let mut listen = None;
     if method.as_deref() == Some("subscriptions/listen") {
         let request: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
@@ -312,11 +333,11 @@ async fn json_rpc_body(
         let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
         let response = next.run(request).await;
         sessions.opened(&owner, &response);
-        return response;
+        return tasks_2025::patch_response(&tasks_2025, response).await;
     }
     let mut request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
     match listen {
-        None => next.run(request).await,
+        None => tasks_2025::patch_response(&tasks_2025, next.run(request).await).await,
         Some(ids) => {
             request.extensions_mut().insert(ids.clone());
             listen::acknowledge_task_ids(next.run(request).await, ids)
