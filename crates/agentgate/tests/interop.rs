@@ -579,6 +579,125 @@ async fn a_hostile_sdk_card_gets_nothing_sent_elsewhere() {
     );
 }
 
+/// The official TypeScript SDK 1.x's tasks client (`client.experimental.tasks`,
+/// `interop/typescript/tasks-2025.mjs`) on the 2025-11-25 task wire, the one
+/// VS Code speaks, over Streamable HTTP: it decides to call each seed tool as
+/// a task by VS Code's rule (the server's `tasks.requests.tools.call` and the
+/// tool's `execution.taskSupport`), gets a task handle at once, polls
+/// `tasks/get`, takes the result from `tasks/result` (answering the plugin
+/// approval as `elicitation/create` tied to the task), and cancels Copilot
+/// while it works. Over Streamable HTTP and over stdio.
+async fn the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire() {
+    for transport in [Transport::Http, Transport::Stdio] {
+        sdk_1x_tasks_client(transport).await;
+    }
+}
+
+async fn sdk_1x_tasks_client(transport: Transport) {
+    let node_modules = interop_dir().join("typescript/node_modules/@modelcontextprotocol/sdk");
+    if !node_modules.exists() {
+        harness::skip(
+            harness::Need::Interop,
+            &format!(
+                "the TypeScript SDK 1.x is not installed ({} is missing): run \
+                 scripts/interop-setup.sh",
+                node_modules.display()
+            ),
+        );
+    }
+    let what = &format!("sdk 1.x tasks client over {transport:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let up = start_upstreams().await;
+    let mut cmd = Command::new("node");
+    cmd.arg(interop_dir().join("typescript/tasks-2025.mjs"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    server_env(&mut cmd, &up, dir.path());
+    let _server = match transport {
+        Transport::Http => {
+            let (server, url) = serve_http(&up, dir.path()).await;
+            cmd.args(["--url", &url]);
+            Some(server)
+        }
+        Transport::Stdio => {
+            cmd.args(["--stdio", BIN, "serve", "--stdio", "--store"])
+                .arg(format!(
+                    "sqlite://{}",
+                    dir.path().join("tasks.db").display()
+                ));
+            None
+        }
+    };
+    let output = cmd.output();
+    let output = tokio::time::timeout(DRIVER_TIMEOUT, output)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the driver did not finish"))
+        .expect("driver output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{what}: the driver failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let scenarios: BTreeMap<String, Value> = stdout
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{what}: not a JSON line ({e}): {line}"));
+            (value["scenario"].as_str().unwrap_or("?").to_owned(), value)
+        })
+        .collect();
+    let get = |name: &str| {
+        scenarios
+            .get(name)
+            .unwrap_or_else(|| panic!("{what}: no `{name}` scenario in:\n{stdout}\n{stderr}"))
+    };
+    for name in ["qbusiness", "approval", "copilot"] {
+        let line = get(name);
+        assert_eq!(line["protocol"], "2025-11-25", "{what}: {line}");
+        // VS Code's rule chose a task, and the handle came at once.
+        assert_eq!(
+            line["capability"]["requests"]["tools"]["call"],
+            serde_json::json!({})
+        );
+        assert_eq!(line["taskSupport"], "optional", "{what}: {line}");
+        assert_eq!(line["asTask"], true, "{what}: {line}");
+        assert_eq!(line["created"], "working", "{what}: {line}");
+        assert!(
+            line["taskId"].as_str().is_some_and(|id| id.len() >= 22),
+            "{what}: {line}"
+        );
+        assert!(line["error"].is_null(), "{what}: {line}");
+    }
+    check_question(what, get("qbusiness"));
+    let approval = get("approval");
+    check_approval(what, approval, &up);
+    // The question came during tasks/result, tied to its task.
+    assert_eq!(
+        approval["forms"][0]["relatedTask"]["taskId"], approval["taskId"],
+        "{what}: {approval}"
+    );
+    check_copilot(what, get("copilot"), &up);
+    let cancel = get("cancel");
+    assert_eq!(cancel["status"], "cancelled", "{what}: {cancel}");
+    assert!(
+        cancel["cancelledWhile"]
+            .as_str()
+            .is_some_and(|m| m.contains("opened pull request")),
+        "{what}: {cancel}"
+    );
+    assert_eq!(cancel["cancelAnswer"], "task", "{what}: {cancel}");
+    // Cancelling it again is refused: it has ended.
+    assert_eq!(cancel["cancelAgain"]["code"], -32602, "{what}: {cancel}");
+    assert_eq!(
+        up.github.sim.stats().assignments_for("acme/widgets", 5),
+        1,
+        "{what}: Copilot assigned once"
+    );
+}
+
 fn main() -> std::process::ExitCode {
     harness::Tests::new()
         .multi_thread(
@@ -596,6 +715,10 @@ fn main() -> std::process::ExitCode {
         .multi_thread(
             "a_hostile_sdk_card_gets_nothing_sent_elsewhere",
             a_hostile_sdk_card_gets_nothing_sent_elsewhere,
+        )
+        .multi_thread(
+            "the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire",
+            the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire,
         )
         .run()
 }
