@@ -15,7 +15,7 @@
 //! It is stricter than a real disk, which may keep some unsynced writes,
 //! never looser: whatever a cut keeps was synced. Use it with
 //! [`register`], then open `sqlite://PATH?vfs=agentgate_power_cut`
-//! ([`url`]); [`cut`] takes the synced files of a directory and
+//! ([`url()`]); [`cut`] takes the synced files of a directory and
 //! [`Cut::restore`] writes them into another, to reopen.
 //!
 //! This is the one module of the workspace with `unsafe` code: registering
