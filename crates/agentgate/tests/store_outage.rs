@@ -1,6 +1,8 @@
 //! `agentgate serve` on a PostgreSQL server that goes away and comes back:
 //! `/readyz` and requests answer fast and say why, and the same process
-//! serves again once the database is back.
+//! serves again once the database is back. And on one that acknowledges
+//! commits before they are on disk: refused at start unless the operator
+//! accepts it (`store_durability = "relaxed"`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -164,8 +166,56 @@ async fn a_database_outage_gets_fast_clear_answers_and_heals_by_itself() {
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
 
+async fn a_database_without_synchronous_commit_is_refused_unless_relaxed() {
+    let db = agentgate_testkit::pg::TestDatabase::create("serve_durability").await;
+    let admin = sqlx::PgPool::connect(db.url()).await.expect("admin");
+    sqlx::query(&format!(
+        "ALTER DATABASE {} SET synchronous_commit = off",
+        db.name()
+    ))
+    .execute(&admin)
+    .await
+    .expect("ALTER DATABASE");
+    admin.close().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let relaxed = "[server]\nstore_durability = \"relaxed\"\n";
+
+    // The flag wins over the config file: `full`, so refused, saying why.
+    let refused = GateBuilder::agentgate(BIN, dir.path())
+        .store(db.url())
+        .env("AGENTGATE_STORE_KEY", STORE_KEY)
+        .config(relaxed)
+        .args(["--store-durability", "full"])
+        .command()
+        .output()
+        .await
+        .expect("run agentgate serve");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "must not serve: {stderr}");
+    for what in ["synchronous_commit = off", "relaxed"] {
+        assert!(stderr.contains(what), "the error says {what:?}: {stderr}");
+    }
+
+    // The config file alone accepts the window: served.
+    let server = GateBuilder::agentgate(BIN, dir.path())
+        .store(db.url())
+        .env("AGENTGATE_STORE_KEY", STORE_KEY)
+        .config(relaxed)
+        .start()
+        .await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    let ready = reqwest::get(format!("{base}/readyz"))
+        .await
+        .expect("GET /readyz");
+    assert_eq!(ready.status(), 200);
+}
+
 fn main() -> std::process::ExitCode {
     agentgate_testkit::harness::Tests::new()
+        .test(
+            "a_database_without_synchronous_commit_is_refused_unless_relaxed",
+            a_database_without_synchronous_commit_is_refused_unless_relaxed,
+        )
         .test(
             "a_database_outage_gets_fast_clear_answers_and_heals_by_itself",
             a_database_outage_gets_fast_clear_answers_and_heals_by_itself,
