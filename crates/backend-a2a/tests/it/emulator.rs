@@ -928,7 +928,9 @@ async fn refused_client_credentials_name_the_fix_and_not_the_secret() {
         }
         other => panic!("expected a failure, got {other:?}"),
     }
-    assert_eq!(counts.get("OAuthToken", "client_error"), 1);
+    // A refused client secret is the operator's credential failing: the
+    // gateway counts it (and warns about it) as a rejection.
+    assert_eq!(counts.get("OAuthToken", "rejected"), 1);
     assert!(
         emulator.sent_of("SendMessage").is_empty(),
         "nothing sent without a token"
