@@ -54,6 +54,7 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
+use tokio::sync::OwnedMutexGuard;
 
 use super::group_commit::{SaveBatch, Write, WriteQueue, decide, in_batch_order};
 use super::transition::visible;
@@ -129,6 +130,11 @@ impl SqliteStore {
             .min_connections(if in_memory { 1 } else { 0 })
             .idle_timeout(None)
             .max_lifetime(None)
+            // No ping before each acquire: a SQLite connection is a file
+            // handle in this process and does not go stale, and sqlx closes
+            // the connection of an acquire dropped during its ping, which
+            // for an in-memory store is the database itself.
+            .test_before_acquire(false)
             // A connection sqlx still counts as inside a transaction (one
             // whose COMMIT or ROLLBACK failed) never serves another caller.
             .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
@@ -201,18 +207,17 @@ async fn insert_row(
 impl Db {
     /// Starts a write: takes this process's write turn, then opens a
     /// `BEGIN IMMEDIATE` transaction on a pooled connection.
-    async fn write(&self) -> StoreResult<WriteTx<'_>> {
-        let turn = self.write.lock().await;
-        let mut conn = self.pool.acquire().await?;
-        if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
-            conn.close_on_drop();
-            return Err(e.into());
-        }
-        Ok(WriteTx {
-            _turn: turn,
-            conn,
+    async fn write(&self) -> StoreResult<WriteTx> {
+        let turn = self.write.clone().lock_owned().await;
+        // Open before `BEGIN` is sent: sqlx runs the statement on its worker
+        // thread even if this future is dropped meanwhile (a step
+        // interrupted by a cancel), so a dropped `WriteTx` must roll back.
+        let mut tx = WriteTx {
+            held: Some((turn, self.pool.acquire().await?)),
             open: true,
-        })
+        };
+        sqlx::query("BEGIN IMMEDIATE").execute(tx.conn()).await?;
+        Ok(tx)
     }
 }
 
@@ -229,8 +234,8 @@ impl SaveBatch for Db {
             }
             Err(e) => {
                 // Rolled back, the connection is clean and stays in the pool
-                // (an in-memory database lives only as long as it); if even
-                // the rollback fails, dropping `tx` closes it.
+                // (an in-memory database lives only as long as it); if the
+                // rollback fails, dropping `tx` tries once more, then closes it.
                 let _ = tx.rollback().await;
                 Err(e)
             }
@@ -240,7 +245,7 @@ impl SaveBatch for Db {
 
 /// The statements of a batch (see [`SaveBatch::save`]), in its transaction.
 async fn save_batch(
-    tx: &mut WriteTx<'_>,
+    tx: &mut WriteTx,
     batch: &[Write],
 ) -> StoreResult<Vec<StoreResult<TaskRecord>>> {
     let mut inserted = Vec::new();
@@ -292,41 +297,69 @@ async fn save_batch(
     Ok(in_batch_order(batch, inserted, decided.results))
 }
 
-/// One write transaction. It ends with [`WriteTx::commit`] or
-/// [`WriteTx::rollback`]; dropped while still open (an error returned with
-/// `?`, a failed `COMMIT`, a caller that stopped waiting), it closes its
-/// connection instead of returning it to the pool, and closing rolls back.
-struct WriteTx<'s> {
-    _turn: tokio::sync::MutexGuard<'s, ()>,
-    conn: PoolConnection<Sqlite>,
+/// One write transaction, holding this process's write turn. It ends with
+/// [`WriteTx::commit`] or [`WriteTx::rollback`]. Dropped while still open
+/// (an error returned with `?`, a failed `COMMIT`, a caller that stopped
+/// waiting), it is rolled back in the background before its connection goes
+/// back to the pool and the turn passes on: sqlx may still be running its
+/// `BEGIN` or a statement, and a connection left inside a transaction would
+/// hold SQLite's write lock and fail every later `BEGIN`. A connection
+/// whose rollback fails is closed instead (closing rolls back too).
+struct WriteTx {
+    /// Taken only by `Drop`.
+    held: Option<(OwnedMutexGuard<()>, PoolConnection<Sqlite>)>,
     open: bool,
 }
 
-impl WriteTx<'_> {
+impl WriteTx {
     fn conn(&mut self) -> &mut SqliteConnection {
-        &mut self.conn
+        match &mut self.held {
+            Some((_, conn)) => conn,
+            None => unreachable!("a WriteTx holds its connection until it is dropped"),
+        }
     }
 
     /// Commits; the write is acknowledged only when this returns `Ok`.
     async fn commit(mut self) -> StoreResult<()> {
-        sqlx::query("COMMIT").execute(&mut *self.conn).await?;
+        sqlx::query("COMMIT").execute(self.conn()).await?;
         self.open = false;
         Ok(())
     }
 
     /// Rolls back a transaction that changed nothing worth keeping.
     async fn rollback(mut self) -> StoreResult<()> {
-        sqlx::query("ROLLBACK").execute(&mut *self.conn).await?;
+        sqlx::query("ROLLBACK").execute(self.conn()).await?;
         self.open = false;
         Ok(())
     }
 }
 
-impl Drop for WriteTx<'_> {
+impl Drop for WriteTx {
     fn drop(&mut self) {
-        if self.open {
-            self.conn.close_on_drop();
+        let Some((turn, mut conn)) = self.held.take() else {
+            return;
+        };
+        if !self.open {
+            return;
         }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            conn.close_on_drop();
+            return;
+        };
+        runtime.spawn(async move {
+            // sqlx runs a connection's statements in order, so this comes
+            // after whatever the dropped caller had sent.
+            if let Err(e) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
+                // "No transaction is active": the `BEGIN` never ran, or the
+                // `COMMIT` did; the connection is clean either way.
+                if !e.to_string().contains("no transaction is active") {
+                    tracing::warn!(error = %e, "could not roll back an abandoned write; closing its connection");
+                    conn.close_on_drop();
+                }
+            }
+            drop(conn);
+            drop(turn);
+        });
     }
 }
 

@@ -1040,6 +1040,42 @@ pub async fn an_upstream_id_belongs_to_the_first_principal_that_binds_it(store: 
     );
 }
 
+/// A write whose caller stops waiting part-way (a step interrupted by a
+/// cancel, a client that hung up) leaves nothing behind: the writes after it
+/// still work. Each write is abandoned after a growing number of polls, so
+/// some are dropped while their `BEGIN` or `COMMIT` is in flight.
+pub async fn an_abandoned_write_leaves_the_store_writable(store: &dyn TaskStore) {
+    use futures::FutureExt as _;
+    let (owner, task) = (alice(), new_task(store, None).await);
+    for polls in 0..24u64 {
+        let id = format!("c{polls}");
+        let mut writes = [
+            store
+                .bind_upstream_id("qbusiness/conversation", &id, &owner, at(polls))
+                .map(drop)
+                .boxed(),
+            store
+                .request_cancel(&owner, &task, at(polls))
+                .map(drop)
+                .boxed(),
+        ];
+        for write in &mut writes {
+            for _ in 0..polls {
+                if write.as_mut().now_or_never().is_some() {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+        drop(writes);
+        let after = new_task(store, None).await;
+        store
+            .request_cancel(&alice(), &after, at(polls))
+            .await
+            .unwrap_or_else(|e| panic!("a write after one abandoned at poll {polls}: {e}"));
+    }
+}
+
 pub async fn sealed_secrets_are_not_in_the_store_in_clear(store: &dyn TaskStore) {
     let key = super::seal::SealKey::generate();
     let plain = super::seal::shared_secret(store, &key, "s")
@@ -1470,6 +1506,7 @@ macro_rules! store_suite {
             stored_usage_follows_creates_checkpoints_answers_and_sweeps,
             secrets_are_created_once,
             an_upstream_id_belongs_to_the_first_principal_that_binds_it,
+            an_abandoned_write_leaves_the_store_writable,
             sealed_secrets_are_not_in_the_store_in_clear
         }
     };
