@@ -300,6 +300,26 @@ pub struct Gate {
     stderr: Arc<Mutex<String>>,
 }
 
+/// A test that fails with a gateway running shows the end of the
+/// gateway's log: the cause of a failure in CI is often only there.
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            const SHOWN_LINES: usize = 200;
+            let log = self.stderr();
+            let lines: Vec<&str> = log.lines().collect();
+            let from = lines.len().saturating_sub(SHOWN_LINES);
+            eprintln!(
+                "--- the gateway at {} logged ({} of {} lines):\n{}\n---",
+                self.url,
+                lines.len() - from,
+                lines.len(),
+                lines[from..].join("\n")
+            );
+        }
+    }
+}
+
 impl Gate {
     /// The next stdout line after the listening line; `None` once stdout
     /// closed. Panics after 30 s.
