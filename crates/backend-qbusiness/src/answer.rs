@@ -2,7 +2,8 @@
 //!
 //! The first text block is upstream's `Qbiz response: <systemMessage>`, byte
 //! for byte, so existing prompts keep working. `structuredContent` (declared
-//! by [`Answer`]'s JSON Schema as the tool's `outputSchema`) carries the ids
+//! by [`StructuredAnswer`]'s JSON Schema as the tool's `outputSchema`) holds
+//! the same text as `result`, as upstream's does, and carries the ids
 //! needed to continue the conversation, every citation with the answer
 //! segments it supports, and failed attachments. Each cited URL is also a
 //! `resource_link` content block.
@@ -36,8 +37,33 @@ pub enum QueryOutcome {
     SignInNotSeen,
 }
 
-/// The tool's structured result.
+/// The tool's `structuredContent`: upstream's exact text as `result` (what
+/// the upstream server's FastMCP output schema, `{result: string}`, holds),
+/// beside everything agentgate adds. A client written against upstream's
+/// typed output reads `result` as before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+// The name the tool's published `outputSchema` has always used for it.
+#[schemars(rename = "Answer")]
+pub struct StructuredAnswer {
+    /// Upstream's text: `Qbiz response: <answer>`, or `Error: …` on a
+    /// failed call (then the only field).
+    pub result: String,
+    #[serde(flatten)]
+    pub answer: Answer,
+}
+
+/// The structured content of a failed call: upstream's `Error: …` text as
+/// `result`, and nothing else.
+pub fn error_result(text: String) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text.clone())]);
+    result.structured_content = Some(serde_json::json!({ "result": text }));
+    result
+}
+
+/// What ChatSync answered, as the tool reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Flattened into [`StructuredAnswer`], which has the published name.
+#[schemars(rename = "AnswerFields")]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     pub outcome: QueryOutcome,
@@ -166,10 +192,8 @@ impl Answer {
     /// The MCP result: upstream's text first, then notes, one
     /// `resource_link` per cited URL, and the structured answer.
     pub fn into_result(self) -> CallToolResult {
-        let mut content = vec![ContentBlock::text(format!(
-            "Qbiz response: {}",
-            self.answer
-        ))];
+        let upstream_text = format!("Qbiz response: {}", self.answer);
+        let mut content = vec![ContentBlock::text(upstream_text.clone())];
         let mut notes = Vec::new();
         match self.outcome {
             QueryOutcome::ActionNotExecuted => {
@@ -231,7 +255,11 @@ impl Answer {
                 content.push(ContentBlock::resource_link(link));
             }
         }
-        let structured = serde_json::to_value(&self).unwrap_or_default();
+        let structured = serde_json::to_value(StructuredAnswer {
+            result: upstream_text,
+            answer: self,
+        })
+        .unwrap_or_default();
         let mut result = CallToolResult::structured(structured);
         result.content = content;
         result
@@ -263,6 +291,38 @@ mod tests {
         assert_eq!(
             result.structured_content.expect("structured")["answerAtCap"],
             true
+        );
+    }
+
+    /// Issue 32: `structuredContent.result` is upstream's text, on an
+    /// answer and on an error, and the output schema declares it.
+    #[test]
+    fn structured_content_holds_upstreams_text_as_result() {
+        let output = ChatSyncOutput::builder()
+            .system_message("Ten days.")
+            .conversation_id("c".repeat(36))
+            .build();
+        let result = Answer::from_output(&output, QueryOutcome::Answered).into_result();
+        let structured = result.structured_content.expect("structured");
+        assert_eq!(structured["result"], "Qbiz response: Ten days.");
+        assert_eq!(structured["answer"], "Ten days.");
+        assert_eq!(structured["conversationId"], "c".repeat(36));
+
+        let failed = error_result("Error: Query cannot be empty".to_owned());
+        assert_eq!(failed.is_error, Some(true));
+        assert_eq!(
+            failed.structured_content,
+            Some(serde_json::json!({"result": "Error: Query cannot be empty"}))
+        );
+
+        let schema = serde_json::to_value(schemars::schema_for!(StructuredAnswer)).expect("schema");
+        assert_eq!(schema["title"], "Answer");
+        assert_eq!(schema["properties"]["result"]["type"], "string");
+        assert!(
+            schema["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&"result".into()) && r.contains(&"answer".into())),
+            "{schema}"
         );
     }
 

@@ -35,9 +35,7 @@ use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
 use aws_sdk_qbusiness::types::{
     ActionExecution, ChatModeConfiguration, MessageType, PluginConfiguration,
 };
-use rmcp::model::{
-    CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
-};
+use rmcp::model::{ElicitRequest, ElicitRequestParams, InputRequest, InputRequests};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::OnceCell;
@@ -145,7 +143,7 @@ pub enum State {
 }
 
 fn tool_error(text: String) -> Step<State> {
-    Step::Done(CallToolResult::error(vec![ContentBlock::text(text)]))
+    Step::Done(crate::answer::error_result(text))
 }
 
 impl QBusinessQuery {

@@ -61,7 +61,7 @@ pub fn tool(job: QBusinessQuery) -> ToolSpec {
     let spec = ToolSpec::new(TOOL_NAME, DESCRIPTION, policy, job);
     let mut tool = spec.tool.clone();
     tool.output_schema = Some(rmcp::handler::server::common::schema_for_type::<
-        answer::Answer,
+        answer::StructuredAnswer,
     >());
     tool.annotations = Some(
         ToolAnnotations::new()
