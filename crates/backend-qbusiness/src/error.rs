@@ -12,7 +12,7 @@ use aws_sdk_qbusiness::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErr
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncError;
 use aws_sdk_qbusiness::operation::list_messages::ListMessagesError;
 use aws_smithy_types::retry::ErrorKind;
-use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+use rmcp::model::ErrorData;
 
 /// Why a call to Amazon Q Business (a ChatSync, or the ListMessages read
 /// before an approved action) gave no answer, and so how the step ends.
@@ -57,9 +57,7 @@ impl ChatError {
                 message,
                 retry_after: None,
             }),
-            Self::Final(text) => Ok(Step::Done(CallToolResult::error(vec![ContentBlock::text(
-                text,
-            )]))),
+            Self::Final(text) => Ok(Step::Done(crate::answer::error_result(text))),
             Self::NoConversation => Err(JobError::Fatal(ErrorData::internal_error(
                 self.to_string(),
                 None,
@@ -85,6 +83,9 @@ pub fn describe<R: std::fmt::Debug>(
     endpoint_hint: &str,
     attempts: u32,
 ) -> String {
+    if let Some(text) = answer_too_large(error, endpoint_hint) {
+        return text;
+    }
     match error {
         SdkError::ServiceError(service) => {
             let err = service.err();
@@ -214,6 +215,36 @@ pub fn describe<R: std::fmt::Debug>(
     }
 }
 
+/// The tool error text when `error` is an answer over the size cap
+/// ([`crate::upstream::CapAnswer`]), found among its causes. Not transient:
+/// the same question is answered the same way.
+pub fn answer_too_large(error: &dyn std::error::Error, endpoint_hint: &str) -> Option<String> {
+    // The causes, not `error` itself: a failed call is never the cap's own
+    // error, and only causes can be looked into (they are `'static`).
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let over = if let Some(too) = e.downcast_ref::<agentgate_backend::TooLarge>() {
+            Some(too.to_string())
+        } else if e.is::<http_body_util::LengthLimitError>() {
+            Some(format!(
+                "over the {} cap",
+                agentgate_backend::Size(crate::upstream::ANSWER_CAP)
+            ))
+        } else {
+            None
+        };
+        if let Some(over) = over {
+            return Some(format!(
+                "Error: the answer from Amazon Q Business ({endpoint_hint}) is {over}; \
+                 agentgate reads no larger answer. Check that {endpoint_hint} is Amazon Q \
+                 Business and not a proxy's page."
+            ));
+        }
+        cause = e.source();
+    }
+    None
+}
+
 /// The causes under `error`, outermost first, as `a: b`.
 fn causes(error: &dyn std::error::Error) -> String {
     let mut parts = Vec::new();
@@ -236,6 +267,9 @@ fn causes(error: &dyn std::error::Error) -> String {
 /// answer was lost is replayed, not repeated. Credential and request
 /// problems are not transient: retrying cannot fix them.
 pub fn is_transient<R: std::fmt::Debug>(error: &SdkError<ChatSyncError, R>) -> bool {
+    if answer_too_large(error, "").is_some() {
+        return false;
+    }
     match error {
         SdkError::ServiceError(service) => matches!(
             service.err(),
@@ -280,6 +314,9 @@ pub fn describe_list_messages<R: std::fmt::Debug>(
     error: &SdkError<ListMessagesError, R>,
     endpoint_hint: &str,
 ) -> (String, bool) {
+    if let Some(text) = answer_too_large(error, endpoint_hint) {
+        return (text, false);
+    }
     match error {
         SdkError::ServiceError(service) => {
             let err = service.err();

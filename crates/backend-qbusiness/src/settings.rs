@@ -50,9 +50,9 @@ impl Settings {
     }
 
     /// Builds the SDK client: the standard credential chain (environment,
-    /// profile, SSO, IMDS, ...), `AWS_ENDPOINT_URL_QBUSINESS` honoured, and the
+    /// profile, SSO, IMDS, ...), `AWS_ENDPOINT_URL_QBUSINESS` honoured, the
     /// SDK's standard retry mode (3 attempts with jittered backoff on
-    /// throttling and 5xx).
+    /// throttling and 5xx), and every answer capped at 8 MiB.
     pub async fn client(&self) -> Client {
         self.client_counted(None).await
     }
@@ -71,14 +71,13 @@ impl Settings {
             loader = loader.profile_name(profile);
         }
         let shared = loader.load().await;
-        match upstream {
-            Some(upstream) => Client::from_conf(
-                aws_sdk_qbusiness::config::Builder::from(&shared)
-                    .interceptor(crate::upstream::CountAttempts(upstream))
-                    .build(),
-            ),
-            None => Client::new(&shared),
-        }
+        let config = aws_sdk_qbusiness::config::Builder::from(&shared)
+            .interceptor(crate::upstream::CapAnswer);
+        let config = match upstream {
+            Some(upstream) => config.interceptor(crate::upstream::CountAttempts(upstream)),
+            None => config,
+        };
+        Client::from_conf(config.build())
     }
 
     /// A client for an explicit endpoint with fixed credentials, read from
@@ -102,7 +101,8 @@ impl Settings {
             .behavior_version(BehaviorVersion::latest())
             .region(aws_config::Region::new(self.region.clone()))
             .endpoint_url(endpoint)
-            .credentials_provider(credentials);
+            .credentials_provider(credentials)
+            .interceptor(crate::upstream::CapAnswer);
         let config = match upstream {
             Some(upstream) => config.interceptor(crate::upstream::CountAttempts(upstream)),
             None => config,

@@ -17,6 +17,10 @@
 //!   gateway's check or by validation with a message naming the field, or
 //!   accepted and answered.
 //!
+//! Fixed cases beside them pin what a property found or an issue asked
+//! for: unreadable answers, connections closed mid-answer, answers over the
+//! size cap.
+//!
 //! `PROPTEST_CASES` raises the (CI-sized) case counts for long local runs.
 
 use std::sync::Mutex;
@@ -701,5 +705,82 @@ fn a_connection_closed_before_the_answer_is_complete_is_retried() {
             }
             other => panic!("{what}: expected a retry, got {other:?}"),
         }
+    }
+}
+
+/// Issue 30: an answer is read through a size cap (8 MiB). One whose
+/// `Content-Length` is over it is refused unread; a chunked one with no
+/// length is cut off once it passes the cap (the server, offering 64 MiB,
+/// cannot send it all). Both end the call as a tool error naming the cap,
+/// not a retry: the same question would be answered the same way.
+#[test]
+fn an_answer_over_the_size_cap_is_refused_and_never_read_whole() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const OFFERED: usize = 64 * 1024 * 1024;
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    for (what, chunked, says) in [
+        (
+            "declared too large",
+            false,
+            "over the 8 MiB cap (its Content-Length says 9 MiB; not read)",
+        ),
+        ("chunked past the cap", true, "is over the 8 MiB cap"),
+    ] {
+        let (endpoint, served) = rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+            // Returns how many body bytes it sent before the client hung up.
+            let served = tokio::spawn(async move {
+                let (mut socket, _) = listener.accept().await.expect("accept");
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = socket.read(&mut buf).await.expect("read");
+                    assert!(n > 0, "the client hung up first");
+                    request.extend_from_slice(&buf[..n]);
+                }
+                let framing = if chunked {
+                    "transfer-encoding: chunked".to_owned()
+                } else {
+                    format!("content-length: {}", 9 * 1024 * 1024)
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{framing}\r\n\r\n"
+                );
+                if socket.write_all(head.as_bytes()).await.is_err() || !chunked {
+                    return 0;
+                }
+                let mut chunk = format!("{:x}\r\n", 64 * 1024).into_bytes();
+                chunk.extend_from_slice(&[b' '; 64 * 1024]);
+                chunk.extend_from_slice(b"\r\n");
+                let mut sent = 0;
+                while sent < OFFERED && socket.write_all(&chunk).await.is_ok() {
+                    sent += 64 * 1024;
+                }
+                sent
+            });
+            (endpoint, served)
+        });
+        let job = job_at(&endpoint);
+        let step = rt
+            .block_on(async {
+                tokio::time::timeout(
+                    CASE_TIMEOUT,
+                    job.start(query(json!({"query": "q"})), &cx(0)),
+                )
+                .await
+            })
+            .expect("an answer in time");
+        drop(job);
+        let Ok(Step::Done(result)) = step else {
+            panic!("{what}: expected a tool error, got {step:?}");
+        };
+        let text = texts(&result);
+        assert_eq!(result.is_error, Some(true), "{what}: {text}");
+        assert!(text.contains(says), "{what}: {text}");
+        let sent = rt.block_on(served).expect("the server task");
+        assert!(sent < OFFERED, "{what}: the whole answer was read");
     }
 }
