@@ -8,11 +8,11 @@
 // Decides as VS Code does: a tool is called as a task only when the server's
 // capabilities have `tasks.requests.tools.call` and the tool's
 // `execution.taskSupport` is "optional" or "required" (the SDK's own `isToolTask`).
-// Runs four scenarios (qbusiness, approval, copilot, cancel) and prints one JSON
-// line per scenario, for crates/agentgate/tests/interop.rs:
+// Runs five scenarios (qbusiness, approval, copilot, cancel, list) and prints one
+// JSON line per scenario, for crates/agentgate/tests/interop.rs:
 //   callToolStream (CreateTaskResult, tasks/get polls, tasks/result), an approval
 //   answered through elicitation/create during tasks/result, Copilot to its pull
-//   request, and cancelTask while the agent works.
+//   request, cancelTask while the agent works, and listTasks page by page.
 import process from 'node:process';
 
 const TICKET_PLUGIN_ID = '7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f';
@@ -49,7 +49,7 @@ async function main() {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-  const { ElicitRequestSchema, CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const { ElicitRequestSchema, CallToolResultSchema, TaskStatusNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
 
   const forms = [];
   const client = new Client({ name: 'agentgate-interop', version: '1' }, { capabilities: { elicitation: { form: {} } } });
@@ -57,6 +57,11 @@ async function main() {
     if (request.params.mode === 'url') return { action: 'decline' };
     forms.push({ message: request.params.message, relatedTask: request.params._meta?.['io.modelcontextprotocol/related-task'] ?? null });
     return { action: 'accept', content: defaultsOf(request.params.requestedSchema) };
+  });
+  const notified = [];
+  client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+    const { taskId, status, statusMessage } = notification.params;
+    notified.push({ taskId, status, statusMessage: statusMessage ?? null });
   });
   const transport = where.url
     ? new StreamableHTTPClientTransport(new URL(where.url))
@@ -100,6 +105,7 @@ async function main() {
       result: last?.type === 'result' ? last.result : null,
       error: last?.type === 'error' ? String(last.error?.message ?? last.error) : null,
       inputRequests: forms.length, forms,
+      notified: notified.filter((n) => n.taskId === taskId),
     });
   }
 
@@ -134,10 +140,35 @@ async function main() {
     });
   }
 
+  async function list(scenario) {
+    // Every page, following nextCursor; then a made-up cursor.
+    const taskIds = [];
+    const statuses = [];
+    let pages = 0;
+    let cursor;
+    do {
+      const page = await client.experimental.tasks.listTasks(cursor, options);
+      pages += 1;
+      for (const task of page.tasks) {
+        taskIds.push(task.taskId);
+        statuses.push(task.status);
+      }
+      cursor = page.nextCursor;
+    } while (cursor && pages < 100);
+    let badCursor = null;
+    try {
+      await client.experimental.tasks.listTasks('not-a-cursor', options);
+    } catch (error) {
+      badCursor = { code: error.code, message: error.message };
+    }
+    emit(scenario, { protocol, listCapability: capability?.list ?? null, pages, taskIds, statuses, badCursor });
+  }
+
   await run('qbusiness', 'QBusinessQueryTool', QUESTION);
   await run('approval', 'QBusinessQueryTool', TICKET);
   await run('copilot', 'assign_copilot_to_issue', FINISHES);
   await cancel('cancel', 'assign_copilot_to_issue', SLOW);
+  await list('list');
   if (where.url) await transport.terminateSession();
   await client.close();
 }

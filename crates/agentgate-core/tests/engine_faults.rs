@@ -17,8 +17,8 @@ use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::{
-    Claimed, InputAck, SqliteStore, StoreError, StoreResult, StoredUsage, SweepReport, TaskCount,
-    TaskStore,
+    Claimed, InputAck, ListCursor, SqliteStore, StoreError, StoreResult, StoredUsage, SweepReport,
+    TaskCount, TaskStore,
 };
 use agentgate_core::task::{
     Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy,
@@ -479,6 +479,15 @@ impl TaskStore for Full {
     }
     async fn count_active(&self, _: &Owner, _: Millis, _: u64) -> StoreResult<u64> {
         Ok(0)
+    }
+    async fn list(
+        &self,
+        _: &Owner,
+        _: Millis,
+        _: Option<&ListCursor>,
+        _: u32,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        Ok(Vec::new())
     }
     async fn stored_usage(&self, _: &Owner, _: u64) -> StoreResult<StoredUsage> {
         Ok(StoredUsage::default())

@@ -679,6 +679,14 @@ async fn sdk_1x_tasks_client(transport: Transport) {
         approval["forms"][0]["relatedTask"]["taskId"], approval["taskId"],
         "{what}: {approval}"
     );
+    // While tasks/result waited, each change came as notifications/tasks/status:
+    // back to work after the answer, then the end.
+    let notified: Vec<&str> = approval["notified"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|n| n["status"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(notified.contains(&"working"), "{what}: {approval}");
+    assert_eq!(notified.last(), Some(&"completed"), "{what}: {approval}");
     check_copilot(what, get("copilot"), &up);
     let cancel = get("cancel");
     assert_eq!(cancel["status"], "cancelled", "{what}: {cancel}");
@@ -696,6 +704,24 @@ async fn sdk_1x_tasks_client(transport: Transport) {
         1,
         "{what}: Copilot assigned once"
     );
+    // tasks/list: declared, and every task of the run, newest first, once.
+    let list = get("list");
+    assert_eq!(
+        list["listCapability"],
+        serde_json::json!({}),
+        "{what}: {list}"
+    );
+    let created: Vec<&Value> = ["cancel", "copilot", "approval", "qbusiness"]
+        .iter()
+        .map(|name| &get(name)["taskId"])
+        .collect();
+    let listed: Vec<&Value> = list["taskIds"]
+        .as_array()
+        .map(|ids| ids.iter().collect())
+        .unwrap_or_default();
+    assert_eq!(listed, created, "{what}: {list}");
+    assert_eq!(list["statuses"][0], "cancelled", "{what}: {list}");
+    assert_eq!(list["badCursor"]["code"], -32602, "{what}: {list}");
 }
 
 fn main() -> std::process::ExitCode {

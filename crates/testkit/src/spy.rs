@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use agentgate_core::clock::Millis;
 use agentgate_core::store::{
-    Claimed, InputAck, StoreError, StoreResult, StoredUsage, SweepReport, TaskChange, TaskCount,
-    TaskStore,
+    Claimed, InputAck, ListCursor, StoreError, StoreResult, StoredUsage, SweepReport, TaskChange,
+    TaskCount, TaskStore,
 };
 use agentgate_core::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
 use async_trait::async_trait;
@@ -217,6 +217,16 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
     async fn count_active(&self, owner: &Owner, now: Millis, at_most: u64) -> StoreResult<u64> {
         self.enter("count_active")?;
         self.inner.count_active(owner, now, at_most).await
+    }
+    async fn list(
+        &self,
+        owner: &Owner,
+        now: Millis,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        self.enter("list")?;
+        self.inner.list(owner, now, after, limit).await
     }
     async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<StoredUsage> {
         self.enter("stored_usage")?;

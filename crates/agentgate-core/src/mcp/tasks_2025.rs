@@ -11,7 +11,7 @@
 //! ```text
 //! POST /mcp, session at MCP-Protocol-Version 2025-11-25:
 //!   route (axum layer, before rmcp):
-//!     tools/call with params.task, tasks/get|result|cancel
+//!     tools/call with params.task, tasks/get|result|cancel|list
 //!       ──▶ renamed io.agentgate/2025-11-25/<method> (an rmcp custom request)
 //!     initialize answered at 2025-11-25 ──▶ + capabilities.tasks
 //!     tools/list ──▶ + execution.taskSupport on every tool
@@ -20,8 +20,10 @@
 //!     tasks/get ───▶ Engine::get ─▶ Task
 //!     tasks/result ─▶ Engine::watch until the task ends ─▶ CallToolResult
 //!                     or its JSON-RPC error (input_required: elicitation/create
-//!                     tied to the task, answers through Engine::answer)
+//!                     tied to the task, answers through Engine::answer; each
+//!                     change meanwhile: notifications/tasks/status)
 //!     tasks/cancel ─▶ Engine::cancel ─▶ Task
+//!     tasks/list ──▶ Engine::list (the caller's own, newest first) ─▶ a page
 //! ```
 //!
 //! Only the session's declared version selects this wire, so a 2026-07-28
@@ -44,7 +46,7 @@ use serde_json::{Value, json};
 use super::error::GatewayError;
 use super::gateway::Gateway;
 use super::wire;
-use crate::task::{TaskId, TaskPhase, TaskRecord};
+use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
 
 /// The protocol version whose task wire this module serves.
 pub(crate) const VERSION: &str = "2025-11-25";
@@ -97,7 +99,7 @@ pub(crate) fn route(headers: &HeaderMap, method: Option<&str>, bytes: &Bytes) ->
     }
     match method {
         "tools/list" => Route::ToolsList,
-        "tools/call" | "tasks/get" | "tasks/result" | "tasks/cancel" => {
+        "tools/call" | "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
             rename(bytes, &format!("{PREFIX}{method}"))
         }
         _ => Route::Pass,
@@ -123,8 +125,7 @@ fn rename(bytes: &Bytes, to: &str) -> Route {
 }
 
 /// `capabilities.tasks` for an `initialize` answered at 2025-11-25: task
-/// augmentation of `tools/call`, and `tasks/cancel`. (`tasks/list` is not
-/// declared: the store has no listing by owner yet.)
+/// augmentation of `tools/call`, `tasks/list` and `tasks/cancel`.
 fn patch_initialize(message: &mut Value) {
     let Some(result) = message.get_mut("result") else {
         return;
@@ -138,7 +139,7 @@ fn patch_initialize(message: &mut Value) {
     {
         capabilities.insert(
             "tasks".into(),
-            json!({"cancel": {}, "requests": {"tools": {"call": {}}}}),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
         );
     }
 }
@@ -336,7 +337,9 @@ impl StdioWire {
                 message["method"] = Value::String(format!("{PREFIX}tools/call"));
                 true
             }
-            ("tasks/get" | "tasks/result" | "tasks/cancel", Some(_)) if self.negotiated => {
+            ("tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list", Some(_))
+                if self.negotiated =>
+            {
                 message["method"] = Value::String(format!("{PREFIX}{method}"));
                 true
             }
@@ -385,6 +388,54 @@ struct Task2025 {
     ttl: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     poll_interval: Option<u64>,
+}
+
+/// Tasks per `tasks/list` page.
+const LIST_PAGE: u32 = 50;
+
+/// A `tasks/list` cursor: where the previous page ended, as the opaque
+/// `nextCursor` string (base64url of `<createdAt ms>.<taskId>`). It names
+/// only a position in the caller's own list: a cursor made up or taken from
+/// someone else lists the caller's own tasks from there, nothing more.
+struct ListCursor(crate::store::ListCursor);
+
+impl ListCursor {
+    fn after(last: &TaskRecord) -> Self {
+        Self(crate::store::ListCursor {
+            created_at: last.created_at,
+            id: last.id.clone(),
+        })
+    }
+
+    fn encode(&self) -> String {
+        use base64::Engine as _;
+        let position = format!("{}.{}", self.0.created_at.unix_ms(), self.0.id.as_str());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position)
+    }
+
+    fn decode(cursor: &str) -> Result<Self, ErrorData> {
+        use base64::Engine as _;
+        let position = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(cursor)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok());
+        let parsed = position
+            .as_deref()
+            .and_then(|p| p.split_once('.'))
+            .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id)));
+        match parsed {
+            Some((ms, id)) if !id.is_empty() => Ok(Self(crate::store::ListCursor {
+                created_at: crate::clock::Millis::from_unix_ms(ms),
+                id: TaskId::from_client(id.to_owned()),
+            })),
+            _ => Err(GatewayError::BadParams(
+                "tasks/list: `cursor` is not one a tasks/list answer gave as nextCursor; list \
+                 again without a cursor to start from the newest task"
+                    .to_owned(),
+            )
+            .into()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -482,9 +533,62 @@ impl Gateway {
                 let TaskParams { task_id } = params(&request, method)?;
                 self.task_result(TaskId::from_client(task_id), &cx).await?
             }
+            "tasks/list" => self.task_list(&owner, &request).await?,
             _ => return Err(GatewayError::UnknownMethod(format!("{PREFIX}{method}")).into()),
         };
         Ok(CustomResult::new(value))
+    }
+
+    /// `notifications/tasks/status` with the task as it is now, on the
+    /// stream of the `tasks/result` that is waiting for it: a change of its
+    /// status or status message while it runs (VS Code shows the message as
+    /// progress). Best effort, as the spec makes it: a client that is gone
+    /// still polls `tasks/get`.
+    async fn notify_status(&self, cx: &RequestContext<RoleServer>, record: &TaskRecord) {
+        let Ok(task) = serde_json::to_value(self.task_2025(record)) else {
+            return;
+        };
+        let notification =
+            rmcp::model::CustomNotification::new("notifications/tasks/status", Some(task));
+        if let Err(e) = cx
+            .peer
+            .send_notification(rmcp::model::ServerNotification::CustomNotification(
+                notification,
+            ))
+            .await
+        {
+            tracing::debug!(task = %record.id, error = %e, "a task status notification was not sent");
+        }
+    }
+
+    /// `tasks/list`: a page of the caller's own tasks (never another
+    /// principal's), newest first, and `nextCursor` while more are left.
+    async fn task_list(&self, owner: &Owner, request: &CustomRequest) -> Result<Value, ErrorData> {
+        let cursor = match request.params.as_ref().and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(ListCursor::decode(cursor)?),
+            Some(_) => {
+                return Err(GatewayError::BadParams(
+                    "tasks/list: `cursor` must be the string a tasks/list answer gave as \
+                     nextCursor"
+                        .to_owned(),
+                )
+                .into());
+            }
+        };
+        // One more than a page: whether another page follows.
+        let mut page = self
+            .engine
+            .list(owner, cursor.as_ref().map(|c| &c.0), LIST_PAGE + 1)
+            .await?;
+        let more = page.len() > LIST_PAGE as usize;
+        page.truncate(LIST_PAGE as usize);
+        let tasks: Vec<Task2025> = page.iter().map(|record| self.task_2025(record)).collect();
+        let mut answer = json!({ "tasks": to_value(&tasks)? });
+        if let (true, Some(last)) = (more, page.last()) {
+            answer["nextCursor"] = Value::String(ListCursor::after(last).encode());
+        }
+        Ok(answer)
     }
 
     /// `tasks/result`: waits until the task ends, then answers what the
@@ -501,8 +605,14 @@ impl Gateway {
         let owner = self.owner(cx);
         let mut watch = self.engine.watch(&owner, vec![id.clone()]);
         let mut asked: Vec<String> = Vec::new();
+        let mut seen: Option<(TaskPhase, Option<String>)> = None;
         loop {
             let record = watch.read(&id).await?;
+            let now = (record.status, record.status_message.clone());
+            if seen.as_ref().is_some_and(|before| *before != now) {
+                self.notify_status(cx, &record).await;
+            }
+            seen = Some(now);
             match record.status {
                 TaskPhase::Completed => {
                     let mut result = record.result.clone().unwrap_or_else(|| json!({}));
@@ -580,6 +690,34 @@ fn tie_to_task(params: &mut ElicitRequestParams, id: &TaskId) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_cursor_round_trips_and_a_made_up_one_is_invalid_params() {
+        let cursor = ListCursor(crate::store::ListCursor {
+            created_at: crate::clock::Millis::from_unix_ms(1_800_000_000_123),
+            id: TaskId::from_client("a.b-c_d"),
+        });
+        let back = ListCursor::decode(&cursor.encode()).expect("decodes");
+        assert_eq!(back.0, cursor.0);
+        for bad in ["", "!!", "bm9kb3Q", "MTIzLg"] {
+            let error = ListCursor::decode(bad).err().expect("refused");
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad}");
+            assert!(error.message.contains("nextCursor"), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn tasks_list_is_routed_and_declared_on_2025_11_25_only() {
+        let list = Bytes::from(
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/list", "params": {}}).to_string(),
+        );
+        assert!(rewritten(route(&headers(VERSION), Some("tasks/list"), &list)).is_some());
+        assert!(rewritten(route(&HeaderMap::new(), Some("tasks/list"), &list)).is_none());
+        let mut answer = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "protocolVersion": VERSION, "capabilities": {}}});
+        patch_initialize(&mut answer);
+        assert_eq!(answer["result"]["capabilities"]["tasks"]["list"], json!({}));
+    }
 
     fn headers(version: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();

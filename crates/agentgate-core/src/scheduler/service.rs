@@ -251,6 +251,21 @@ impl Engine {
             .max(Duration::from_secs(1))
     }
 
+    /// `owner`'s tasks that have not expired, newest first, at most `limit`,
+    /// after `after` (the last task of the previous page): `tasks/list`.
+    pub async fn list(
+        &self,
+        owner: &Owner,
+        after: Option<&crate::store::ListCursor>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, TaskError> {
+        Ok(self
+            .inner
+            .store
+            .list(owner, self.now(), after, limit)
+            .await?)
+    }
+
     /// `owner`'s task as it is now.
     pub async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, TaskError> {
         self.inner

@@ -303,6 +303,13 @@ impl std::ops::Deref for Claimed {
     }
 }
 
+/// Where a page of [`TaskStore::list`] ends: the last task it held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    pub created_at: Millis,
+    pub id: TaskId,
+}
+
 /// How many stored tasks one tool has in one status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskCount {
@@ -445,6 +452,19 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// owner has no ended task: how long a principal at its storage quota
     /// waits for room.
     async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>>;
+
+    /// `owner`'s tasks that have not expired, newest first (by creation,
+    /// then id), at most `limit`, starting after `after` (the last task of
+    /// the previous page): `tasks/list`. One index range
+    /// (`tasks_owner_created`, migration 0007), so a page costs `limit`
+    /// rows however many tasks the owner or anyone else has.
+    async fn list(
+        &self,
+        owner: &Owner,
+        now: Millis,
+        after: Option<&ListCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<TaskRecord>>;
 
     /// Expires overdue tasks and deletes old ended ones.
     async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;

@@ -709,6 +709,36 @@ impl TaskStore for SqliteStore {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
+    async fn list(
+        &self,
+        owner: &Owner,
+        now: Millis,
+        after: Option<&super::ListCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        // Two statements rather than `… IS NULL OR …`, which would keep the
+        // planner from starting the index range at the cursor.
+        let sql = match after {
+            None => {
+                "SELECT * FROM tasks WHERE owner = ? AND (expires_at IS NULL OR expires_at > ?) \
+                 ORDER BY created_at DESC, id DESC LIMIT ?"
+            }
+            Some(_) => {
+                "SELECT * FROM tasks WHERE owner = ? AND (expires_at IS NULL OR expires_at > ?) \
+                 AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?"
+            }
+        };
+        let mut query = sqlx::query(sql).bind(owner.as_str()).bind(now);
+        if let Some(after) = after {
+            query = query.bind(after.created_at).bind(after.id.as_str());
+        }
+        let rows = query
+            .bind(i64::from(limit))
+            .fetch_all(&self.db.pool)
+            .await?;
+        rows.into_iter().map(decode).collect()
+    }
+
     async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<super::StoredUsage> {
         // Index-only (`tasks_owner_stored`, migration 0006, which holds each
         // row's `stored_bytes`), and no further than `at_most` entries.

@@ -1076,6 +1076,75 @@ pub async fn an_abandoned_write_leaves_the_store_writable(store: &dyn TaskStore)
     }
 }
 
+/// `tasks/list`: the owner's tasks that have not expired, newest first, a
+/// page at a time; nobody else's, and a cursor never repeats or skips one.
+pub async fn tasks_are_listed_newest_first_a_page_at_a_time(store: &dyn TaskStore) {
+    let bob = Owner::new("bob");
+    let mut created = Vec::new();
+    for n in 0..5u64 {
+        let id = TaskId::generate();
+        store
+            .create(NewTask {
+                id: id.clone(),
+                owner: alice(),
+                tool: "tool".into(),
+                args: json!({"n": n}),
+                status_message: None,
+                // The third (created at 2 ms) expires at 100 ms.
+                ttl_ms: (n == 2).then_some(98),
+                // Two pairs created in the same millisecond: the id orders them.
+                now: at(n / 2 * 2),
+            })
+            .await
+            .expect("create");
+        created.push((at(n / 2 * 2), id));
+    }
+    let other = TaskId::generate();
+    store
+        .create(NewTask {
+            id: other.clone(),
+            owner: bob.clone(),
+            tool: "tool".into(),
+            args: json!({}),
+            status_message: None,
+            ttl_ms: None,
+            now: at(9),
+        })
+        .await
+        .expect("create");
+    // Newest first: by creation time, then by id.
+    created.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.as_str().cmp(a.1.as_str())));
+    let mut pages = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .list(&alice(), at(50), after.as_ref(), 2)
+            .await
+            .expect("list");
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        after = Some(super::ListCursor {
+            created_at: last.created_at,
+            id: last.id.clone(),
+        });
+        pages.extend(page.iter().map(|t| t.id.clone()));
+    }
+    let expected: Vec<TaskId> = created.iter().map(|(_, id)| id.clone()).collect();
+    assert_eq!(pages, expected, "every task once, newest first");
+    assert!(!pages.contains(&other), "never another owner's");
+    // Past its TTL, a task is no longer listed.
+    let later = store.list(&alice(), at(200), None, 10).await.expect("list");
+    assert_eq!(later.len(), 4, "the expired one is gone: {later:?}");
+    assert_eq!(
+        store
+            .list(&bob, at(50), None, 10)
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
+}
+
 pub async fn sealed_secrets_are_not_in_the_store_in_clear(store: &dyn TaskStore) {
     let key = super::seal::SealKey::generate();
     let plain = super::seal::shared_secret(store, &key, "s")
@@ -1507,6 +1576,7 @@ macro_rules! store_suite {
             secrets_are_created_once,
             an_upstream_id_belongs_to_the_first_principal_that_binds_it,
             an_abandoned_write_leaves_the_store_writable,
+            tasks_are_listed_newest_first_a_page_at_a_time,
             sealed_secrets_are_not_in_the_store_in_clear
         }
     };

@@ -761,6 +761,39 @@ impl TaskStore for PostgresStore {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
+    async fn list(
+        &self,
+        owner: &Owner,
+        now: Millis,
+        after: Option<&super::ListCursor>,
+        limit: u32,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        // Two statements rather than `… IS NULL OR …`, which would keep the
+        // planner from starting the index range at the cursor. Ids compare
+        // byte by byte (`COLLATE "C"`, as the index does), whatever the
+        // database's locale: the order is the same on every store.
+        let sql = match after {
+            None => {
+                "SELECT * FROM tasks WHERE owner = $1 AND (expires_at IS NULL OR expires_at > $2) \
+                 ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $3"
+            }
+            Some(_) => {
+                "SELECT * FROM tasks WHERE owner = $1 AND (expires_at IS NULL OR expires_at > $2) \
+                 AND (created_at, id COLLATE \"C\") < ($4, $5 COLLATE \"C\") \
+                 ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT $3"
+            }
+        };
+        let mut query = sqlx::query(sql)
+            .bind(owner.as_str())
+            .bind(now)
+            .bind(i64::from(limit));
+        if let Some(after) = after {
+            query = query.bind(after.created_at).bind(after.id.as_str());
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.into_iter().map(decode).collect()
+    }
+
     async fn stored_usage(&self, owner: &Owner, at_most: u64) -> StoreResult<super::StoredUsage> {
         // An index-only scan of `tasks_owner_stored` (migration 0006, which
         // holds each row's `stored_bytes`), no further than `at_most` entries.
