@@ -12,7 +12,7 @@
 #
 # - a line that starts a server that runs until Ctrl-C (`agentgate sim`,
 #   `serve --listen`, `demo` without `--no-serve`, spelled `agentgate …` or
-#   `cargo run --release -- …`) is started in the background, the way a
+#   `cargo run -- …`) is started in the background, the way a
 #   newcomer runs it in a second terminal, and the block goes on once that
 #   server prints that it is ready (its own "listening"/"keeps serving" line);
 # - every other line runs in the foreground and must exit 0 (`export` lines
@@ -20,8 +20,8 @@
 # - when the block ends, its servers are stopped (SIGINT, as Ctrl-C would).
 #
 # `agentgate` is found on PATH as after `cargo install --path crates/agentgate`:
-# target/release goes first on PATH (build it first: .ci/run's demo step
-# does). The client's task list and the default task store go to a temporary
+# target/debug goes first on PATH (the build `cargo test` and the README's
+# demo make, which .ci/run runs first). The client's task list and the default task store go to a temporary
 # directory, so nothing of the developer's is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,11 +35,11 @@ for page in "${pages[@]}"; do
     [ -f "$page" ] || { echo "readme: no such page: $page" >&2; exit 1; }
 done
 
-[ -x target/release/agentgate ] || {
-    echo "target/release/agentgate is missing: run cargo build --release -p agentgate first" >&2
+[ -x target/debug/agentgate ] || {
+    echo "target/debug/agentgate is missing: run cargo build -p agentgate first" >&2
     exit 1
 }
-export PATH="$PWD/target/release:$PATH"
+export PATH="$PWD/target/debug:$PATH"
 work="$(mktemp -d -t agentgate-readme.XXXXXX)"
 export AGENTGATE_CLIENT_STATE="$work/client"
 export XDG_DATA_HOME="$work/data"
@@ -83,7 +83,7 @@ blocks() {
 
 # A server that runs until Ctrl-C, and the line it prints once it is ready.
 ready_pattern() {
-    local re_prefix='^([A-Z_]+=[^ ]+[[:space:]]+)*(agentgate|cargo run --release --)[[:space:]]+'
+    local re_prefix='^([A-Z_]+=[^ ]+[[:space:]]+)*(agentgate|cargo run --)[[:space:]]+'
     if [[ "$1" =~ ${re_prefix}sim([[:space:]]|$) ]]; then
         echo "GitHub emulator listening on"
     elif [[ "$1" =~ ${re_prefix}serve[[:space:]].*--listen ]]; then
@@ -100,7 +100,7 @@ start_server() {
     setsid bash -c "$line" </dev/null >"$log" 2>&1 &
     local pid=$!
     servers+=("$pid")
-    # A release build may come first; the server then starts in seconds.
+    # A build may come first; the server then starts in seconds.
     for _ in $(seq 1 6000); do
         if grep -qE "$pattern" "$log"; then
             return 0
