@@ -3,7 +3,7 @@
 # `postgres` in without a password (trust auth), for the PostgreSQL store tests:
 #
 #   .ci/postgres.sh
-#   AGENTGATE_REQUIRE_POSTGRES=1 cargo test -p agentgate-core --test store_postgres
+#   AGENTGATE_REQUIRE_POSTGRES=1 cargo test -p agentgate-core --test external store_postgres
 #
 # - A server already answering is used as it is (it must accept `postgres`
 #   without a password; the script says so if it does not).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the pinned third-party MCP clients of the interop suite
-# (crates/agentgate/tests/interop.rs, interop/README.md):
+# (crates/agentgate/tests/external/interop.rs, interop/README.md):
 #
 #   scripts/interop-setup.sh
 #
@@ -11,7 +11,7 @@
 #   interop/a2a/.venv with interop/a2a/requirements.txt (every package pinned; kept apart
 #   from the MCP clients so neither pins the other's dependencies), for
 #   crates/sim/tests/a2a_interop.rs and for the SDK agent behind agentgate in
-#   crates/agentgate/tests/interop.rs.
+#   crates/agentgate/tests/external/interop.rs.
 #
 # Needs python3 (3.11), node (20) and npm, and the PyPI and npm registries.
 # Running it again re-checks the installs and changes nothing that is current.

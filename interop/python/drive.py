@@ -12,7 +12,7 @@ CLIENT is one of:
                  `task_cancel` tools for work that outlives the call
 
 Runs four scenarios against the emulators `agentgate sim` serves and prints one
-JSON line per scenario on stdout (the Rust test `interop.rs` checks them):
+JSON line per scenario on stdout (the Rust test `tests/external/interop.rs` checks them):
   qbusiness  a question answered with citations
   approval   a plugin action that needs approval, accepted as proposed
   copilot    Copilot assigned to issue #1, followed to its finished pull request

@@ -13,7 +13,7 @@
 //
 // Runs the four scenarios of interop/python/drive.py (qbusiness, approval, copilot,
 // cancel) and prints one JSON line per scenario on stdout, in the same shape, for
-// crates/agentgate/tests/interop.rs. Over stdio the server gets this process's
+// crates/agentgate/tests/external/interop.rs. Over stdio the server gets this process's
 // environment (the emulators' settings): both SDKs pass only a few variables by default.
 import process from 'node:process';
 

@@ -9,7 +9,7 @@
 // capabilities have `tasks.requests.tools.call` and the tool's
 // `execution.taskSupport` is "optional" or "required" (the SDK's own `isToolTask`).
 // Runs five scenarios (qbusiness, approval, copilot, cancel, list) and prints one
-// JSON line per scenario, for crates/agentgate/tests/interop.rs:
+// JSON line per scenario, for crates/agentgate/tests/external/interop.rs:
 //   callToolStream (CreateTaskResult, tasks/get polls, tasks/result), an approval
 //   answered through elicitation/create during tasks/result, Copilot to its pull
 //   request, cancelTask while the agent works, and listTasks page by page.

@@ -212,7 +212,8 @@ fn run(flavor: Flavor, test: TestFn) -> Result<Completion, Failed> {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    /// Every `[[test]]` with `harness = false` in the workspace, as its file.
+    /// Every `[[test]]` with `harness = false` in the workspace, as its
+    /// files.
     fn own_harness_test_files(root: &Path) -> Vec<PathBuf> {
         let workspace: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
             .expect("workspace Cargo.toml")
@@ -232,7 +233,22 @@ mod tests {
             for test in tests.into_iter().flatten() {
                 if test.get("harness").and_then(toml::Value::as_bool) == Some(false) {
                     let name = test["name"].as_str().expect("test name");
-                    files.push(dir.join("tests").join(format!("{name}.rs")));
+                    let main = match test.get("path").and_then(toml::Value::as_str) {
+                        Some(path) => dir.join(path),
+                        None => dir.join("tests").join(format!("{name}.rs")),
+                    };
+                    // A `tests/<name>/main.rs` binary: every file of it.
+                    if main.ends_with("main.rs") {
+                        let folder = main.parent().expect("a folder");
+                        for entry in std::fs::read_dir(folder).expect("the test's folder") {
+                            let file = entry.expect("an entry").path();
+                            if file.extension().is_some_and(|e| e == "rs") {
+                                files.push(file);
+                            }
+                        }
+                    } else {
+                        files.push(main);
+                    }
                 }
             }
         }
@@ -246,7 +262,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let files = own_harness_test_files(&root);
         assert!(
-            files.len() >= 5,
+            files.len() >= 8,
             "the PostgreSQL, fault and interop tests run on this harness: {files:?}"
         );
         for file in files {

@@ -37,7 +37,7 @@
 //! only at SQLite's checkpoints (about every 1000 pages), so a power cut
 //! can roll the database back to an earlier consistent state, losing the
 //! last acknowledged creates, answers and results. The power-cut test in
-//! `tests/store_faults.rs` shows both.
+//! `tests/external/store_faults.rs` shows both.
 //!
 //! Reads that take a caller's owner filter on it in SQL, so another owner's
 //! task costs the same as an id that does not exist: no row is decoded.

@@ -2,8 +2,8 @@
 //! test executable: each `tests/*.rs` file used to be its own binary linking
 //! the whole gateway, the AWS SDK and rmcp, and linking them was most of
 //! CI's time. Tests that need what a machine may lack (PostgreSQL, root,
-//! the interop clients) stay in their own `harness = false` binaries
-//! (`failover`, `store_outage`, `interop`).
+//! the interop clients) are in the one `harness = false` binary `external`
+//! (`tests/external/`: failover, store outages, interop).
 //!
 //! `cargo test -p agentgate --test it qbusiness::` runs one module.
 

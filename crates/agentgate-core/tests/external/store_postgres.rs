@@ -280,8 +280,10 @@ async fn a_dropped_store_stops_listening() {
     assert!(ended.is_ok(), "the change channel closes with the relay");
 }
 
-fn main() -> std::process::ExitCode {
-    let mut tests = agentgate_testkit::harness::Tests::new();
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(
+    mut tests: agentgate_testkit::harness::Tests,
+) -> agentgate_testkit::harness::Tests {
     for (name, case) in agentgate_core::store_suite!(cases: SchemaStore::create) {
         tests = tests.test(name, case);
     }
@@ -306,5 +308,4 @@ fn main() -> std::process::ExitCode {
             "a_dropped_store_stops_listening",
             a_dropped_store_stops_listening,
         )
-        .run()
 }

@@ -724,8 +724,9 @@ async fn sdk_1x_tasks_client(transport: Transport) {
     assert_eq!(list["badCursor"]["code"], -32602, "{what}: {list}");
 }
 
-fn main() -> std::process::ExitCode {
-    harness::Tests::new()
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
+    tests
         .multi_thread(
             "third_party_clients_over_stdio",
             third_party_clients_over_stdio,
@@ -746,5 +747,4 @@ fn main() -> std::process::ExitCode {
             "the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire",
             the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire,
         )
-        .run()
 }

@@ -425,11 +425,10 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
     drop(db);
 }
 
-fn main() -> std::process::ExitCode {
-    harness::Tests::new()
-        .test(
-            "sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect",
-            sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect,
-        )
-        .run()
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
+    tests.test(
+        "sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect",
+        sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effect,
+    )
 }

@@ -755,8 +755,11 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
     running.await.expect("engine");
 }
 
-fn main() -> std::process::ExitCode {
-    agentgate_testkit::harness::Tests::new()
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(
+    tests: agentgate_testkit::harness::Tests,
+) -> agentgate_testkit::harness::Tests {
+    tests
         .test(
             "a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once",
             a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once,
@@ -793,5 +796,4 @@ fn main() -> std::process::ExitCode {
             "postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect",
             postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_effect,
         )
-        .run()
 }

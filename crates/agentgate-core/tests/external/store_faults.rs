@@ -730,8 +730,11 @@ async fn postgres_connections_killed_mid_transaction_lose_no_acknowledged_write(
     );
 }
 
-fn main() -> std::process::ExitCode {
-    agentgate_testkit::harness::Tests::new()
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(
+    tests: agentgate_testkit::harness::Tests,
+) -> agentgate_testkit::harness::Tests {
+    tests
         .test(
             "sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself",
             sqlite_on_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself,
@@ -768,5 +771,4 @@ fn main() -> std::process::ExitCode {
             "postgres_connections_killed_mid_transaction_lose_no_acknowledged_write",
             postgres_connections_killed_mid_transaction_lose_no_acknowledged_write,
         )
-        .run()
 }

@@ -210,8 +210,11 @@ async fn a_database_without_synchronous_commit_is_refused_unless_relaxed() {
     assert_eq!(ready.status(), 200);
 }
 
-fn main() -> std::process::ExitCode {
-    agentgate_testkit::harness::Tests::new()
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(
+    tests: agentgate_testkit::harness::Tests,
+) -> agentgate_testkit::harness::Tests {
+    tests
         .test(
             "a_database_without_synchronous_commit_is_refused_unless_relaxed",
             a_database_without_synchronous_commit_is_refused_unless_relaxed,
@@ -220,5 +223,4 @@ fn main() -> std::process::ExitCode {
             "a_database_outage_gets_fast_clear_answers_and_heals_by_itself",
             a_database_outage_gets_fast_clear_answers_and_heals_by_itself,
         )
-        .run()
 }
