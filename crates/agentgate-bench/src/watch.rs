@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::clock::SystemClock;
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::task::{PollPolicy, TaskId};
 use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario};
 use anyhow::Context as _;

@@ -7,7 +7,7 @@
 //! - [`job`]: the [`job::Job`] trait, work as checkpointed steps (the backend
 //!   SDK's, [`agentgate_backend`], re-exported).
 //! - [`registry`]: the tools a gateway serves.
-//! - [`scheduler`]: the [`scheduler::Engine`], which claims due tasks under a
+//! - [`engine`]: the [`engine::Engine`], which claims due tasks under a
 //!   lease, runs one step each, and saves the result; and its task service
 //!   (create, get, answer, cancel, watch), the one door for task changes.
 //! - [`runtime`]: [`runtime::Runtime`], the engine with every backend's
@@ -21,17 +21,17 @@
 //! - [`docs`]: the project's pages under `docs/` (user guide, operations,
 //!   architecture, backends, conformance), compiled so their examples are checked.
 //!
-//! A request flows transport → [`mcp::Gateway`] → [`scheduler::Engine`]'s
+//! A request flows transport → [`mcp::Gateway`] → [`engine::Engine`]'s
 //! task service → [`store::TaskStore`]; the scheduler runs the tool's job.
 
 pub mod auth;
 pub mod clock;
 pub mod docs;
+pub mod engine;
 pub mod job;
 pub mod mcp;
 pub mod metrics;
 pub mod registry;
 pub mod runtime;
-pub mod scheduler;
 pub mod store;
 pub mod task;

@@ -25,11 +25,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, SystemClock};
+use crate::engine::{Engine, EngineConfig};
 use crate::job::{BoxFuture, ToolSpec};
 use crate::mcp::{Gateway, Limits, TransportKind};
 use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
-use crate::scheduler::{Engine, EngineConfig};
 use crate::store::TaskStore;
 use crate::store::seal::SealError;
 use crate::task::TaskId;

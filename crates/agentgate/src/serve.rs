@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use agentgate_core::auth::client::TrustedProxies;
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::mcp::{
     ConnectionLimits, Gateway, HttpOptions, TransportKind, http_router, serve_http_with,
     serve_stdio,
 };
 use agentgate_core::metrics;
 use agentgate_core::runtime::Runtime;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store;
 use agentgate_core::store::Durability;
 use agentgate_core::store::seal::SealKey;

@@ -19,9 +19,9 @@ mod tasks;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::mcp::{HttpOptions, TransportKind, http_router, serve_http, serve_stdio};
 use agentgate_core::runtime::{Runtime, RuntimeBuilder};
-use agentgate_core::scheduler::EngineConfig;
 use agentgate_core::store::seal::SealKey;
 use agentgate_core::task::Owner;
 use anyhow::Context as _;

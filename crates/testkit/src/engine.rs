@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use agentgate_core::clock::{Clock as _, ManualClock};
-use agentgate_core::scheduler::Engine;
+use agentgate_core::engine::Engine;
 use agentgate_core::task::{Owner, TaskId, TaskRecord};
 
 /// Real time a driven task may go without a change before the test fails

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::json;
 
-use crate::scheduler::TaskError;
+use crate::engine::TaskError;
 use crate::store::StoreError;
 
 /// The JSON-RPC error code of a request refused for load (too many requests,

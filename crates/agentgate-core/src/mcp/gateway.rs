@@ -24,9 +24,9 @@ use serde_json::Value;
 
 use super::error::GatewayError;
 use super::limits::{self, Guard, Limits, Poll};
-use super::wire;
+use super::render;
 use crate::auth::Principal;
-use crate::scheduler::{Engine, TaskQuota};
+use crate::engine::{Engine, TaskQuota};
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
 use crate::task::{Owner, TaskId, TaskRecord};
@@ -164,7 +164,7 @@ impl Gateway {
 
     /// True when this request may receive a `CreateTaskResult`.
     pub fn wants_task(cx: &RequestContext<RoleServer>) -> bool {
-        is_modern(cx) && cx.client_capabilities().is_some_and(|c| c.supports_tasks())
+        at_least_2026_07_28(cx) && cx.client_capabilities().is_some_and(|c| c.supports_tasks())
     }
 
     /// The capabilities this gateway advertises.
@@ -221,7 +221,7 @@ impl Gateway {
     /// The `CreateTaskResult` for a freshly created task.
     pub fn task_handle(&self, record: &TaskRecord) -> CreateTaskResult {
         let now = self.engine.now();
-        CreateTaskResult::new(wire::task_fields(record, self.engine.tools(), now))
+        CreateTaskResult::new(render::task_fields(record, self.engine.tools(), now))
     }
 
     async fn call_job_tool(
@@ -269,7 +269,9 @@ impl Gateway {
     }
 }
 
-pub(crate) fn is_modern(cx: &RequestContext<RoleServer>) -> bool {
+/// Whether the session negotiated protocol 2026-07-28 or later, where MRTR
+/// and the tasks extension live.
+pub(crate) fn at_least_2026_07_28(cx: &RequestContext<RoleServer>) -> bool {
     cx.protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
@@ -339,7 +341,7 @@ impl ServerHandler for Gateway {
         let now = self.engine.now();
         let tools = self.engine.tools();
         let detailed = match &self.guard {
-            None => wire::to_detailed_task(&self.engine.get(&owner, &id).await?, tools, now)?,
+            None => render::to_detailed_task(&self.engine.get(&owner, &id).await?, tools, now)?,
             Some(guard) => match guard.polls.poll(&owner, &id, now) {
                 Poll::Cached(answer) => DetailedTask::clone(&answer),
                 Poll::TooFast { interval, polls } => {
@@ -348,7 +350,7 @@ impl ServerHandler for Gateway {
                 Poll::Read(ticket) => {
                     // Rendered once: the answer also says how long to keep it.
                     let record = self.engine.get(&owner, &id).await?;
-                    let detailed = wire::to_detailed_task(&record, tools, now)?;
+                    let detailed = render::to_detailed_task(&record, tools, now)?;
                     let interval = detailed.task.poll_interval_ms.map(Duration::from_millis);
                     guard
                         .polls

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::error::GatewayError;
-use super::gateway::{Gateway, is_modern};
-use super::wire;
+use super::gateway::{Gateway, at_least_2026_07_28};
+use super::render;
 use crate::job::ToolSpec;
 use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
 
@@ -103,8 +103,8 @@ impl Gateway {
         loop {
             let record = watch.read(id).await?;
             match record.status {
-                TaskPhase::Completed => return wire::tool_result(&record).map(Into::into),
-                TaskPhase::Failed => return Err(wire::task_error(&record)),
+                TaskPhase::Completed => return render::tool_result(&record).map(Into::into),
+                TaskPhase::Failed => return Err(render::task_error(&record)),
                 TaskPhase::Cancelled => {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "Error: task {id} was cancelled before it finished"
@@ -154,10 +154,10 @@ impl Gateway {
         owner: &Owner,
         cx: &RequestContext<RoleServer>,
     ) -> Result<Option<CallToolResponse>, ErrorData> {
-        let requests = wire::input_requests(record)?;
+        let requests = render::input_requests(record)?;
         let caps = cx.client_capabilities().unwrap_or_default();
         let missing = missing_capabilities(&requests, &caps);
-        if is_modern(cx) {
+        if at_least_2026_07_28(cx) {
             if missing.is_empty() {
                 let state = self.seal_request_state(owner, record)?;
                 return Ok(Some(

@@ -11,9 +11,9 @@ use rmcp::model::{CallToolResult, ContentBlock, ErrorData, ProgressNotificationP
 use rmcp::service::{RequestContext, RoleServer};
 
 use super::error::GatewayError;
-use super::wire;
+use super::render;
+use crate::engine::TaskWatch;
 use crate::job::{BoxFuture, InlineRequest, InlineTask};
-use crate::scheduler::TaskWatch;
 use crate::task::{TaskId, TaskPhase, TaskRecord};
 
 /// One inline request following one task.
@@ -83,8 +83,8 @@ impl InlineRequest for GatewayInline<'_> {
 
     fn ended(&self, record: &TaskRecord) -> Option<Result<CallToolResult, ErrorData>> {
         match record.status {
-            TaskPhase::Completed => Some(wire::tool_result(record)),
-            TaskPhase::Failed => Some(Err(wire::task_error(record))),
+            TaskPhase::Completed => Some(render::tool_result(record)),
+            TaskPhase::Failed => Some(Err(render::task_error(record))),
             TaskPhase::Cancelled => Some(Ok(CallToolResult::error(vec![ContentBlock::text(
                 format!("Error: task {} was cancelled before it finished", record.id),
             )]))),

@@ -72,7 +72,7 @@ use tokio::sync::broadcast::{self, error::TryRecvError};
 
 use super::error::GatewayError;
 use crate::clock::Millis;
-use crate::scheduler::StorageQuota;
+use crate::engine::StorageQuota;
 use crate::task::{Owner, TaskId, TaskRecord};
 
 pub use super::error::LIMITED;

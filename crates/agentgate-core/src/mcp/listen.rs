@@ -29,7 +29,7 @@
 //! [`stdio_listens`] under the request's id (one stdio client per process),
 //! and adds them to the acknowledgement on its way out.
 //!
-//! [`Engine::subscribe`]: crate::scheduler::Engine::subscribe
+//! [`Engine::subscribe`]: crate::engine::Engine::subscribe
 
 use std::collections::HashMap;
 
@@ -44,8 +44,8 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::gateway::Gateway;
-use super::wire;
-use crate::scheduler::{Changed, TaskError, TaskWatch};
+use super::render;
+use crate::engine::{Changed, TaskError, TaskWatch};
 use crate::task::TaskId;
 
 /// The `taskIds` of stdio listen requests, by the JSON text of their
@@ -357,7 +357,7 @@ impl Gateway {
                 return true;
             }
         };
-        let detailed = match wire::to_detailed_task(&record, self.engine.tools(), now) {
+        let detailed = match render::to_detailed_task(&record, self.engine.tools(), now) {
             Ok(detailed) => detailed,
             Err(e) => {
                 tracing::warn!(task = %id, error = %e.message, "task status push: unreadable task");

@@ -12,7 +12,7 @@
 //!
 //! - [`gateway`]: the handler and its request path.
 //! - [`error`]: every JSON-RPC error code, chosen in one place.
-//! - [`wire`]: stored records → the Tasks extension's wire shapes.
+//! - [`render`]: stored records → the Tasks extension's wire shapes.
 //! - [`inline`]: driving a task for clients without the tasks extension.
 //! - [`inline_task`]: the gateway's side of a tool's own answer for such
 //!   clients ([`crate::job::SyncView`]), where its upstream had a contract to
@@ -38,19 +38,19 @@ mod inline;
 mod inline_task;
 pub mod limits;
 mod listen;
+mod render;
 mod sessions;
 mod stdio;
 mod task_control;
 mod task_status;
 mod tasks_2025;
 mod transport;
-mod wire;
 
 pub use connections::{ConnectionLimits, serve_http_with};
 pub use error::GatewayError;
 pub use gateway::{Gateway, TransportKind};
 pub use limits::Limits;
 pub use listen::MAX_LISTEN_TASK_IDS;
+pub use render::to_detailed_task;
 pub use sessions::SessionLimits;
 pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};
-pub use wire::to_detailed_task;

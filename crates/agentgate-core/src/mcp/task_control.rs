@@ -17,8 +17,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::gateway::Gateway;
-use super::wire;
-use crate::scheduler::TaskError;
+use super::render;
+use crate::engine::TaskError;
 use crate::task::{TaskId, TaskPhase};
 
 pub(super) const ANSWER: &str = "task_answer";
@@ -119,7 +119,7 @@ impl Gateway {
                 record.status
             )));
         }
-        let requests = wire::input_requests(&record)?;
+        let requests = render::input_requests(&record)?;
         if let Err(problem) = check_answers(&requests, &responses) {
             return Ok(error(format!("task `{id}`: {problem}")));
         }

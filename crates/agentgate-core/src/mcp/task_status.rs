@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use super::error::GatewayError;
 use super::gateway::Gateway;
-use super::wire;
-use crate::scheduler::TaskError;
+use super::render;
+use crate::engine::TaskError;
 use crate::task::TaskId;
 
 pub(super) const NAME: &str = "task_status";
@@ -125,7 +125,7 @@ impl Gateway {
                 break;
             }
         }
-        let detailed = wire::to_detailed_task(&record, self.engine.tools(), self.engine.now())?;
+        let detailed = render::to_detailed_task(&record, self.engine.tools(), self.engine.now())?;
         let structured = serde_json::to_value(&detailed)
             .map_err(|e| GatewayError::Internal(format!("rendering task {id}: {e}")))?;
         let mut text = format!("Task {id}: {}", record.status);

@@ -45,7 +45,7 @@ use serde_json::{Value, json};
 
 use super::error::GatewayError;
 use super::gateway::Gateway;
-use super::wire;
+use super::render;
 use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
 
 /// The protocol version whose task wire this module serves.
@@ -466,7 +466,7 @@ fn to_value<T: Serialize>(value: &T) -> Result<Value, ErrorData> {
 
 impl Gateway {
     fn task_2025(&self, record: &TaskRecord) -> Task2025 {
-        let task = wire::task_fields(record, self.engine.tools(), self.engine.now());
+        let task = render::task_fields(record, self.engine.tools(), self.engine.now());
         Task2025 {
             task_id: task.task_id,
             status: record.status.as_str(),
@@ -595,7 +595,7 @@ impl Gateway {
     /// `tools/call` would have: its `CallToolResult` or its JSON-RPC error.
     /// While the task is `input_required`, its questions go to the client
     /// as `elicitation/create` tied to the task, once per question, and the
-    /// answers go to [`Engine::answer`](crate::scheduler::Engine::answer),
+    /// answers go to [`Engine::answer`](crate::engine::Engine::answer),
     /// as `tasks/update` does.
     async fn task_result(
         &self,
@@ -624,7 +624,7 @@ impl Gateway {
                     }
                     return Ok(result);
                 }
-                TaskPhase::Failed => return Err(wire::task_error(&record)),
+                TaskPhase::Failed => return Err(render::task_error(&record)),
                 TaskPhase::Cancelled => {
                     return Ok(json!({
                         "content": [{"type": "text", "text": format!("Task {id} was cancelled.")}],
@@ -633,7 +633,7 @@ impl Gateway {
                     }));
                 }
                 TaskPhase::InputRequired => {
-                    let requests = wire::input_requests(&record)?;
+                    let requests = render::input_requests(&record)?;
                     let fresh: Vec<_> = requests
                         .iter()
                         .filter(|(key, _)| !asked.contains(key))

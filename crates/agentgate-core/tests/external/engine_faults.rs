@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentgate_core::clock::{Clock as _, ManualClock, Millis, SystemClock};
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::{
     Claimed, InputAck, ListCursor, SqliteStore, StoreError, StoreResult, StoredUsage, SweepReport,
     TaskCount, TaskStore,

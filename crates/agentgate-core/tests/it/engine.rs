@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentgate_core::clock::{Clock as _, ManualClock, Millis};
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{NewTask, Owner, RetryPolicy, TaskId, TaskPhase, ToolPolicy};
 use agentgate_testkit::engine::{Driven, drive_to_end};

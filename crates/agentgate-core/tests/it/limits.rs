@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use agentgate_core::auth::Principal;
 use agentgate_core::clock::{ManualClock, Millis};
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::limits::LIMITED;
 use agentgate_core::mcp::{Gateway, HttpOptions, Limits, TransportKind, http_router};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_core::task::{Owner, ToolPolicy};
 use agentgate_testkit::spy::StoreSpy;

@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::clock::SystemClock;
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{PollPolicy, ToolPolicy};
 use agentgate_testkit::prop::{self as shared, config};

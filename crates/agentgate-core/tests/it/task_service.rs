@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use agentgate_backend::{Backend, BoxFuture, Nudge};
 use agentgate_core::clock::{ManualClock, Millis};
+use agentgate_core::engine::{Changed, Engine, EngineConfig, TaskError, TaskQuota};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::registry::ToolRegistry;
 use agentgate_core::runtime::Runtime;
-use agentgate_core::scheduler::{Changed, Engine, EngineConfig, TaskError, TaskQuota};
 use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy};
 use rmcp::model::{

@@ -22,8 +22,8 @@ mod walkthrough;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::mcp::{HttpOptions, TransportKind, serve_http};
-use agentgate_core::scheduler::EngineConfig;
 use agentgate_sim::a2a::{self, A2aConfig, A2aSim};
 use agentgate_sim::github::{self, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
 use agentgate_sim::qbusiness::{self, QBusinessConfig, QBusinessSim};

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agentgate_backend::ToolSpec;
 use agentgate_core::clock::SystemClock;
+use agentgate_core::engine::{Engine, EngineConfig, TaskQuota};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig, TaskQuota};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
 use agentgate_sim::a2a::A2aConfig as SimConfig;

@@ -33,8 +33,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use agentgate_core::clock::SystemClock;
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{NewTask, Owner, TaskId};
 use apollo_compiler::diagnostic::ToCliReport;

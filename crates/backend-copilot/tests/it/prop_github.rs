@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentgate_core::clock::SystemClock;
+use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::registry::ToolRegistry;
-use agentgate_core::scheduler::{Engine, EngineConfig};
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{NewTask, Owner, TaskId, TaskPhase};
 use agentgate_testkit::prop::{self as shared, Canned, CannedUpstream, config};
