@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use agentgate_backend::{Event, Job, JobContext, Step, StepResult};
 use aws_sdk_qbusiness::Client;
+use aws_sdk_qbusiness::error::SdkError;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
 use aws_sdk_qbusiness::types::{
     ActionExecution, ChatModeConfiguration, MessageType, PluginConfiguration,
@@ -142,6 +143,32 @@ pub enum State {
     },
 }
 
+/// A call that found no credentials while `AWS_PROFILE` names a profile
+/// the shared files do not define: that is the cause, said plainly (the
+/// SDK's own error goes on through every other provider and ends blaming
+/// the instance metadata service).
+async fn missing_profile<E, R>(error: &SdkError<E, R>, settings: &Settings) -> Option<ChatError>
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let profile = settings.profile.as_deref()?;
+    // Found before any request: not an answer of the service.
+    let no_credentials = !matches!(error, SdkError::ServiceError(_))
+        && aws_sdk_qbusiness::error::DisplayErrorContext(error)
+            .to_string()
+            .contains("credentials");
+    if !no_credentials || crate::settings::profile_defined(profile).await != Some(false) {
+        return None;
+    }
+    Some(ChatError::Final(format!(
+        "Error: no usable AWS credentials: AWS_PROFILE names the profile `{profile}`, which \
+         neither ~/.aws/config nor ~/.aws/credentials defines (nor the files AWS_CONFIG_FILE \
+         and AWS_SHARED_CREDENTIALS_FILE name). Add it (`aws configure --profile {profile}`, \
+         or `aws configure sso`), or unset AWS_PROFILE to use the other credential sources."
+    )))
+}
+
 fn tool_error(text: String) -> Step<State> {
     Step::Done(crate::answer::error_result(text))
 }
@@ -218,10 +245,21 @@ impl QBusinessQuery {
         } else {
             request.send().await
         };
-        let output = sent.map_err(|e| {
-            let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
-            ChatError::chat_sync(&e, &settings.application_id, &endpoint, attempts)
-        })?;
+        let output = match sent {
+            Ok(output) => output,
+            Err(e) => {
+                if let Some(missing) = missing_profile(&e, settings).await {
+                    return Err(missing);
+                }
+                let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
+                return Err(ChatError::chat_sync(
+                    &e,
+                    &settings.application_id,
+                    &endpoint,
+                    attempts,
+                ));
+            }
+        };
         if let Some(conversation_id) = output.conversation_id() {
             // A repeated step binds the same id again, which is a no-op.
             let ours = cx

@@ -110,3 +110,16 @@ impl Settings {
         Client::from_conf(config.build())
     }
 }
+
+/// Whether the shared config and credentials files (`~/.aws/config` and
+/// `~/.aws/credentials`, or the files `AWS_CONFIG_FILE` and
+/// `AWS_SHARED_CREDENTIALS_FILE` name) define `profile`, read as the SDK
+/// reads them; `None` when they cannot be read.
+pub async fn profile_defined(profile: &str) -> Option<bool> {
+    use aws_types::os_shim_internal::{Env, Fs};
+    let files = aws_runtime::env_config::file::EnvConfigFiles::default();
+    let profiles = aws_config::profile::load(&Fs::real(), &Env::real(), &files, None)
+        .await
+        .ok()?;
+    Some(profiles.get_profile(profile).is_some())
+}

@@ -640,7 +640,7 @@ async fn configuration_and_credential_problems_are_clear() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("t.db");
     // An unreachable endpoint is an outage, retried: see tests/chaos.rs.
-    let cases: [EnvCase; 4] = [
+    let cases: [EnvCase; 5] = [
         (
             &["QBUSINESS_APPLICATION_ID"],
             &[],
@@ -660,6 +660,17 @@ async fn configuration_and_credential_problems_are_clear() {
             &[],
             &[("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN")],
             "UnrecognizedClientException",
+        ),
+        // Issue 33: a profile that does not exist is named, not blamed on
+        // the instance metadata service.
+        (
+            &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+            &[
+                ("AWS_PROFILE", "work"),
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+            ],
+            "AWS_PROFILE names the profile `work`, which neither ~/.aws/config nor \
+             ~/.aws/credentials defines",
         ),
     ];
     for (drop, set, expected) in cases {
