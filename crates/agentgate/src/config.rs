@@ -31,7 +31,9 @@ pub(crate) struct FileConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ServerSection {
-    /// Address for Streamable HTTP, e.g. "127.0.0.1:8722".
+    /// Address for Streamable HTTP, e.g. "127.0.0.1:8722" ("localhost:8722"
+    /// is the same).
+    #[serde(default, deserialize_with = "listen_address")]
     pub listen: Option<SocketAddr>,
     /// Task store URL, e.g. "sqlite:///var/lib/agentgate/tasks.db".
     pub store: Option<String>,
@@ -244,6 +246,16 @@ pub(crate) fn default_data_file(name: &str) -> Result<PathBuf> {
             format!("no home directory to keep {name} in; name a path for it (see --help)")
         })?;
     Ok(dirs.data_dir().join(name))
+}
+
+/// `server.listen`, read as `--listen` is (`crate::serve::parse_listen`).
+fn listen_address<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    crate::serve::parse_listen(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 #[cfg(test)]

@@ -31,8 +31,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, conflicts_with = "listen")]
     stdio: bool,
 
-    /// Serve Streamable HTTP at http://ADDR/mcp, e.g. 127.0.0.1:8722.
-    #[arg(long, env = "AGENTGATE_LISTEN", value_name = "ADDR")]
+    /// Serve Streamable HTTP at http://ADDR/mcp, e.g. 127.0.0.1:8722
+    /// (localhost:8722 is the same).
+    #[arg(long, env = "AGENTGATE_LISTEN", value_name = "ADDR", value_parser = parse_listen)]
     listen: Option<SocketAddr>,
 
     /// Task store: sqlite://PATH (created on first use) or
@@ -139,6 +140,33 @@ impl DurabilityArgs {
 
 fn parse_durability(value: &str) -> Result<Durability, String> {
     value.parse()
+}
+
+/// A listen address: `IP:PORT` (`[::1]:PORT` for IPv6), or `localhost:PORT`
+/// for the IPv4 loopback. A bare `:PORT` is refused with both readings:
+/// some tools take it for every interface, which on a gateway is a decision
+/// to make explicitly.
+pub(crate) fn parse_listen(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse() {
+        return Ok(addr);
+    }
+    let (host, port) = value.rsplit_once(':').ok_or_else(|| {
+        format!("`{value}` is not an address: write HOST:PORT, e.g. 127.0.0.1:8722")
+    })?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("`{value}`: the port `{port}` is not a number from 0 to 65535"))?;
+    match host {
+        "" => Err(format!(
+            "`{value}` names no host: write 127.0.0.1:{port} for this machine only, or \
+             0.0.0.0:{port} for every interface (which needs authentication)"
+        )),
+        h if h.eq_ignore_ascii_case("localhost") => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
+        _ => Err(format!(
+            "`{value}`: `{host}` is not an IP address; write the address to listen on, e.g. \
+             127.0.0.1:{port}, 0.0.0.0:{port} or [::]:{port}"
+        )),
+    }
 }
 
 /// `agentgate migrate`: opening a store applies its pending migrations
@@ -470,6 +498,34 @@ async fn stop_on_signal(shutdown: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_takes_localhost_and_refuses_a_bare_port_naming_both_readings() {
+        assert_eq!(
+            parse_listen("localhost:8722"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 8722)))
+        );
+        assert_eq!(parse_listen("[::1]:9"), Ok("[::1]:9".parse().expect("v6")));
+        let bare = parse_listen(":8722").expect_err("refused");
+        assert!(
+            bare.contains("127.0.0.1:8722") && bare.contains("0.0.0.0:8722"),
+            "{bare}"
+        );
+        let name = parse_listen("gateway.internal:8722").expect_err("refused");
+        assert!(name.contains("not an IP address"), "{name}");
+        let port = parse_listen("127.0.0.1:http").expect_err("refused");
+        assert!(port.contains("port `http`"), "{port}");
+        let config: crate::config::ServerSection =
+            toml::from_str("listen = \"localhost:8722\"").expect("parses");
+        assert_eq!(
+            config.listen,
+            Some(SocketAddr::from(([127, 0, 0, 1], 8722)))
+        );
+        let refused = toml::from_str::<crate::config::ServerSection>("listen = \":8722\"")
+            .expect_err("refused")
+            .to_string();
+        assert!(refused.contains("names no host"), "{refused}");
+    }
 
     #[test]
     fn absurd_engine_settings_saturate_instead_of_wrapping() {
