@@ -186,14 +186,25 @@ fn store_url(flag: Option<String>, file: &FileConfig) -> Result<String> {
 }
 
 /// The engine settings of `[engine]` (and `--concurrency`) over the
-/// defaults.
-fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> EngineConfig {
+/// defaults. A value below its floor is refused, naming the key and the
+/// floor, rather than raised silently.
+fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> Result<EngineConfig> {
+    fn at_least(key: &str, value: u64, floor: u64, why: &str) -> Result<u64> {
+        if value < floor {
+            bail!("{key} = {value} is below its minimum of {floor} ({why}); set {floor} or more");
+        }
+        Ok(value)
+    }
     let mut config = EngineConfig::default();
     if let Some(n) = concurrency.or(engine.concurrency) {
-        config.concurrency = n.max(1);
+        if n == 0 {
+            bail!("--concurrency / engine.concurrency = 0 would run no step; set 1 or more");
+        }
+        config.concurrency = n;
     }
     if let Some(secs) = engine.lease_seconds {
-        config.lease = Duration::from_secs(secs.max(3));
+        let why = "a lease must outlast a heartbeat and a slow store write";
+        config.lease = Duration::from_secs(at_least("engine.lease_seconds", secs, 3, why)?);
     }
     if let Some(hours) = engine.retention_hours {
         // Saturating: a wrapped product would be a tiny retention, and the
@@ -204,13 +215,16 @@ fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> EngineCo
         config.retry_for = Duration::from_secs(secs);
     }
     if let Some(secs) = engine.max_backoff_seconds {
-        config.max_backoff = Duration::from_secs(secs.max(1));
+        let why = "a failing step would be retried at once, without pause";
+        config.max_backoff =
+            Duration::from_secs(at_least("engine.max_backoff_seconds", secs, 1, why)?);
     }
     if let Some(bytes) = engine.max_result_bytes {
-        // A floor, so that no ordinary result (or failure) is refused.
-        config.max_result_bytes = usize::try_from(bytes.max(1024)).unwrap_or(usize::MAX);
+        let why = "an ordinary result, or the failure saying it is too large, must fit";
+        let bytes = at_least("engine.max_result_bytes", bytes, 1024, why)?;
+        config.max_result_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
     }
-    config
+    Ok(config)
 }
 
 async fn open_store(url: &str, durability: Durability) -> Result<Arc<dyn store::TaskStore>> {
@@ -235,7 +249,7 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     let limits = file.limits.to_limits().context("reading [limits]")?;
     let store = open_store(&store_url, args.durability.resolve(&file)).await?;
 
-    let mut config = engine_config(args.concurrency, &file.engine);
+    let mut config = engine_config(args.concurrency, &file.engine)?;
     config.store_key = args.store_key.load(&file, &store_url)?;
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
@@ -534,37 +548,68 @@ mod tests {
             lease_seconds: Some(u64::MAX),
             ..EngineSection::default()
         };
-        let config = engine_config(Some(0), &engine);
+        let config = engine_config(None, &engine).expect("valid");
         // u64::MAX hours is more seconds than a u64 holds: a wrapping product
         // would be a retention of hours, and the sweep would delete every
         // ended task at its next run.
         assert_eq!(config.retention, Duration::from_secs(u64::MAX));
         assert_eq!(config.lease, Duration::from_secs(u64::MAX));
-        assert_eq!(config.concurrency, 1, "at least one step at a time");
-        let tiny = engine_config(
-            None,
-            &EngineSection {
-                lease_seconds: Some(0),
-                max_backoff_seconds: Some(0),
-                max_result_bytes: Some(0),
-                ..EngineSection::default()
-            },
-        );
-        assert_eq!(tiny.lease, Duration::from_secs(3), "a lease floor of 3 s");
-        assert_eq!(tiny.max_backoff, Duration::from_secs(1));
-        assert_eq!(tiny.max_result_bytes, 1024, "a result floor of 1 KiB");
         let huge = EngineSection {
             max_result_bytes: Some(u64::MAX),
             ..EngineSection::default()
         };
         assert_eq!(
-            engine_config(None, &huge).max_result_bytes,
+            engine_config(None, &huge).expect("valid").max_result_bytes,
             usize::try_from(u64::MAX).unwrap_or(usize::MAX)
         );
         assert_eq!(
-            engine_config(None, &EngineSection::default()).max_result_bytes,
+            engine_config(None, &EngineSection::default())
+                .expect("valid")
+                .max_result_bytes,
             4 * 1024 * 1024
         );
+    }
+
+    /// Issue 33: a value below its floor was raised silently (a lease of
+    /// 1 s became 3 s); it is refused, naming the key and the floor.
+    #[test]
+    fn engine_settings_below_their_floor_are_refused_by_key() {
+        let refused = |engine: EngineSection| {
+            engine_config(None, &engine)
+                .expect_err("refused")
+                .to_string()
+        };
+        let lease = refused(EngineSection {
+            lease_seconds: Some(1),
+            ..EngineSection::default()
+        });
+        assert!(
+            lease.contains("engine.lease_seconds = 1 is below its minimum of 3"),
+            "{lease}"
+        );
+        let backoff = refused(EngineSection {
+            max_backoff_seconds: Some(0),
+            ..EngineSection::default()
+        });
+        assert!(backoff.contains("engine.max_backoff_seconds"), "{backoff}");
+        let result = refused(EngineSection {
+            max_result_bytes: Some(10),
+            ..EngineSection::default()
+        });
+        assert!(result.contains("minimum of 1024"), "{result}");
+        let none = engine_config(Some(0), &EngineSection::default())
+            .expect_err("refused")
+            .to_string();
+        assert!(none.contains("engine.concurrency = 0"), "{none}");
+        let floors = EngineSection {
+            lease_seconds: Some(3),
+            max_backoff_seconds: Some(1),
+            max_result_bytes: Some(1024),
+            ..EngineSection::default()
+        };
+        let config = engine_config(Some(1), &floors).expect("the floors themselves are valid");
+        assert_eq!(config.lease, Duration::from_secs(3));
+        assert_eq!(config.max_result_bytes, 1024);
     }
 
     #[test]
