@@ -57,8 +57,9 @@ enum Command {
     /// Apply the task store's schema migrations and exit (`serve` applies
     /// them too; this is for deployments that migrate before rolling out).
     Migrate(serve::MigrateArgs),
-    /// Run local emulators of the backends (Amazon Q Business ChatSync) that
-    /// speak the real wire protocols, for trying agentgate without a cloud account.
+    /// Run local emulators of the backends (Amazon Q Business, GitHub with a
+    /// simulated Copilot agent, an A2A v1.0 agent) that speak the real wire
+    /// protocols, for trying agentgate without a cloud account.
     // Boxed: the emulators' flags make it by far the largest variant.
     Sim(Box<agentgate_sim::SimArgs>),
     /// Call a tool on an MCP server and follow the task it starts; exit 0

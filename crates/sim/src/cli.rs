@@ -284,7 +284,11 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
          QBUSINESS_APPLICATION_ID={app}\n\
          GITHUB_API_URL={github_endpoint}\n\
          GITHUB_PERSONAL_ACCESS_TOKEN={token}\n\
-         A2A_AGENT_URL={a2a_endpoint}\n",
+         For the A2A agent, agentgate's config file (A2A agents are configured there, not in \
+         the environment):\n\
+         \x20 [[a2a.agents]]\n\
+         \x20 name = \"sim\"\n\
+         \x20 url = \"{a2a_endpoint}\"\n",
         app = args.application_id,
         lat = args.latency_ms,
         jit = args.latency_jitter_ms,
