@@ -397,9 +397,9 @@ const LIST_PAGE: u32 = 50;
 /// `nextCursor` string (base64url of `<createdAt ms>.<taskId>`). It names
 /// only a position in the caller's own list: a cursor made up or taken from
 /// someone else lists the caller's own tasks from there, nothing more.
-struct ListCursor(crate::store::ListCursor);
+struct NextCursor(crate::store::ListCursor);
 
-impl ListCursor {
+impl NextCursor {
     fn after(last: &TaskRecord) -> Self {
         Self(crate::store::ListCursor {
             created_at: last.created_at,
@@ -566,7 +566,7 @@ impl Gateway {
     async fn task_list(&self, owner: &Owner, request: &CustomRequest) -> Result<Value, ErrorData> {
         let cursor = match request.params.as_ref().and_then(|p| p.get("cursor")) {
             None | Some(Value::Null) => None,
-            Some(Value::String(cursor)) => Some(ListCursor::decode(cursor)?),
+            Some(Value::String(cursor)) => Some(NextCursor::decode(cursor)?),
             Some(_) => {
                 return Err(GatewayError::BadParams(
                     "tasks/list: `cursor` must be the string a tasks/list answer gave as \
@@ -586,7 +586,7 @@ impl Gateway {
         let tasks: Vec<Task2025> = page.iter().map(|record| self.task_2025(record)).collect();
         let mut answer = json!({ "tasks": to_value(&tasks)? });
         if let (true, Some(last)) = (more, page.last()) {
-            answer["nextCursor"] = Value::String(ListCursor::after(last).encode());
+            answer["nextCursor"] = Value::String(NextCursor::after(last).encode());
         }
         Ok(answer)
     }
@@ -693,14 +693,14 @@ mod tests {
 
     #[test]
     fn a_list_cursor_round_trips_and_a_made_up_one_is_invalid_params() {
-        let cursor = ListCursor(crate::store::ListCursor {
+        let cursor = NextCursor(crate::store::ListCursor {
             created_at: crate::clock::Millis::from_unix_ms(1_800_000_000_123),
             id: TaskId::from_client("a.b-c_d"),
         });
-        let back = ListCursor::decode(&cursor.encode()).expect("decodes");
+        let back = NextCursor::decode(&cursor.encode()).expect("decodes");
         assert_eq!(back.0, cursor.0);
         for bad in ["", "!!", "bm9kb3Q", "MTIzLg"] {
-            let error = ListCursor::decode(bad).err().expect("refused");
+            let error = NextCursor::decode(bad).err().expect("refused");
             assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad}");
             assert!(error.message.contains("nextCursor"), "{}", error.message);
         }
