@@ -33,7 +33,7 @@
 
 use std::collections::HashMap;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::http::StatusCode;
 use futures::StreamExt as _;
 use rmcp::model::{
@@ -45,6 +45,7 @@ use serde_json::Value;
 
 use super::gateway::Gateway;
 use super::render;
+use super::sse_patch::FirstEventPatch;
 use crate::engine::{Changed, TaskError, TaskWatch};
 use crate::task::TaskId;
 
@@ -182,56 +183,12 @@ pub(crate) fn acknowledge_task_ids(
         return response;
     }
     let (parts, body) = response.into_parts();
-    let mut patcher = AckPatcher::new(ids.0);
+    let ids = ids.0;
+    let mut patcher = FirstEventPatch::new(move |event: &[u8]| patch_event(event, &ids));
     let stream = body
         .into_data_stream()
         .map(move |chunk| chunk.map(|bytes| patcher.feed(bytes)));
     axum::response::Response::from_parts(parts, Body::from_stream(stream))
-}
-
-/// Holds back the stream's bytes until the acknowledgement event has been
-/// seen whole, rewrites it, then gets out of the way.
-struct AckPatcher {
-    ids: Option<Vec<String>>,
-    pending: Vec<u8>,
-}
-
-impl AckPatcher {
-    fn new(ids: Vec<String>) -> Self {
-        Self {
-            ids: Some(ids),
-            pending: Vec::new(),
-        }
-    }
-
-    fn feed(&mut self, bytes: Bytes) -> Bytes {
-        let Some(ids) = &self.ids else {
-            return bytes;
-        };
-        self.pending.extend_from_slice(&bytes);
-        let mut out = Vec::with_capacity(self.pending.len() + 64);
-        let mut consumed = 0;
-        while let Some(end) = find(&self.pending[consumed..], b"\n\n") {
-            let event = &self.pending[consumed..consumed + end + 2];
-            consumed += end + 2;
-            match patch_event(event, ids) {
-                Some(patched) => {
-                    out.extend_from_slice(&patched);
-                    out.extend_from_slice(&self.pending[consumed..]);
-                    self.pending.clear();
-                    self.ids = None;
-                    return Bytes::from(out);
-                }
-                None => out.extend_from_slice(event),
-            }
-        }
-        self.pending.drain(..consumed);
-        Bytes::from(out)
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The event with `taskIds` added, if it is the acknowledgement.
@@ -390,6 +347,7 @@ impl Gateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Bytes;
     use serde_json::json;
 
     fn listen(notifications: Value, with_tasks: bool) -> Value {
@@ -473,7 +431,8 @@ mod tests {
         });
         let stream = format!("data:\nretry: 3000\n\ndata: {ack}\n\ndata: {{\"later\":1}}\n\n");
         let bytes = stream.as_bytes();
-        let mut patcher = AckPatcher::new(vec!["t1".into()]);
+        let ids = vec!["t1".to_owned()];
+        let mut patcher = FirstEventPatch::new(|event: &[u8]| patch_event(event, &ids));
         let mut out = Vec::new();
         for chunk in bytes.chunks(17) {
             out.extend_from_slice(&patcher.feed(Bytes::copy_from_slice(chunk)));

@@ -40,6 +40,7 @@ pub mod limits;
 mod listen;
 mod render;
 mod sessions;
+mod sse_patch;
 mod stdio;
 mod task_control;
 mod task_status;

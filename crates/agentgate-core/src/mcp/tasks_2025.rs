@@ -46,6 +46,7 @@ use serde_json::{Value, json};
 use super::error::GatewayError;
 use super::gateway::Gateway;
 use super::render;
+use super::sse_patch::FirstEventPatch;
 use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
 
 /// The protocol version whose task wire this module serves.
@@ -202,55 +203,13 @@ pub(crate) async fn patch_response(
         return axum::response::Response::from_parts(parts, Body::from(patched));
     }
     if content_type.starts_with("text/event-stream") {
-        let mut patcher = EventPatcher {
-            patch: Some(patch),
-            pending: Vec::new(),
-        };
+        let mut patcher = FirstEventPatch::new(move |event: &[u8]| patch_event(event, patch));
         let stream = body
             .into_data_stream()
             .map(move |chunk| chunk.map(|bytes| patcher.feed(bytes)));
         return axum::response::Response::from_parts(parts, Body::from_stream(stream));
     }
     axum::response::Response::from_parts(parts, body)
-}
-
-/// Holds back an SSE stream's bytes until the event with the response (the
-/// one message with a `result`) has been seen whole, patches it, then gets
-/// out of the way.
-struct EventPatcher {
-    patch: Option<fn(&mut Value)>,
-    pending: Vec<u8>,
-}
-
-impl EventPatcher {
-    fn feed(&mut self, bytes: Bytes) -> Bytes {
-        let Some(patch) = self.patch else {
-            return bytes;
-        };
-        self.pending.extend_from_slice(&bytes);
-        let mut out = Vec::with_capacity(self.pending.len() + 64);
-        let mut consumed = 0;
-        while let Some(end) = find(&self.pending[consumed..], b"\n\n") {
-            let event = &self.pending[consumed..consumed + end + 2];
-            consumed += end + 2;
-            match patch_event(event, patch) {
-                Some(patched) => {
-                    out.extend_from_slice(&patched);
-                    out.extend_from_slice(&self.pending[consumed..]);
-                    self.pending.clear();
-                    self.patch = None;
-                    return Bytes::from(out);
-                }
-                None => out.extend_from_slice(event),
-            }
-        }
-        self.pending.drain(..consumed);
-        Bytes::from(out)
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The event rewritten, if its `data:` line is the response.
@@ -827,10 +786,7 @@ mod tests {
 
     #[test]
     fn an_sse_response_is_patched_across_chunks() {
-        let mut patcher = EventPatcher {
-            patch: Some(patch_tools_list),
-            pending: Vec::new(),
-        };
+        let mut patcher = FirstEventPatch::new(|event: &[u8]| patch_event(event, patch_tools_list));
         let event = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"q\"},{\"name\":\"task_status\"}]}}\n\n";
         let (a, b) = event.split_at(30);
         let mut out = patcher.feed(Bytes::from(a.to_owned())).to_vec();
