@@ -119,6 +119,11 @@ impl Auth {
         }))
     }
 
+    /// A fixed bearer token (a principal's own).
+    pub fn bearer(token: Secret) -> Self {
+        Self(Arc::new(Kind::Bearer(token)))
+    }
+
     /// Whether a 401 may be cured by a new token.
     pub fn renews(&self) -> bool {
         matches!(*self.0, Kind::OAuth(_))

@@ -255,6 +255,15 @@ impl AgentClient {
         }
     }
 
+    /// This client, authenticating with `auth` instead (a principal's own
+    /// token): the same connections, guard and metrics.
+    pub fn with_auth(&self, auth: Auth) -> Self {
+        Self {
+            auth,
+            ..self.clone()
+        }
+    }
+
     pub fn auth(&self) -> &Auth {
         &self.auth
     }

@@ -151,6 +151,12 @@ pub struct AgentConfig {
     /// that may call this agent's tool. Unset: every principal.
     #[serde(default)]
     pub principals: Option<Vec<String>>,
+    /// A bearer token per principal: principal → the environment variable
+    /// holding that principal's own token at this agent. A listed principal's
+    /// calls carry its token (the agent sees that person); everyone else's
+    /// carry the agent's `token_env` or `[oauth]` credentials.
+    #[serde(default)]
+    pub principal_tokens: std::collections::BTreeMap<String, String>,
 }
 
 /// `[a2a.agents.oauth]`: OAuth 2.0 client credentials for one agent (RFC
@@ -256,6 +262,8 @@ pub struct AgentSettings {
     pub allow_private_network: bool,
     /// Who may call it (`None`: everyone).
     pub principals: Option<Vec<String>>,
+    /// Principals with a bearer token of their own at this agent.
+    pub principal_tokens: std::collections::BTreeMap<String, Secret>,
     /// Its path in the config, for messages (`agents[0]`).
     pub at: String,
 }
@@ -507,6 +515,32 @@ impl AgentConfig {
                 "is empty; name a principal as its tasks are owned, e.g. \"token:alice\"",
             ));
         }
+        let mut principal_tokens = std::collections::BTreeMap::new();
+        for (principal, var) in &self.principal_tokens {
+            let path = format!("{at}.principal_tokens.\"{principal}\"");
+            if principal.trim().is_empty() {
+                return Err(SettingsError::new(
+                    path,
+                    "names no principal; use the principal as its tasks are owned, e.g. \
+                     \"token:alice\"",
+                ));
+            }
+            // A token for someone who may not call the agent is a typo or
+            // a leftover: either way, not what the operator meant.
+            if let Some(allowed) = &self.principals
+                && !allowed.contains(principal)
+            {
+                return Err(SettingsError::new(
+                    path,
+                    format!(
+                        "{principal:?} has a token here but is not in {at}.principals, so it \
+                         may not call this agent; add it there or remove its token"
+                    ),
+                ));
+            }
+            let token = secret_from(env, var, path, "the principal's bearer token at the agent")?;
+            principal_tokens.insert(principal.clone(), token);
+        }
         let poll_ms = self.poll_interval_ms.unwrap_or(default_poll_ms);
         if poll_ms == 0 {
             return Err(SettingsError::new(
@@ -527,6 +561,7 @@ impl AgentConfig {
             allow_http: self.allow_http,
             allow_private_network: self.allow_private_network,
             principals: self.principals.clone(),
+            principal_tokens,
             at: at.to_owned(),
         })
     }
@@ -671,6 +706,31 @@ mod tests {
             agent.extend(extra.clone());
         }
         parse_section(SECTION, Some(json!({ "agents": [agent] }))).expect("parses")
+    }
+
+    #[test]
+    fn a_principals_own_token_is_read_checked_and_never_shown() {
+        let env = |name: &str| (name == "ALICE_AT_HELPER").then(|| "alice-s3cret".to_owned());
+        let config = one_agent(json!({"principal_tokens": {"token:alice": "ALICE_AT_HELPER"}}));
+        let settings = config.resolve(&env).expect("resolves");
+        assert_eq!(
+            settings.agents[0].principal_tokens.get("token:alice"),
+            Some(&Secret::new("alice-s3cret"))
+        );
+        assert!(!format!("{settings:?}").contains("alice-s3cret"));
+
+        let e = config.resolve(&no_env).expect_err("unset variable");
+        assert_eq!(e.path, "agents[0].principal_tokens.\"token:alice\"");
+        assert!(e.message.contains("ALICE_AT_HELPER"), "{e}");
+
+        // A token for a principal that may not call the agent is refused.
+        let config = one_agent(json!({
+            "principals": ["token:bob"],
+            "principal_tokens": {"token:alice": "ALICE_AT_HELPER"},
+        }));
+        let e = config.resolve(&env).expect_err("not allowed");
+        assert_eq!(e.path, "agents[0].principal_tokens.\"token:alice\"");
+        assert!(e.message.contains("agents[0].principals"), "{e}");
     }
 
     #[test]

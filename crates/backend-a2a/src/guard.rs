@@ -349,6 +349,7 @@ mod tests {
             allow_http: false,
             allow_private_network: false,
             principals: None,
+            principal_tokens: Default::default(),
             at: "agents[0]".into(),
         };
         extra(&mut settings);

@@ -83,7 +83,12 @@ pub(crate) enum CardState {
 #[derive(Debug)]
 pub(crate) struct Agent {
     pub settings: AgentSettings,
+    /// The agent's own credentials: the card, and every principal without
+    /// a token of its own.
     pub client: AgentClient,
+    /// Principals with their own token (`principal_tokens`): their tasks
+    /// call through these, so the agent sees that person.
+    by_principal: std::collections::HashMap<String, AgentClient>,
     card: RwLock<CardState>,
     /// The agent answered ListTasks with MethodNotFound / Unsupported: no
     /// more lookups (each would fail the same way).
@@ -92,12 +97,31 @@ pub(crate) struct Agent {
 
 impl Agent {
     pub(crate) fn new(settings: AgentSettings, client: AgentClient) -> Self {
+        let by_principal = settings
+            .principal_tokens
+            .iter()
+            .map(|(principal, token)| {
+                let auth = crate::auth::Auth::bearer(token.clone());
+                (principal.clone(), client.with_auth(auth))
+            })
+            .collect();
         Self {
             settings,
             client,
+            by_principal,
             card: RwLock::new(CardState::Unreadable("the card was not read yet".into())),
             no_list: AtomicBool::new(false),
         }
+    }
+
+    /// The client a task of `owner` calls through: with its own token when
+    /// `principal_tokens` gives it one, else with the agent's credentials.
+    /// Every call of a task (send, poll, stream, answer, cancel) goes
+    /// through it, so an agent that scopes tasks to its callers finds them.
+    pub(crate) fn client_for(&self, owner: &agentgate_backend::Owner) -> &AgentClient {
+        self.by_principal
+            .get(owner.as_str())
+            .unwrap_or(&self.client)
     }
 
     pub(crate) fn card(&self) -> CardState {
@@ -272,7 +296,7 @@ impl AgentJob {
             && self.agent.card_says(AgentCard::streams)
             && self.shared.follower.watch(
                 &cx.task_id,
-                &self.agent.client,
+                self.agent.client_for(&cx.owner),
                 &state.endpoint,
                 &state.task_id,
                 settings.poll_interval,
@@ -314,18 +338,25 @@ impl AgentJob {
         &self,
         endpoint: &str,
         message: OutMessage,
-        push: Option<&JobContext>,
+        push: bool,
+        cx: &JobContext,
     ) -> Result<SendOutcome, CallError> {
         let request = SendMessageRequest {
             message,
             configuration: SendConfiguration {
                 return_immediately: true,
-                task_push_notification_config: push
-                    .zip(self.shared.push.as_ref())
-                    .map(|(cx, settings)| crate::push::config(settings, &cx.task_id)),
+                task_push_notification_config: self
+                    .shared
+                    .push
+                    .as_ref()
+                    .filter(|_| push)
+                    .map(|settings| crate::push::config(settings, &cx.task_id)),
             },
         };
-        self.agent.client.send_message(endpoint, &request).await
+        self.agent
+            .client_for(&cx.owner)
+            .send_message(endpoint, &request)
+            .await
     }
 
     /// The task an earlier attempt of this step started, if the agent shows
@@ -337,7 +368,9 @@ impl AgentJob {
         context_id: &str,
         lookup: Lookup,
         message_id: &str,
+        cx: &JobContext,
     ) -> Result<Option<TaskSnapshot>, JobError> {
+        let client = self.agent.client_for(&cx.owner);
         if self.agent.no_list.load(Ordering::Relaxed) {
             return Ok(None);
         }
@@ -346,7 +379,7 @@ impl AgentJob {
             page_size: LOOKUP_PAGE,
             history_length: None,
         };
-        let listed = match self.agent.client.list_tasks(endpoint, &request).await {
+        let listed = match client.list_tasks(endpoint, &request).await {
             Ok(listed) => listed,
             Err(e) if e.unsupported() => {
                 tracing::warn!(agent = %self.name(), error = %e,
@@ -366,9 +399,7 @@ impl AgentJob {
         tracing::info!(agent = %self.name(), task = %found.task.id,
             "a repeated step found the task its earlier attempt started; not sending again");
         // ListTasks leaves the artifacts out (§3.1.4): read the whole task.
-        let snapshot = self
-            .agent
-            .client
+        let snapshot = client
             .get_task(endpoint, &found.task.id)
             .await
             .map_err(self.fail("GetTask"))?;
@@ -511,7 +542,7 @@ impl AgentJob {
     async fn poll(&self, state: State, cx: &JobContext) -> StepResult<State> {
         let snapshot = self
             .agent
-            .client
+            .client_for(&cx.owner)
             .get_task(&state.endpoint, &state.task_id)
             .await
             .map_err(self.fail("GetTask"))?;
@@ -524,7 +555,7 @@ impl AgentJob {
         self.shared.follower.forget(&cx.task_id);
         if let Err(e) = self
             .agent
-            .client
+            .client_for(&cx.owner)
             .cancel_task(&state.endpoint, &state.task_id)
             .await
         {
@@ -549,7 +580,7 @@ impl AgentJob {
         let id = message_id(cx);
         let now = self
             .agent
-            .client
+            .client_for(&cx.owner)
             .get_task(&state.endpoint, &state.task_id)
             .await
             .map_err(self.fail("GetTask"))?;
@@ -573,7 +604,7 @@ impl AgentJob {
         message.task_id = state.task_id.clone();
         message.context_id = state.context_id.clone();
         match self
-            .send(&state.endpoint, message, None)
+            .send(&state.endpoint, message, false, cx)
             .await
             .map_err(self.fail("SendMessage"))?
         {
@@ -702,7 +733,7 @@ impl Job for AgentJob {
             push,
         };
         if let Some(lookup) = lookup
-            && let Some(found) = self.find(&endpoint, &context, lookup, &id).await?
+            && let Some(found) = self.find(&endpoint, &context, lookup, &id, cx).await?
         {
             if let Some(withheld) = self.bind_context(cx, &found.task.context_id).await? {
                 return Ok(withheld);
@@ -713,7 +744,7 @@ impl Job for AgentJob {
         let mut message = OutMessage::user(id, parts);
         message.context_id = context;
         message.metadata = args.metadata;
-        let sent = match self.send(&endpoint, message, push.then_some(cx)).await {
+        let sent = match self.send(&endpoint, message, push, cx).await {
             Err(CallError::Rpc { code, message }) if chosen && code == INVALID_PARAMS => {
                 // §3.4.1: an agent that does not take a client's contextId
                 // MUST refuse the request; say which setting asked for it.
@@ -782,7 +813,7 @@ impl Job for AgentJob {
         }
         match self
             .agent
-            .client
+            .client_for(&cx.owner)
             .cancel_task(&state.endpoint, &state.task_id)
             .await
         {
@@ -967,6 +998,7 @@ mod tests {
             allow_http: false,
             allow_private_network: false,
             principals: None,
+            principal_tokens: Default::default(),
             at: "agents[0]".into(),
         };
         let guard = crate::guard::Guard::new(&settings);

@@ -504,6 +504,78 @@ async fn a_bearer_token_from_its_variable_is_sent_and_never_shown() {
     emulator.assert_requests_conform();
 }
 
+/// Issue 29: a principal with its own token at an agent reaches it as
+/// itself on every call of its task (send, stream or poll); others keep
+/// the agent's token.
+#[tokio::test]
+async fn a_principals_own_token_carries_every_call_of_its_tasks() {
+    let emulator = Emulator::start(SimConfig {
+        token: Some("shared-token".into()),
+        user_tokens: vec!["alice-own-token".into()],
+        step_delay: std::time::Duration::from_millis(5),
+        ..SimConfig::default()
+    })
+    .await;
+    let env = |name: &str| match name {
+        "EMU_TOKEN" => Some("shared-token".to_owned()),
+        "ALICE_AT_EMU" => Some("alice-own-token".to_owned()),
+        _ => None,
+    };
+    let (backend, _) = backend(
+        json!([{
+            "name": "emu", "url": emulator.url, "token_env": "EMU_TOKEN",
+            "principal_tokens": {"token:alice": "ALICE_AT_EMU"},
+        }]),
+        &env,
+    )
+    .await;
+    assert!(!format!("{backend:?}").contains("alice-own-token"));
+    let tools = backend.tools();
+    let work = || {
+        Input::Start(json!({"message": "work", "metadata": {"skill": "long-running", "steps": 3}}))
+    };
+    let mut bob = Driver::new(&tools[0]);
+    bob.owner = agentgate_backend::Owner::new("token:bob");
+    let result = bob.run(work(), no_answers).await.result();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let bobs = emulator.sent().len();
+    let result = Driver::new(&tools[0])
+        .run(work(), no_answers)
+        .await
+        .result();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let sent = emulator.sent();
+    let tokens = |calls: &[Sent]| {
+        calls
+            .iter()
+            .map(|s| {
+                (
+                    s.method().to_owned(),
+                    s.authorization.clone().unwrap_or_default(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let (of_bob, of_alice) = sent.split_at(bobs);
+    assert!(
+        of_bob.len() > 1
+            && of_bob
+                .iter()
+                .all(|s| s.authorization.as_deref() == Some("Bearer shared-token")),
+        "bob's task calls with the agent's token: {:?}",
+        tokens(of_bob)
+    );
+    assert!(
+        of_alice.len() > 1
+            && of_alice
+                .iter()
+                .all(|s| s.authorization.as_deref() == Some("Bearer alice-own-token")),
+        "alice's task calls with her own token: {:?}",
+        tokens(of_alice)
+    );
+    emulator.assert_requests_conform();
+}
+
 #[tokio::test]
 async fn an_unreadable_card_makes_only_its_tool_answer_with_the_reason() {
     let emulator = Emulator::quick().await;

@@ -89,6 +89,9 @@ pub struct A2aConfig {
     /// When set, every JSON-RPC request must carry `Authorization: Bearer <token>`
     /// (else 401); the card stays public and declares the scheme.
     pub token: Option<String>,
+    /// Further bearer tokens accepted like `token` (one per user of a shared
+    /// agent). The emulator does not scope tasks to them.
+    pub user_tokens: Vec<String>,
     /// The pause between progress steps of `long-running` and `refuses-cancel`.
     pub step_delay: Duration,
     /// Whether a repeated messageId answers with what it produced before instead of
@@ -113,6 +116,7 @@ impl std::fmt::Debug for A2aConfig {
         f.debug_struct("A2aConfig")
             .field("name", &self.name)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("user_tokens", &self.user_tokens.len())
             .field("step_delay", &self.step_delay)
             .field("dedupe_message_ids", &self.dedupe_message_ids)
             .field("public_base_url", &self.public_base_url)
@@ -128,6 +132,7 @@ impl Default for A2aConfig {
         Self {
             name: "agentgate A2A emulator".into(),
             token: None,
+            user_tokens: Vec::new(),
             step_delay: Duration::from_millis(200),
             dedupe_message_ids: true,
             public_base_url: None,

@@ -102,8 +102,9 @@ fn authorized(sim: &A2aSim, headers: &HeaderMap) -> bool {
     };
     if config
         .token
-        .as_ref()
-        .is_some_and(|token| given.as_bytes() == token.as_bytes())
+        .iter()
+        .chain(&config.user_tokens)
+        .any(|token| given.as_bytes() == token.as_bytes())
     {
         return true;
     }

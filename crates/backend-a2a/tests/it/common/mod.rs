@@ -284,6 +284,8 @@ pub(crate) struct Trace {
 /// retry does. Ends at Done / Cancelled / Fail.
 pub(crate) struct Driver<'a> {
     pub spec: &'a ToolSpec,
+    /// Whose task it is (`token:alice` unless set).
+    pub owner: agentgate_backend::Owner,
     pub task_id: TaskId,
     pub step: i64,
     pub state: Option<Value>,
@@ -294,6 +296,7 @@ impl<'a> Driver<'a> {
     pub(crate) fn new(spec: &'a ToolSpec) -> Self {
         Self {
             spec,
+            owner: agentgate_backend::Owner::new("token:alice"),
             task_id: TaskId::generate(),
             step: 0,
             state: None,
@@ -308,7 +311,7 @@ impl<'a> Driver<'a> {
             std::sync::LazyLock::new(Default::default);
         JobContext::new(
             self.task_id.clone(),
-            agentgate_backend::Owner::new("token:alice"),
+            self.owner.clone(),
             self.step,
             agentgate_backend::Millis::EPOCH,
         )
