@@ -48,10 +48,23 @@ pub(crate) enum PgChoice {
 
 #[derive(Debug)]
 pub(crate) struct Options {
-    pub quick: bool,
+    pub size: RunSize,
     pub json: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub postgres: PgChoice,
+}
+
+/// How big a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RunSize {
+    /// The figures BENCHMARKS.md is written from.
+    Full,
+    /// Small counts and short rounds: a first look, minutes.
+    Quick,
+    /// One short round of everything: proves the bench runs (CI); no
+    /// figure is worth reading.
+    Smoke,
 }
 
 /// Counts and durations of one run.
@@ -83,20 +96,31 @@ pub(crate) struct Sizes {
 }
 
 impl Sizes {
-    fn new(quick: bool) -> Self {
-        let plan = if quick {
-            Plan {
-                warmup: Duration::from_millis(300),
-                rounds: 3,
-                round: Duration::from_millis(600),
-            }
-        } else {
-            Plan {
+    fn new(size: RunSize) -> Self {
+        let plan = match size {
+            RunSize::Full => Plan {
                 warmup: Duration::from_secs(2),
                 rounds: 5,
                 round: Duration::from_secs(2),
-            }
+            },
+            RunSize::Quick => Plan {
+                warmup: Duration::from_millis(300),
+                rounds: 3,
+                round: Duration::from_millis(600),
+            },
+            RunSize::Smoke => Plan {
+                warmup: Duration::from_millis(50),
+                rounds: 1,
+                round: Duration::from_millis(200),
+            },
         };
+        fn by_size<T>(size: RunSize, full: T, quick: T, smoke: T) -> T {
+            match size {
+                RunSize::Full => full,
+                RunSize::Quick => quick,
+                RunSize::Smoke => smoke,
+            }
+        }
         Self {
             plan,
             warmup_s: plan.warmup.as_secs_f64(),
@@ -107,17 +131,17 @@ impl Sizes {
             create_clients: vec![1, 16],
             lifecycle_clients: 16,
             ladder_pollers: 16,
-            backlog_tasks: if quick { 5_000 } else { 50_000 },
+            backlog_tasks: by_size(size, 50_000, 5_000, 500),
             scale_small: 1_000,
-            scale_large: if quick { 100_000 } else { 10_000_000 },
-            rss_working: if quick { 10_000 } else { 100_000 },
+            scale_large: by_size(size, 10_000_000, 100_000, 5_000),
+            rss_working: by_size(size, 100_000, 10_000, 1_000),
             // rmcp's TaskManager scans every task on every call, so creating
             // N tasks costs O(N²), and agentgate on PostgreSQL steps a few
             // hundred tasks a second: 100 000 would take many minutes for
             // those two. They hold this many instead (labelled as such).
-            rss_working_small: 10_000,
+            rss_working_small: by_size(size, 10_000, 10_000, 1_000),
             watched: vec![1, 10, 100, 1000],
-            watch_cycles: if quick { 3 } else { 10 },
+            watch_cycles: by_size(size, 10, 3, 1),
         }
     }
 }
@@ -735,8 +759,8 @@ async fn postgres_admin(choice: &PgChoice) -> anyhow::Result<Result<String, Stri
 }
 
 pub(crate) async fn run(options: Options) -> anyhow::Result<()> {
-    let sizes = Sizes::new(options.quick);
-    let mut report = Report::start(options.quick, sizes.clone());
+    let sizes = Sizes::new(options.size);
+    let mut report = Report::start(options.size, sizes.clone());
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
     let pg_admin = postgres_admin(&options.postgres).await?;

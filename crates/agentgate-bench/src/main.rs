@@ -4,7 +4,7 @@
 //! the ratios between them mean something.
 //!
 //! ```text
-//! cargo run --release -p agentgate-bench -- [--quick] [--json FILE] [--markdown FILE]
+//! cargo run --release -p agentgate-bench -- [--quick | --smoke] [--json FILE] [--markdown FILE]
 //! ```
 //!
 //! Each server under test is this same binary re-executed as a child
@@ -12,8 +12,9 @@
 //! has its own runtime and its peak RSS (`VmHWM`) is its own; the load comes
 //! from this process. The full run writes its tables into `BENCHMARKS.md` between the
 //! `bench:begin`/`bench:end` markers (the hand-written analysis around them
-//! is kept); `--quick` (CI smoke) prints the tables and writes Markdown only
-//! when `--markdown` is given. No figure is ever asserted on.
+//! is kept); `--quick` (a first look) and `--smoke` (CI: one short round of
+//! everything) print the tables and write Markdown only when `--markdown`
+//! is given. No figure is ever asserted on.
 //!
 //! # Layout
 //! - [`serve`]: the servers under test and the bench tool.
@@ -41,9 +42,14 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(about = "End-to-end benchmarks: agentgate vs an rmcp baseline and a bare echo")]
 struct Cli {
-    /// Small counts and short rounds (a few minutes, for CI smoke runs).
-    #[arg(long)]
+    /// Small counts and short rounds (a few minutes): a first look.
+    #[arg(long, conflicts_with = "smoke")]
     quick: bool,
+
+    /// One short round of every measurement (CI): proves the bench runs;
+    /// no figure is worth reading.
+    #[arg(long)]
+    smoke: bool,
 
     /// Also write every figure as JSON to this file.
     #[arg(long, value_name = "FILE")]
@@ -137,12 +143,19 @@ fn main() -> anyhow::Result<()> {
             }
         }),
         None => {
+            let size = if cli.smoke {
+                bench::RunSize::Smoke
+            } else if cli.quick {
+                bench::RunSize::Quick
+            } else {
+                bench::RunSize::Full
+            };
             let options = bench::Options {
-                quick: cli.quick,
+                size,
                 json: cli.json,
-                markdown: cli
-                    .markdown
-                    .or_else(|| (!cli.quick).then(|| PathBuf::from("BENCHMARKS.md"))),
+                markdown: cli.markdown.or_else(|| {
+                    (size == bench::RunSize::Full).then(|| PathBuf::from("BENCHMARKS.md"))
+                }),
                 postgres: if cli.no_postgres {
                     bench::PgChoice::Off
                 } else {

@@ -140,7 +140,7 @@ pub(crate) struct Machine {
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Report {
-    pub quick: bool,
+    pub size: crate::bench::RunSize,
     pub started_at: String,
     pub finished_at: String,
     pub commit: String,
@@ -279,10 +279,10 @@ pub(crate) fn line(m: &Measured) -> String {
 }
 
 impl Report {
-    pub(crate) fn start(quick: bool, sizes: Sizes) -> Self {
+    pub(crate) fn start(size: crate::bench::RunSize, sizes: Sizes) -> Self {
         let args: Vec<String> = std::env::args().skip(1).collect();
         Self {
-            quick,
+            size,
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             finished_at: String::new(),
             commit: commit(),
@@ -510,11 +510,12 @@ impl Report {
         let s = &self.sizes;
         let _ = writeln!(
             md,
-            "- Mode: {}; warm-up {:.1} s, then {} rounds of {:.1} s; figures are medians over the rounds",
-            if self.quick {
-                "`--quick` (small counts, labelled)"
-            } else {
-                "full"
+            "- Mode: {}; warm-up {:.1} s, then {} round(s) of {:.1} s; figures are medians over the rounds",
+            match self.size {
+                crate::bench::RunSize::Full => "full",
+                crate::bench::RunSize::Quick => "`--quick` (small counts, labelled)",
+                crate::bench::RunSize::Smoke =>
+                    "`--smoke` (one short round each; no figure is worth reading)",
             },
             s.warmup_s,
             s.rounds,
