@@ -104,9 +104,12 @@ impl PollPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolPolicy {
-    /// How long the task handle lives after creation; `None` keeps it until the
-    /// retention sweep removes it after it ends. A task still running when its
-    /// TTL passes is marked `failed` and its id answers as unknown.
+    /// How long the task handle lives after the task's last progress (its
+    /// creation, a step that got somewhere, an answer, its end); `None` keeps
+    /// it until the retention sweep removes it after it ends. A live task
+    /// that makes no progress for this long expires: its id answers as
+    /// unknown and the job's [`cancel`](crate::Job::cancel) runs, so the
+    /// upstream work stops.
     pub ttl: Option<Duration>,
     /// The `pollIntervalMs` clients are told.
     pub poll: PollPolicy,
@@ -136,8 +139,9 @@ impl Default for ToolPolicy {
 }
 
 impl ToolPolicy {
-    /// How long a task handle lives after creation (`None`: until the
-    /// retention sweep removes it after it ends).
+    /// How long a task handle lives after the task's last progress (`None`:
+    /// until the retention sweep removes it after it ends); see
+    /// the `ttl` field.
     pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
         self.ttl = ttl;
         self

@@ -99,8 +99,14 @@ pub struct TaskRecord {
     pub created_at: Millis,
     /// When it last changed.
     pub updated_at: Millis,
-    /// How long after creation its handle lives (`None`: until swept).
+    /// How long its handle lives after its last progress (`None`: until
+    /// swept): the TTL the tool or the client asked for.
     pub ttl_ms: Option<u64>,
+    /// When its handle stops answering: `ttl_ms` after the last step that
+    /// got somewhere (its creation, an answer, a checkpoint, its end), so a
+    /// task whose backend keeps making progress never expires by the clock
+    /// alone. `None`: no TTL.
+    pub expires_at: Option<Millis>,
     /// When the scheduler should run the next step; `None` while the task
     /// waits for input or has ended.
     pub due_at: Option<Millis>,
@@ -117,12 +123,15 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
-    /// True once `created_at + ttl` has passed: the id then answers as unknown.
+    /// True once `expires_at` has passed: the id then answers as unknown.
     pub fn is_expired(&self, now: Millis) -> bool {
-        self.ttl_ms.is_some_and(|ttl| {
-            self.created_at
-                .saturating_add(std::time::Duration::from_millis(ttl))
-                <= now
-        })
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// The TTL as the wire reports it, from creation (the task protocols
+    /// count `ttl` from `createdAt`): it grows as the task makes progress.
+    pub fn ttl_from_creation_ms(&self) -> Option<u64> {
+        self.expires_at
+            .map(|at| crate::time::wire_ms(at.since(self.created_at)))
     }
 }

@@ -46,9 +46,10 @@ pub(crate) async fn sqlite(url: &str, count: u64) -> anyhow::Result<()> {
     let now = chrono::Utc::now().timestamp_millis();
     sqlx::query(
         "WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n + 1 < ?1) \
-         INSERT INTO tasks (id, owner, tool, args, status, result, created_at, updated_at, ttl_ms) \
+         INSERT INTO tasks (id, owner, tool, args, status, result, created_at, updated_at, ttl_ms, \
+                            expires_at) \
          SELECT printf('seed%08x%015d', (n * 2654435761) % 4294967296, n), 'anonymous', \
-                'bench_sleep', '{\"ms\":0}', 'completed', ?2, ?3, ?3, ?4 FROM s",
+                'bench_sleep', '{\"ms\":0}', 'completed', ?2, ?3, ?3, ?4, ?3 + ?4 FROM s",
     )
     .bind(i64::try_from(count).unwrap_or(i64::MAX))
     .bind(stored_result())
@@ -68,9 +69,11 @@ pub(crate) async fn postgres(url: &str, count: u64) -> anyhow::Result<()> {
         .context("connecting to PostgreSQL")?;
     let now = chrono::Utc::now().timestamp_millis();
     sqlx::query(
-        "INSERT INTO tasks (id, owner, tool, args, status, result, created_at, updated_at, ttl_ms) \
+        "INSERT INTO tasks (id, owner, tool, args, status, result, created_at, updated_at, ttl_ms, \
+                            expires_at) \
          SELECT 'seed' || lpad(to_hex((n * 2654435761) % 4294967296), 8, '0') || lpad(n::text, 15, '0'), \
-                'anonymous', 'bench_sleep', '{\"ms\":0}'::jsonb, 'completed', $2::jsonb, $3, $3, $4 \
+                'anonymous', 'bench_sleep', '{\"ms\":0}'::jsonb, 'completed', $2::jsonb, $3, $3, $4, \
+                $3 + $4 \
          FROM generate_series(0::bigint, $1 - 1) AS n",
     )
     .bind(i64::try_from(count).unwrap_or(i64::MAX))
@@ -108,9 +111,9 @@ pub(crate) async fn backlog_sqlite(url: &str, count: u64) -> anyhow::Result<()> 
     sqlx::query(
         "WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n + 1 < ?1) \
          INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-                            updated_at, ttl_ms, due_at) \
+                            updated_at, ttl_ms, due_at, expires_at) \
          SELECT printf('back%08x%015d', (n * 2654435761) % 4294967296, n), 'anonymous', \
-                'bench_sleep', '{\"ms\":0}', 'working', 'queued', ?2, ?2, ?3, ?2 FROM s",
+                'bench_sleep', '{\"ms\":0}', 'working', 'queued', ?2, ?2, ?3, ?2, ?2 + ?3 FROM s",
     )
     .bind(i64::try_from(count).unwrap_or(i64::MAX))
     .bind(now)
@@ -131,9 +134,10 @@ pub(crate) async fn backlog_postgres(url: &str, count: u64) -> anyhow::Result<()
     let now = chrono::Utc::now().timestamp_millis();
     sqlx::query(
         "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-                            updated_at, ttl_ms, due_at) \
+                            updated_at, ttl_ms, due_at, expires_at) \
          SELECT 'back' || lpad(to_hex((n * 2654435761) % 4294967296), 8, '0') || lpad(n::text, 15, '0'), \
-                'anonymous', 'bench_sleep', '{\"ms\":0}'::jsonb, 'working', 'queued', $2, $2, $3, $2 \
+                'anonymous', 'bench_sleep', '{\"ms\":0}'::jsonb, 'working', 'queued', $2, $2, $3, $2, \
+                $2 + $3 \
          FROM generate_series(0::bigint, $1 - 1) AS n",
     )
     .bind(i64::try_from(count).unwrap_or(i64::MAX))

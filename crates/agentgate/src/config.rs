@@ -92,6 +92,12 @@ pub(crate) struct EngineSection {
     pub lease_seconds: Option<u64>,
     /// Hours ended tasks are kept before the sweeper deletes them.
     pub retention_hours: Option<u64>,
+    /// Hours a task may live however much progress it makes (a TTL counts
+    /// from the last progress); default 720 (30 days), 0 = no bound.
+    pub max_lifetime_hours: Option<u64>,
+    /// Seconds between two sweeps (expiring overdue tasks, deleting old
+    /// ended ones); default 30.
+    pub sweep_seconds: Option<u64>,
     /// Seconds a task keeps retrying transient upstream failures (an
     /// upstream that is down, 5xx, throttling) before it fails; default 3600.
     pub retry_for_seconds: Option<u64>,

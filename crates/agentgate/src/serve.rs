@@ -211,6 +211,13 @@ fn engine_config(concurrency: Option<usize>, engine: &EngineSection) -> Result<E
         // sweep would delete every ended task.
         config.retention = Duration::from_secs(hours.saturating_mul(3600));
     }
+    if let Some(secs) = engine.sweep_seconds {
+        let why = "the sweep would run without pause";
+        config.sweep_every = Duration::from_secs(at_least("engine.sweep_seconds", secs, 1, why)?);
+    }
+    if let Some(hours) = engine.max_lifetime_hours {
+        config.max_lifetime = (hours > 0).then(|| Duration::from_secs(hours.saturating_mul(3600)));
+    }
     if let Some(secs) = engine.retry_for_seconds {
         config.retry_for = Duration::from_secs(secs);
     }

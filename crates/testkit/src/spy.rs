@@ -236,9 +236,14 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         self.enter("oldest_ended")?;
         self.inner.oldest_ended(owner).await
     }
-    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
+    async fn sweep(
+        &self,
+        now: Millis,
+        retention: Duration,
+        max_lifetime: Option<Duration>,
+    ) -> StoreResult<SweepReport> {
         self.enter("sweep")?;
-        self.inner.sweep(now, retention).await
+        self.inner.sweep(now, retention, max_lifetime).await
     }
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
         self.count("changes");

@@ -67,6 +67,12 @@ pub struct EngineConfig {
     pub sweep_every: Duration,
     /// How long ended tasks are kept.
     pub retention: Duration,
+    /// The longest a task may live, however much progress it makes (its
+    /// TTL counts from its last progress, so without this a task whose
+    /// backend keeps answering never expires). Past it, the sweeper expires
+    /// the task and its backend's cancel runs. `None`: no bound. Default 30
+    /// days.
+    pub max_lifetime: Option<Duration>,
     /// Retryable failures in a row before a task fails, whatever `retry_for`
     /// or a tool's [`RetryPolicy`](crate::task::RetryPolicy) says (a hard cap).
     pub max_retries: i64,
@@ -106,6 +112,7 @@ impl Default for EngineConfig {
             idle_poll: Duration::from_secs(1),
             sweep_every: Duration::from_secs(30),
             retention: Duration::from_secs(7 * 24 * 3600),
+            max_lifetime: Some(Duration::from_secs(30 * 24 * 3600)),
             max_retries: 1000,
             retry_for: Duration::from_secs(3600),
             max_backoff: Duration::from_secs(300),
@@ -491,11 +498,19 @@ impl Engine {
             match self
                 .inner
                 .store
-                .sweep(now, self.inner.config.retention)
+                .sweep(
+                    now,
+                    self.inner.config.retention,
+                    self.inner.config.max_lifetime,
+                )
                 .await
             {
                 Ok(report) if report.expired + report.deleted > 0 => {
                     sweeps.ok();
+                    if report.expired > 0 {
+                        // Expired tasks are due at once: their cancel runs.
+                        self.wake();
+                    }
                     tracing::info!(
                         expired = report.expired,
                         deleted = report.deleted,

@@ -487,9 +487,7 @@ impl PollCache {
         state.remove(&record.id);
         state.make_room(bytes, self.budget, now);
         let window = interval.unwrap_or(TERMINAL_WINDOW);
-        let expires_at = record
-            .ttl_ms
-            .map(|ttl| record.created_at.saturating_add(Duration::from_millis(ttl)));
+        let expires_at = record.expires_at;
         state.bytes += bytes;
         state.entries.insert(
             record.id.clone(),
@@ -709,6 +707,7 @@ mod tests {
             created_at: at(0),
             updated_at: at(0),
             ttl_ms: None,
+            expires_at: None,
             due_at: None,
             lease_owner: None,
             lease_until: None,

@@ -30,7 +30,8 @@ pub(crate) fn task_fields(record: &TaskRecord, tools: &ToolRegistry, now: Millis
         iso8601(record.updated_at),
     );
     task.status_message = record.status_message.clone();
-    task.ttl_ms = record.ttl_ms;
+    // From creation, as the wire counts it: it grows with the task's progress.
+    task.ttl_ms = record.ttl_from_creation_ms();
     let age = now.since(record.created_at);
     task.poll_interval_ms = tools
         .get(&record.tool)

@@ -16,7 +16,9 @@
 //!   a `CreateTaskResult` is never sent for a task `get` cannot find.
 //! - **Ownership.** `get`, `record_input` and `request_cancel` take the caller's
 //!   [`Owner`]; a task of another owner behaves exactly like an unknown id.
-//! - **Expiry.** A task past `created_at + ttl` is invisible to those calls.
+//! - **Expiry.** A task past its `expires_at` is invisible to those calls:
+//!   its TTL after its last progress (creation, an answer, a step that got
+//!   somewhere; see `transition::apply`), not after its creation.
 //! - **Input keys** are unique per task: `record_input` accepts an answer only
 //!   for a key that is currently outstanding; unknown or answered keys are
 //!   ignored. When the last outstanding key is answered the task becomes
@@ -466,8 +468,20 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
         limit: u32,
     ) -> StoreResult<Vec<TaskRecord>>;
 
-    /// Expires overdue tasks and deletes old ended ones.
-    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport>;
+    /// Expires overdue live tasks and deletes old ended ones.
+    ///
+    /// A live task is overdue when its `expires_at` has passed (no progress
+    /// within its TTL) or it was created more than `max_lifetime` ago. It
+    /// is not ended here: it is asked to cancel (its status message says
+    /// why), so the engine runs its backend's cancel and the upstream work
+    /// stops; its handle answers as unknown from now on. An ended task is
+    /// deleted `retention` after it ended or expired.
+    async fn sweep(
+        &self,
+        now: Millis,
+        retention: Duration,
+        max_lifetime: Option<Duration>,
+    ) -> StoreResult<SweepReport>;
 
     /// Changes made by every instance on this store, for stores shared by
     /// several processes (PostgreSQL `LISTEN/NOTIFY`). `None`: only this

@@ -184,8 +184,8 @@ async fn insert_row(
 ) -> StoreResult<StoreResult<TaskRecord>> {
     let row = sqlx::query(
         "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt) \
-         VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+         updated_at, ttl_ms, expires_at, due_at, lease_owner, lease_until, attempt) \
+         VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
     )
     .bind(task.id.as_str())
     .bind(task.owner.as_str())
@@ -195,6 +195,7 @@ async fn insert_row(
     .bind(task.now)
     .bind(task.now)
     .bind(task.ttl_ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+    .bind(task.expires_at())
     .bind(task.now)
     .bind(lease.map(|(worker, _)| worker))
     .bind(lease.map(|(_, until)| until))
@@ -274,8 +275,8 @@ async fn save_batch(
         sqlx::query(
             "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, \
              input_requests = ?, input_responses = ?, used_input_keys = ?, result = ?, \
-             error = ?, updated_at = ?, due_at = ?, lease_owner = NULL, lease_until = NULL, \
-             steps = ?, failures = ? WHERE id = ? AND attempt = ?",
+             error = ?, updated_at = ?, due_at = ?, expires_at = ?, lease_owner = NULL, \
+             lease_until = NULL, steps = ?, failures = ? WHERE id = ? AND attempt = ?",
         )
         .bind(task.status.as_str())
         .bind(&task.status_message)
@@ -287,6 +288,7 @@ async fn save_batch(
         .bind(task.error.as_ref().map(json_text))
         .bind(task.updated_at)
         .bind(task.due_at)
+        .bind(task.expires_at)
         .bind(task.steps)
         .bind(task.failures)
         .bind(task.id.as_str())
@@ -428,6 +430,7 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
         ttl_ms: row
             .try_get::<Option<i64>, _>("ttl_ms")?
             .map(|v| u64::try_from(v).unwrap_or(0)),
+        expires_at: row.try_get("expires_at")?,
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
@@ -490,7 +493,8 @@ impl TaskStore for SqliteStore {
             tx.rollback().await?;
             return Ok(InputAck::default());
         }
-        let InputAck { accepted, complete } = super::transition::accept_input(&mut task, responses);
+        let InputAck { accepted, complete } =
+            super::transition::accept_input(&mut task, responses, now);
         if accepted.is_empty() {
             tx.rollback().await?;
             return Ok(InputAck { accepted, complete });
@@ -502,13 +506,14 @@ impl TaskStore for SqliteStore {
         };
         sqlx::query(
             "UPDATE tasks SET input_requests = ?, input_responses = ?, status = ?, \
-             due_at = ?, updated_at = ? WHERE id = ?",
+             due_at = ?, updated_at = ?, expires_at = ? WHERE id = ?",
         )
         .bind(json_text(&task.input_requests))
         .bind(json_text(&task.input_responses))
         .bind(status.as_str())
         .bind(due)
         .bind(now)
+        .bind(task.expires_at)
         .bind(id.as_str())
         .execute(tx.conn())
         .await?;
@@ -767,26 +772,31 @@ impl TaskStore for SqliteStore {
         Ok(oldest)
     }
 
-    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
-        let error = json_text(&crate::job::expired_error());
+    async fn sweep(
+        &self,
+        now: Millis,
+        retention: Duration,
+        max_lifetime: Option<Duration>,
+    ) -> StoreResult<SweepReport> {
+        // Created before this, a live task has outlived `max_lifetime`.
+        let born_before = max_lifetime.map(|max| now.saturating_sub(max));
         let mut tx = self.db.write().await?;
         let expired = sqlx::query(&format!(
-            "UPDATE tasks SET status = 'failed', error = ?, status_message = 'expired', \
-             due_at = NULL, lease_owner = NULL, lease_until = NULL, input_requests = '{{}}', \
-             updated_at = ? WHERE {LIVE} AND ttl_ms IS NOT NULL AND created_at + ttl_ms <= ?"
+            "UPDATE tasks SET cancel_requested = 1, due_at = ?1, status_message = ?2, \
+             expires_at = ?1, updated_at = ?1 \
+             WHERE {LIVE} AND cancel_requested = 0 \
+             AND (expires_at <= ?1 OR created_at <= ?3)"
         ))
-        .bind(error)
         .bind(now)
-        .bind(now)
+        .bind(super::transition::EXPIRING)
+        .bind(born_before)
         .execute(tx.conn())
         .await?
         .rows_affected();
         let cutoff = now.saturating_sub(retention);
         let deleted = sqlx::query(&format!(
-            "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= ? \
-             OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= ?))"
+            "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= ?1 OR expires_at <= ?1)"
         ))
-        .bind(cutoff)
         .bind(cutoff)
         .execute(tx.conn())
         .await?

@@ -628,40 +628,82 @@ pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
 }
 
 pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn TaskStore) {
-    let short = new_task(store, Some(1_000)).await;
     let forever = new_task(store, None).await;
     let ended = new_task(store, None).await;
     let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
-    let attempt = claimed
-        .iter()
-        .find(|t| t.id == ended)
-        .expect("claimed")
-        .fence;
+    let fence = |id: &TaskId| claimed.iter().find(|t| &t.id == id).expect("claimed").fence;
     store
-        .checkpoint(&ended, "w", attempt, Outcome::Cancelled, T0)
+        .checkpoint(&ended, "w", fence(&ended), Outcome::Cancelled, T0)
         .await
         .expect("save");
+    let short = new_task(store, Some(1_000)).await;
     let report = store
-        .sweep(at(1_000), Duration::from_secs(60))
+        .sweep(at(1_000), Duration::from_secs(60), None)
         .await
         .expect("sweep");
     assert_eq!(report.expired, 1);
     assert_eq!(report.deleted, 0, "nothing is past retention yet");
-    let report = store
-        .sweep(at(61_000), Duration::from_secs(60))
-        .await
-        .expect("sweep");
-    assert_eq!(
-        report.deleted, 2,
-        "the expired and the cancelled task are gone"
-    );
     let owner = alice();
     assert!(
         store
-            .get(&owner, &short, at(61_000))
+            .get(&owner, &short, at(1_000))
             .await
             .expect("get")
-            .is_none()
+            .is_none(),
+        "an expired task answers as unknown at once"
+    );
+    // Not ended by the sweep: asked to cancel, and due at once, so a worker
+    // runs its backend's cancel, which stops the upstream work.
+    let cancelling = store
+        .claim("w2", 10, LEASE, at(1_000))
+        .await
+        .expect("claim");
+    let cancelling = cancelling
+        .iter()
+        .find(|t| t.id == short)
+        .expect("the expired task is claimed to cancel");
+    assert!(cancelling.cancel_requested);
+    assert_eq!(cancelling.status, TaskPhase::Working);
+    assert_eq!(
+        cancelling.status_message.as_deref(),
+        Some(super::transition::EXPIRING)
+    );
+    let report = store
+        .sweep(at(1_500), Duration::from_secs(60), None)
+        .await
+        .expect("sweep");
+    assert_eq!(report.expired, 0, "an expiring task is expired once");
+    let done = store
+        .checkpoint(
+            &short,
+            "w2",
+            cancelling.fence,
+            Outcome::Cancelled,
+            at(2_000),
+        )
+        .await
+        .expect("its cancel ran");
+    assert_eq!(done.status, TaskPhase::Cancelled);
+    assert_eq!(
+        done.status_message.as_deref(),
+        Some(super::transition::EXPIRED_AND_CANCELLED)
+    );
+    assert!(done.is_expired(at(2_000)), "ending brings no handle back");
+    let report = store
+        .sweep(at(60_999), Duration::from_secs(60), None)
+        .await
+        .expect("sweep");
+    assert_eq!(
+        report.deleted, 1,
+        "the cancelled task, retention after it ended"
+    );
+    let report = store
+        .sweep(at(61_000), Duration::from_secs(60), None)
+        .await
+        .expect("sweep");
+    assert_eq!(
+        report.deleted, 1,
+        "the expired one, retention after it expired"
     );
     assert!(
         store
@@ -676,6 +718,102 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
             .await
             .expect("get")
             .is_some()
+    );
+}
+
+/// Issue 32: a TTL counts from the last progress, not from creation. A
+/// step that gets somewhere, a question and an answer move it forward; a
+/// retried failure does not.
+pub async fn a_live_tasks_ttl_moves_with_its_progress(store: &dyn TaskStore) {
+    let id = new_task(store, Some(1_000)).await;
+    let owner = alice();
+    let claimed = store.claim("w", 10, LEASE, at(900)).await.expect("claim");
+    let fence = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
+    let waiting = Outcome::Waiting {
+        state: json!({"step": 1}),
+        status_message: Some("still working".into()),
+        due_at: at(1_500),
+    };
+    let saved = store
+        .checkpoint(&id, "w", fence, waiting, at(900))
+        .await
+        .expect("save");
+    assert_eq!(saved.expires_at, Some(at(1_900)));
+    assert_eq!(
+        saved.ttl_from_creation_ms(),
+        Some(1_900),
+        "the wire's ttl grows"
+    );
+    let seen = store.get(&owner, &id, at(1_500)).await.expect("get");
+    assert!(seen.is_some(), "alive past created_at + ttl");
+    // A failed attempt is no progress.
+    let claimed = store.claim("w", 10, LEASE, at(1_500)).await.expect("claim");
+    let fence = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
+    let retry = Outcome::Retry {
+        status_message: Some("retrying".into()),
+        due_at: at(1_800),
+    };
+    let saved = store
+        .checkpoint(&id, "w", fence, retry, at(1_600))
+        .await
+        .expect("save");
+    assert_eq!(saved.expires_at, Some(at(1_900)));
+    // A question is progress; so is its answer.
+    let claimed = store.claim("w", 10, LEASE, at(1_800)).await.expect("claim");
+    let fence = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
+    let saved = store
+        .checkpoint(&id, "w", fence, ask(&["k"]), at(1_800))
+        .await
+        .expect("save");
+    assert_eq!(saved.expires_at, Some(at(2_800)));
+    let answer = BTreeMap::from([("k".to_owned(), json!("yes"))]);
+    store
+        .record_input(&owner, &id, answer, at(2_500))
+        .await
+        .expect("answer");
+    let seen = store
+        .get(&owner, &id, at(3_000))
+        .await
+        .expect("get")
+        .expect("the answer moved the expiry");
+    assert_eq!(seen.expires_at, Some(at(3_500)));
+    assert!(
+        store
+            .get(&owner, &id, at(3_500))
+            .await
+            .expect("get")
+            .is_none()
+    );
+}
+
+/// A task that keeps making progress still ends: past `max_lifetime` after
+/// its creation the sweep expires it like any overdue task.
+pub async fn a_task_past_its_lifetime_is_expired_whatever_its_ttl(store: &dyn TaskStore) {
+    let old = new_task(store, None).await;
+    let report = store
+        .sweep(
+            at(5_000),
+            Duration::from_secs(60),
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .expect("sweep");
+    assert_eq!(report.expired, 0, "not yet");
+    let report = store
+        .sweep(
+            at(10_000),
+            Duration::from_secs(60),
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .expect("sweep");
+    assert_eq!(report.expired, 1);
+    assert!(
+        store
+            .get(&alice(), &old, at(10_000))
+            .await
+            .expect("get")
+            .is_none()
     );
 }
 
@@ -708,7 +846,10 @@ pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
         .checkpoint(&ended, "w", task.fence, Outcome::Cancelled, T0)
         .await
         .expect("save");
-    let report = store.sweep(later, Duration::MAX).await.expect("sweep");
+    let report = store
+        .sweep(later, Duration::MAX, None)
+        .await
+        .expect("sweep");
     assert_eq!(report.deleted, 0, "nothing is past an absurd retention");
     assert!(
         store
@@ -723,17 +864,29 @@ pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
 /// A checkpoint for a task that is gone (swept) says so: it is not a lost
 /// lease, which would mean another worker holds it.
 pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
-    let id = new_task(store, Some(1_000)).await;
-    let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
-    let attempt = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
-    // Long past its TTL and the retention, the sweep deletes it.
+    let id = new_task(store, None).await;
+    // A lease that is over as soon as it is taken, on every clock (a store
+    // may judge leases by a clock of its own, which the test cannot move).
+    let claimed = store
+        .claim("w", 10, Duration::ZERO, T0)
+        .await
+        .expect("claim");
+    let stale = claimed.iter().find(|t| t.id == id).expect("claimed").fence;
+    // `w` stalls past its lease; `w2` takes the task over and ends it, and
+    // long past the retention the sweep deletes it.
+    let taken = store.claim("w2", 10, LEASE, at(1)).await.expect("claim");
+    let fence = taken.iter().find(|t| t.id == id).expect("taken over").fence;
+    store
+        .checkpoint(&id, "w2", fence, Outcome::Cancelled, at(1))
+        .await
+        .expect("save");
     let report = store
-        .sweep(at(5_000), Duration::from_secs(1))
+        .sweep(at(40_000), Duration::from_secs(1), None)
         .await
         .expect("sweep");
     assert_eq!(report.deleted, 1);
     let saved = store
-        .checkpoint(&id, "w", attempt, Outcome::Cancelled, at(4_000))
+        .checkpoint(&id, "w", stale, Outcome::Cancelled, at(40_000))
         .await;
     assert!(matches!(saved, Err(StoreError::NotFound)), "{saved:?}");
     let other = store
@@ -1474,9 +1627,10 @@ pub async fn stored_usage_follows_creates_checkpoints_answers_and_sweeps(store: 
         "answers count: {stepped:?} then {answered:?}"
     );
 
-    // Expiry writes an error into the row; deletion frees the row.
+    // Expiry writes why into the row (and asks the backend to cancel);
+    // deletion, once it ended, frees the row.
     let swept = store
-        .sweep(at(1_000), Duration::from_secs(3_600))
+        .sweep(at(1_000), Duration::from_secs(3_600), None)
         .await
         .expect("sweep");
     assert_eq!(
@@ -1488,9 +1642,19 @@ pub async fn stored_usage_follows_creates_checkpoints_answers_and_sweeps(store: 
     );
     let expired = usage(store, "alice", 100).await;
     assert_eq!(expired.tasks, 3);
-    assert!(expired.bytes > answered.bytes, "the expiry error counts");
+    assert!(expired.bytes > answered.bytes, "the expiry message counts");
+    store
+        .checkpoint(
+            &short_lived,
+            "w",
+            fence(&short_lived),
+            Outcome::Cancelled,
+            at(2_000),
+        )
+        .await
+        .expect("its cancel ran");
     let swept = store
-        .sweep(at(10_000), Duration::from_secs(1))
+        .sweep(at(10_000), Duration::from_secs(1), None)
         .await
         .expect("sweep");
     assert_eq!(swept.deleted, 2, "the completed and the expired task");
@@ -1501,7 +1665,6 @@ pub async fn stored_usage_follows_creates_checkpoints_answers_and_sweeps(store: 
         "deleted tasks no longer count: {expired:?} then {left:?}"
     );
     assert_eq!(store.oldest_ended(&alice()).await.expect("oldest"), None);
-    let _ = short_lived;
     assert_eq!(
         usage(store, "bob", 100).await,
         bob,
@@ -1563,6 +1726,8 @@ macro_rules! store_suite {
             input_keys_are_unique_for_a_tasks_life,
             cancel_flags_a_live_task_and_makes_it_due,
             sweep_expires_overdue_tasks_and_deletes_old_ended_ones,
+            a_live_tasks_ttl_moves_with_its_progress,
+            a_task_past_its_lifetime_is_expired_whatever_its_ttl,
             absurd_durations_saturate,
             checkpoint_of_a_deleted_task_is_not_found,
             retries_count_failures_in_a_row,

@@ -120,6 +120,7 @@ pub(crate) fn visible(record: &TaskRecord, owner: &Owner, now: Millis) -> bool {
 pub(crate) fn accept_input(
     task: &mut TaskRecord,
     mut responses: BTreeMap<String, Value>,
+    now: Millis,
 ) -> InputAck {
     storable_map(&mut responses);
     let mut accepted = Vec::new();
@@ -129,19 +130,44 @@ pub(crate) fn accept_input(
             accepted.push(key);
         }
     }
+    if !accepted.is_empty() {
+        // An answer is progress: the person is there.
+        extend_ttl(task, now);
+    }
     InputAck {
         accepted,
         complete: task.input_requests.is_empty(),
     }
 }
 
+/// Moves a task's expiry to its TTL after `now`: called for every change
+/// that shows the work alive (see [`apply`]). An expired task stays expired:
+/// its cancel is under way, and nothing brings its handle back.
+fn extend_ttl(task: &mut TaskRecord, now: Millis) {
+    if task.is_expired(now) {
+        return;
+    }
+    if let Some(ttl) = task.ttl_ms {
+        task.expires_at = Some(now.saturating_add(std::time::Duration::from_millis(ttl)));
+    }
+}
+
 /// Turns a step's outcome into the task's next state. Shared by every store so
 /// the transition rules live in one place.
+///
+/// A step that gets somewhere (a checkpoint, a question, an end) is
+/// progress: the task's TTL starts again from `now`, so a live agent is
+/// never expired by the clock alone, and an ended task's result is kept for
+/// its TTL after it ended. A retried failure or an interruption is not.
 pub(crate) fn apply(task: &mut TaskRecord, mut outcome: Outcome, now: Millis) {
     storable_outcome(&mut outcome);
     if outcome == Outcome::Interrupted {
         task.due_at = Some(now);
         return;
+    }
+    let expired = task.is_expired(now);
+    if !matches!(outcome, Outcome::Retry { .. }) {
+        extend_ttl(task, now);
     }
     task.updated_at = now;
     task.steps += 1;
@@ -178,7 +204,14 @@ pub(crate) fn apply(task: &mut TaskRecord, mut outcome: Outcome, now: Millis) {
         }
         Outcome::Cancelled => {
             task.status = TaskPhase::Cancelled;
-            task.status_message = Some("cancelled".to_owned());
+            task.status_message = Some(
+                if expired {
+                    EXPIRED_AND_CANCELLED
+                } else {
+                    "cancelled"
+                }
+                .to_owned(),
+            );
             finish(task);
         }
         Outcome::Waiting {
@@ -236,6 +269,15 @@ pub(crate) fn apply(task: &mut TaskRecord, mut outcome: Outcome, now: Millis) {
         }
     }
 }
+
+/// The status message of a live task the sweeper found past its expiry,
+/// while its backend's cancel runs (see `TaskStore::sweep`).
+pub(crate) const EXPIRING: &str =
+    "expired: no progress within its TTL; cancelling its upstream work";
+
+/// The status message of such a task once its backend's cancel ran.
+pub(crate) const EXPIRED_AND_CANCELLED: &str =
+    "expired: no progress within its TTL; its upstream work was cancelled";
 
 fn finish(task: &mut TaskRecord) {
     task.due_at = None;

@@ -18,6 +18,16 @@ pub struct NewTask {
     pub now: Millis,
 }
 
+impl NewTask {
+    /// When the new task's handle expires: its TTL after creation.
+    pub fn expires_at(&self) -> Option<Millis> {
+        self.ttl_ms.map(|ttl| {
+            self.now
+                .saturating_add(std::time::Duration::from_millis(ttl))
+        })
+    }
+}
+
 /// What one step produced; the store turns it into the next task state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {

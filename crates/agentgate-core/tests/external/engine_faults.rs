@@ -495,7 +495,7 @@ impl TaskStore for Full {
     async fn oldest_ended(&self, _: &Owner) -> StoreResult<Option<Millis>> {
         Ok(None)
     }
-    async fn sweep(&self, _: Millis, _: Duration) -> StoreResult<SweepReport> {
+    async fn sweep(&self, _: Millis, _: Duration, _: Option<Duration>) -> StoreResult<SweepReport> {
         Err(outage())
     }
     async fn secret(&self, _: &str, _: Vec<u8>) -> StoreResult<Vec<u8>> {
@@ -562,6 +562,7 @@ async fn a_due_task_that_cannot_be_claimed_does_not_make_the_claim_loop_spin() {
             created_at: Millis::EPOCH,
             updated_at: Millis::EPOCH,
             ttl_ms: None,
+            expires_at: None,
             due_at: Some(Millis::EPOCH),
             lease_owner: Some("w".into()),
             lease_until: None,

@@ -547,7 +547,7 @@ async fn stored_tasks_are_capped_per_principal_ended_ones_included() {
     // Once the sweeper deleted the ended tasks there is room again.
     let swept = s
         .store
-        .sweep(T0.saturating_add(retry), config.retention)
+        .sweep(T0.saturating_add(retry), config.retention, None)
         .await
         .expect("sweep");
     assert!(swept.deleted >= 3, "{swept:?}");

@@ -14,3 +14,4 @@ mod prop_jsonrpc;
 mod store_sqlite;
 mod task_service;
 mod tasks_2025;
+mod ttl;

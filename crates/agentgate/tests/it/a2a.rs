@@ -196,6 +196,39 @@ async fn follow_status(client: &Client, id: &str) -> CallToolResult {
     panic!("task {id} did not end")
 }
 
+/// Issue 32: a task that makes no progress within its TTL (a question
+/// nobody answers) expires, and its A2A task is canceled at the agent: the
+/// upstream work does not go on for a task nobody can see.
+#[tokio::test]
+async fn an_expired_task_is_canceled_at_the_agent() {
+    let up = agent(quick()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = GateBuilder::agentgate(BIN, dir.path())
+        .config(&format!(
+            "{}\n[limits]\nmax_ttl_seconds = 1\n[engine]\nsweep_seconds = 1\n",
+            config(&up, "", "")
+        ))
+        .start()
+        .await;
+    let client = TestClient::tasks().http(&server.url).await;
+    let task = start_task(&client, TOOL, ask("ask-input", json!({}))).await;
+    eventually(
+        "the A2A task to be canceled",
+        Duration::from_secs(30),
+        || (up.sim.stats().cancels == 1).then_some(()),
+    )
+    .await;
+    let gone = client
+        .peer()
+        .get_task(rmcp::model::GetTaskParams::new(task.task.task_id.clone()))
+        .await;
+    assert!(
+        gone.is_err(),
+        "an expired task answers as unknown: {gone:?}"
+    );
+    client.cancel().await.expect("close");
+}
+
 /// A call that outlives its sync budget is handed over with its task id;
 /// `task_status` follows it, `task_answer` answers the agent's question on
 /// behalf of a client that cannot elicit, `task_cancel` cancels it upstream.

@@ -47,19 +47,22 @@ pub(crate) fn stdio_command(store_path: &Path, extra: &[&str]) -> Command {
         .command()
 }
 
-/// Moves a task's creation time `ms` into the past, straight in the SQLite
-/// file, to test expiry without waiting for it.
+/// Moves a task's creation and expiry `ms` into the past, straight in the
+/// SQLite file, to test expiry without waiting for it (the expiry is its TTL
+/// after its last progress, so moving the creation alone is not enough).
 pub(crate) async fn backdate(store_path: &Path, id: &str, ms: i64) {
     use sqlx::Connection as _;
     let mut conn = sqlx::SqliteConnection::connect(&store_url(store_path))
         .await
         .expect("open store file");
-    let done = sqlx::query("UPDATE tasks SET created_at = created_at - ? WHERE id = ?")
-        .bind(ms)
-        .bind(id)
-        .execute(&mut conn)
-        .await
-        .expect("backdate");
+    let done = sqlx::query(
+        "UPDATE tasks SET created_at = created_at - ?1, expires_at = expires_at - ?1 WHERE id = ?2",
+    )
+    .bind(ms)
+    .bind(id)
+    .execute(&mut conn)
+    .await
+    .expect("backdate");
     assert_eq!(done.rows_affected(), 1);
 }
 

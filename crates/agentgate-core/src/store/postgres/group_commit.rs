@@ -83,9 +83,10 @@ pub(super) async fn insert_row(
     // docs), as long after the server's time as the caller asked for.
     let row = sqlx::query(&format!(
         "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt, lease_server_until) \
+         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt, lease_server_until, \
+         expires_at) \
          VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10, \
-         {SERVER_NOW} + $11) RETURNING *",
+         {SERVER_NOW} + $11, $12) RETURNING *",
     ))
     .bind(task.id.as_str())
     .bind(task.owner.as_str())
@@ -98,6 +99,7 @@ pub(super) async fn insert_row(
     .bind(lease.map(|(_, until)| until))
     .bind(i64::from(lease.is_some()))
     .bind(lease.map(|(_, until)| super::lease_ms(until.since(task.now))))
+    .bind(task.expires_at())
     .fetch_one(&mut *tx)
     .await?;
     Ok(decode(row))
@@ -112,12 +114,14 @@ async fn update(tx: &mut sqlx::PgConnection, tasks: &[TaskRecord]) -> StoreResul
          job_state = u.job_state, input_requests = u.input_requests, \
          input_responses = u.input_responses, used_input_keys = u.used_input_keys, \
          result = u.result, error = u.error, updated_at = u.updated_at, due_at = u.due_at, \
-         lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, steps = u.steps, failures = u.failures \
+         expires_at = u.expires_at, lease_owner = NULL, lease_until = NULL, \
+         lease_server_until = NULL, steps = u.steps, failures = u.failures \
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[], $6::jsonb[], \
                      $7::jsonb[], $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], \
-                     $12::bigint[], $13::bigint[], $14::bigint[]) \
+                     $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[]) \
            AS u(id, status, status_message, job_state, input_requests, input_responses, \
-                used_input_keys, result, error, updated_at, due_at, steps, failures, fence) \
+                used_input_keys, result, error, updated_at, due_at, steps, failures, fence, \
+                expires_at) \
          WHERE tasks.id = u.id AND tasks.attempt = u.fence",
     )
     .bind(tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>())
@@ -169,6 +173,12 @@ async fn update(tx: &mut sqlx::PgConnection, tasks: &[TaskRecord]) -> StoreResul
     .bind(tasks.iter().map(|t| t.steps).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.failures).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.fence.raw()).collect::<Vec<_>>())
+    .bind(
+        tasks
+            .iter()
+            .map(|t| t.expires_at.map(Millis::unix_ms))
+            .collect::<Vec<_>>(),
+    )
     .execute(&mut *tx)
     .await?;
     Ok(())

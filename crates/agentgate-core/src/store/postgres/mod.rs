@@ -485,6 +485,7 @@ fn decode(row: PgRow) -> StoreResult<TaskRecord> {
         ttl_ms: row
             .try_get::<Option<i64>, _>("ttl_ms")?
             .map(|v| u64::try_from(v).unwrap_or(0)),
+        expires_at: row.try_get("expires_at")?,
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
@@ -554,7 +555,8 @@ impl TaskStore for PostgresStore {
             tx.rollback().await?;
             return Ok(InputAck::default());
         }
-        let InputAck { accepted, complete } = super::transition::accept_input(&mut task, responses);
+        let InputAck { accepted, complete } =
+            super::transition::accept_input(&mut task, responses, now);
         if !accepted.is_empty() {
             let (status, due) = if complete {
                 (TaskPhase::Working, Some(now))
@@ -563,7 +565,7 @@ impl TaskStore for PostgresStore {
             };
             sqlx::query(
                 "UPDATE tasks SET input_requests = $1, input_responses = $2, status = $3, \
-                 due_at = $4, updated_at = $5 WHERE id = $6",
+                 due_at = $4, updated_at = $5, expires_at = $7 WHERE id = $6",
             )
             .bind(Json(&task.input_requests))
             .bind(Json(&task.input_responses))
@@ -571,6 +573,7 @@ impl TaskStore for PostgresStore {
             .bind(due)
             .bind(now)
             .bind(id.as_str())
+            .bind(task.expires_at)
             .execute(&mut *tx)
             .await?;
             notify(&mut *tx, ChangeKind::Updated, id).await?;
@@ -834,28 +837,46 @@ impl TaskStore for PostgresStore {
         Ok(oldest)
     }
 
-    async fn sweep(&self, now: Millis, retention: Duration) -> StoreResult<SweepReport> {
-        let expired = sqlx::query(&format!(
-            "UPDATE tasks SET status = 'failed', error = $1, status_message = 'expired', \
-             due_at = NULL, lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, \
-             input_requests = '{{}}'::jsonb, updated_at = $2 \
-             WHERE {LIVE} AND ttl_ms IS NOT NULL AND created_at + ttl_ms <= $2"
+    async fn sweep(
+        &self,
+        now: Millis,
+        retention: Duration,
+        max_lifetime: Option<Duration>,
+    ) -> StoreResult<SweepReport> {
+        // Created before this, a live task has outlived `max_lifetime`.
+        let born_before = max_lifetime.map(|max| now.saturating_sub(max));
+        let expired: Vec<String> = sqlx::query_scalar(&format!(
+            "UPDATE tasks SET cancel_requested = TRUE, due_at = $1, status_message = $2, \
+             expires_at = $1, updated_at = $1 \
+             WHERE {LIVE} AND NOT cancel_requested \
+             AND (expires_at <= $1 OR created_at <= $3) RETURNING id"
         ))
-        .bind(crate::job::expired_error())
         .bind(now)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
+        .bind(super::transition::EXPIRING)
+        .bind(born_before)
+        .fetch_all(&self.pool)
+        .await?;
+        // The instance running a step of one stops it, as for a client's cancel.
+        for id in &expired {
+            notify(
+                &self.pool,
+                ChangeKind::CancelRequested,
+                &TaskId::from_client(id.clone()),
+            )
+            .await?;
+        }
         let cutoff = now.saturating_sub(retention);
         let deleted = sqlx::query(&format!(
-            "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= $1 \
-             OR (ttl_ms IS NOT NULL AND created_at + ttl_ms <= $1))"
+            "DELETE FROM tasks WHERE NOT ({LIVE}) AND (updated_at <= $1 OR expires_at <= $1)"
         ))
         .bind(cutoff)
         .execute(&self.pool)
         .await?
         .rows_affected();
-        Ok(SweepReport { expired, deleted })
+        Ok(SweepReport {
+            expired: u64::try_from(expired.len()).unwrap_or(u64::MAX),
+            deleted,
+        })
     }
 
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
