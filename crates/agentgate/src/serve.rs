@@ -36,9 +36,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "AGENTGATE_LISTEN", value_name = "ADDR", value_parser = parse_listen)]
     listen: Option<SocketAddr>,
 
-    /// Task store: sqlite://PATH (created on first use) or
-    /// postgres://USER@HOST/DB (shared by several instances). Default:
-    /// tasks.db in the user's data directory.
+    /// Task store: sqlite://PATH (the file is created on first use, in a
+    /// directory that must exist) or postgres://USER@HOST/DB (shared by
+    /// several instances). Default: tasks.db in the user's data directory.
     #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
     store: Option<String>,
 
@@ -178,11 +178,20 @@ pub(crate) async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
     Ok(())
 }
 
+/// The store to open: `--store`, else `server.store`, else `tasks.db` in
+/// the user's data directory, which is created if need be. A named SQLite
+/// path's directory is never created (the store refuses it, so a typo
+/// cannot start an empty store in its place).
 fn store_url(flag: Option<String>, file: &FileConfig) -> Result<String> {
-    match flag.or_else(|| file.server.store.clone()) {
-        Some(url) => Ok(url),
-        None => Ok(default_store_url()?.0),
+    if let Some(url) = flag.or_else(|| file.server.store.clone()) {
+        return Ok(url);
     }
+    let (url, path) = default_store_url()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    }
+    Ok(url)
 }
 
 /// The engine settings of `[engine]` (and `--concurrency`) over the

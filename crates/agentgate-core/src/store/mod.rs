@@ -123,12 +123,20 @@ pub enum StoreError {
         value: String,
         wanted: &'static str,
     },
-    #[error("could not create the store's directory {path}: {source}")]
+    #[error("could not create the store file {path}: {source}")]
     Io {
         path: String,
         #[source]
         source: std::io::Error,
     },
+    /// A SQLite store's directory does not exist. Not created: a mistyped
+    /// path would otherwise give a new, empty store, and the tasks of the
+    /// real one would seem to have vanished.
+    #[error(
+        "the store's directory {path} does not exist: check the store path for a typo, or \
+         create the directory (mkdir -p {path}) if a new store belongs there"
+    )]
+    MissingDirectory { path: String },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -103,11 +103,12 @@ impl SqliteStore {
             })?;
         if !in_memory {
             let path = options.get_filename().to_path_buf();
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                return Err(StoreError::MissingDirectory {
                     path: dir.display().to_string(),
-                    source,
-                })?;
+                });
             }
             create_private_file(&path)?;
             options = options

@@ -39,7 +39,7 @@ fn help_describes_every_serve_option() {
 async fn migrate_creates_the_schema_and_exits() {
     use sqlx::Connection as _;
     let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}", dir.path().join("new/tasks.db").display());
+    let url = format!("sqlite://{}", dir.path().join("tasks.db").display());
     let out = run(&["migrate", "--store", &url]);
     assert!(
         out.status.success(),
@@ -84,6 +84,31 @@ fn unknown_store_scheme_is_refused_with_the_fix() {
     assert!(err.contains("sqlite://PATH"), "{err}");
 }
 
+/// Issue 33: a mistyped SQLite path is refused, naming the directory; it
+/// used to create the directories and an empty store, and the real store's
+/// tasks seemed to have vanished.
+#[test]
+fn a_store_path_in_a_missing_directory_is_refused_not_created() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("agentgat/tasks.db");
+    let store = format!("sqlite://{}", typo.display());
+    for args in [
+        vec!["serve", "--stdio", "--store", store.as_str()],
+        vec!["migrate", "--store", store.as_str()],
+    ] {
+        let out = run(&args);
+        assert!(!out.status.success(), "{args:?} started");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let missing = dir.path().join("agentgat");
+        assert!(
+            err.contains(&format!("{} does not exist", missing.display()))
+                && err.contains("mkdir -p"),
+            "{err}"
+        );
+        assert!(!missing.exists(), "nothing was created");
+    }
+}
+
 #[test]
 fn config_file_typos_name_the_key() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -98,6 +123,7 @@ fn config_file_typos_name_the_key() {
 #[tokio::test]
 async fn stdio_server_discovers_and_lists_task_status_and_logs_to_stderr_only() {
     let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("nested")).expect("mkdir");
     let db = dir.path().join("nested/tasks.db");
     let mut command = tokio::process::Command::new(BIN);
     command
