@@ -532,6 +532,10 @@ async fn run_first_step(
     };
     let engine = Engine::new(Arc::new(store), registry, Arc::new(SystemClock), config);
     let shutdown = CancellationToken::new();
+    // However the case ends (a failure returned early, or dropped by the
+    // harness's time bound), its engine and watcher stop: left running,
+    // each polls every 20 ms, and a few hundred of them starve the rest.
+    let _stop = shutdown.clone().drop_guard();
     tokio::spawn(engine.clone().run(shutdown.clone()));
     {
         let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
@@ -604,7 +608,6 @@ async fn run_first_step(
         }
         TaskPhase::Cancelled => prop_assert!(false, "cancelled without a cancel request"),
     }
-    shutdown.cancel();
     Ok(task.status)
 }
 
