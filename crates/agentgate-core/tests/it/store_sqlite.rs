@@ -24,10 +24,27 @@ mod on_file {
 async fn database_file_is_private_to_its_owner() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("nested/dir/tasks.db");
+    let path = dir.path().join("tasks.db");
     agentgate_core::store::SqliteStore::open(&format!("sqlite://{}", path.display()))
         .await
         .expect("open");
     let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// A path whose directory does not exist is refused, and nothing is
+/// created: a typo must not start an empty store in the real one's place.
+#[tokio::test]
+async fn a_store_in_a_missing_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nested/dir");
+    let url = format!("sqlite://{}", missing.join("tasks.db").display());
+    let refused = agentgate_core::store::SqliteStore::open(&url).await;
+    match refused {
+        Err(agentgate_core::store::StoreError::MissingDirectory { path }) => {
+            assert_eq!(path, missing.display().to_string());
+        }
+        other => panic!("expected MissingDirectory, got {other:?}"),
+    }
+    assert!(!dir.path().join("nested").exists(), "nothing was created");
 }
