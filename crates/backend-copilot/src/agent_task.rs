@@ -258,7 +258,11 @@ impl Followed for CreateState {
             .rest_get(&path, &[], Some(AGENT_TASKS_API_VERSION))
             .await
             .map_err(|e| e.into_job_error("reading the agent task"))?;
-        Ok(Some(finish(self, &full)))
+        let pull = match pull_artifact(&full) {
+            Some(id) => Some(pull_request(shared, id).await?),
+            None => None,
+        };
+        Ok(Some(finish(self, &full, pull)))
     }
 
     fn gone(&self, message: &str) -> CallToolResult {
@@ -349,7 +353,64 @@ fn classify(error: crate::github::GitHubError, what: &str) -> CreateError {
     }
 }
 
-fn finish(state: &CreateState, task: &Value) -> CallToolResult {
+/// The global id of the pull request an agent task produced: its artifact
+/// of provider `github` and type `pull` (GitHub documents `data` as the
+/// resource's `id` and `global_id`).
+fn pull_artifact(task: &Value) -> Option<&str> {
+    task.get("artifacts")?
+        .as_array()?
+        .iter()
+        .find(|a| a["provider"] == "github" && a["type"] == "pull")?
+        .pointer("/data/global_id")?
+        .as_str()
+}
+
+/// What GitHub says of the pull request `id`: `Ok(Err(why))` when it cannot
+/// be read for good (gone, no access), so the result says so instead of
+/// failing the finished task; a transient failure retries the step.
+async fn pull_request(shared: &Shared, id: &str) -> Result<Result<Value, String>, JobError> {
+    let response = shared
+        .github
+        .graphql(crate::github::model::PULL_BY_ID, json!({ "id": id }), None)
+        .await;
+    let response = match response {
+        Ok(response) => response,
+        Err(e) if e.is_transient() => return Err(e.into_job_error("reading the pull request")),
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let node = response.data.get("node").cloned().unwrap_or(Value::Null);
+    if node.get("number").is_some() {
+        return Ok(Ok(node));
+    }
+    let why = response
+        .errors
+        .first()
+        .map(|e| e.message.clone())
+        .unwrap_or_else(|| format!("{id} is not a pull request GitHub shows"));
+    Ok(Err(why))
+}
+
+/// `#12 "Fix the login" (open, draft): https://…/pull/12`.
+fn pull_line(pull: &Value) -> String {
+    let state = pull["state"].as_str().unwrap_or("?").to_lowercase();
+    let draft = if pull["isDraft"] == true {
+        ", draft"
+    } else {
+        ""
+    };
+    format!(
+        "#{} \"{}\" ({state}{draft}): {}",
+        pull["number"],
+        pull["title"].as_str().unwrap_or_default(),
+        pull["url"].as_str().unwrap_or_default()
+    )
+}
+
+fn finish(
+    state: &CreateState,
+    task: &Value,
+    pull: Option<Result<Value, String>>,
+) -> CallToolResult {
     let end = task
         .get("state")
         .and_then(Value::as_str)
@@ -366,7 +427,7 @@ fn finish(state: &CreateState, task: &Value) -> CallToolResult {
         .and_then(Value::as_array)
         .and_then(|s| s.iter().rev().find_map(|s| s.pointer("/error/message")))
         .and_then(Value::as_str);
-    let text = match (end.as_str(), error) {
+    let mut text = match (end.as_str(), error) {
         ("completed", _) => format!(
             "Copilot completed the agent task in {}/{}. {url}",
             state.owner, state.repo
@@ -374,9 +435,23 @@ fn finish(state: &CreateState, task: &Value) -> CallToolResult {
         (other, Some(reason)) => format!("The Copilot agent task ended {other}: {reason}. {url}"),
         (other, None) => format!("The Copilot agent task ended {other}. {url}"),
     };
-    report::result(
-        end != "completed",
-        text,
-        json!({"outcome": end, "owner": state.owner, "repo": state.repo, "agent_task": task}),
-    )
+    let mut structured =
+        json!({"outcome": end, "owner": state.owner, "repo": state.repo, "agent_task": task});
+    match pull {
+        Some(Ok(pull)) => {
+            text.push_str(&format!("\nPull request {}", pull_line(&pull)));
+            structured["pull_request"] = pull;
+        }
+        Some(Err(why)) => {
+            text.push_str(&format!(
+                "\nIts pull request could not be read ({why}); see the agent task."
+            ));
+            structured["pull_request_error"] = json!(why);
+        }
+        None if end == "completed" => {
+            text.push_str("\nThe agent task names no pull request.");
+        }
+        None => {}
+    }
+    report::result(end != "completed", text, structured)
 }

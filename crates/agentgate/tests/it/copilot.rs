@@ -894,6 +894,27 @@ async fn create_pull_request_follows_the_agent_task_to_its_end() {
         prompt.ends_with(&format!("<!-- agentgate:task {} -->", ok.task.task_id)),
         "{prompt}"
     );
+    // Issue 33: the pull request is named, not only the agent task's ids.
+    let pull = &structured(&result)["pull_request"];
+    let number = pull["number"].as_u64().expect("a pull request number");
+    let url = pull["url"].as_str().expect("its url");
+    assert!(
+        url.ends_with(&format!("/acme/widgets/pull/{number}")),
+        "{pull}"
+    );
+    assert_eq!(pull["state"], json!("OPEN"), "{pull}");
+    let title = pull["title"].as_str().expect("its title");
+    assert!(!title.is_empty(), "{pull}");
+    assert!(
+        first_text(&result).contains(&format!("Pull request #{number} \"{title}\"")),
+        "{result:?}"
+    );
+    let artifact = &structured(&result)["agent_task"]["artifacts"][0];
+    assert_eq!(
+        artifact["type"],
+        json!("pull"),
+        "the one GitHub listed: {artifact}"
+    );
 
     let (result, _) = follow(&client, &failed.task.task_id).await;
     assert_eq!(result["isError"], json!(true));

@@ -27,6 +27,9 @@ pub const REMOVE_ASSIGNEES: &str = "mutation($input:RemoveAssigneesFromAssignabl
 /// The selection for an issue we wait on: Copilot's cross-referenced PRs
 /// and comments since the assignment.
 pub const WATCH_ISSUE: &str = "issue(number:$i){state,timelineItems(last:50,since:$s,itemTypes:[CROSS_REFERENCED_EVENT,ISSUE_COMMENT]){nodes{__typename,...on CrossReferencedEvent{createdAt,source{__typename,...on PullRequest{number,url,title,state,isDraft,createdAt,author{login}}}},...on IssueComment{createdAt,url,body,author{login}}}}}";
+/// The pull request an agent task produced, by the global id its `pull`
+/// artifact gives (the Agent tasks API names it by ids only).
+pub const PULL_BY_ID: &str = "query($id:ID!){node(id: $id){__typename,...on PullRequest{number,url,title,state,isDraft,headRefName,baseRefName}}}";
 /// The selection for a pull request we follow.
 pub const WATCH_PULL: &str = "pullRequest(number:$i){number,url,title,state,isDraft,merged,updatedAt,headRefName,baseRefName,timelineItems(last:50,since:$s,itemTypes:[ISSUE_COMMENT,READY_FOR_REVIEW_EVENT,CLOSED_EVENT,MERGED_EVENT]){nodes{__typename,...on IssueComment{createdAt,url,body,author{login}},...on ReadyForReviewEvent{createdAt},...on ClosedEvent{createdAt},...on MergedEvent{createdAt}}}}";
 

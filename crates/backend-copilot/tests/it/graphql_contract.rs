@@ -83,6 +83,7 @@ const COVERED_DOCUMENTS: &[&str] = &[
     "REMOVE_ASSIGNEES",
     "WATCH_ISSUE",
     "WATCH_PULL",
+    "PULL_BY_ID",
 ];
 
 // ---------------------------------------------------------------------------
@@ -351,6 +352,19 @@ fn suggested_actors_documents_are_valid_against_the_public_schema() {
     assert!(
         reasons.iter().any(|r| r.contains("endCursor")),
         "{reasons:?}"
+    );
+}
+
+#[test]
+fn pull_by_id_document_is_valid_against_the_public_schema() {
+    let schema = public_schema();
+    let variables = json!({"id": "PR_kwDOAbCdEf5u7Vw9"});
+    assert_valid(schema, "PULL_BY_ID", model::PULL_BY_ID, &variables);
+    assert_refused(
+        schema,
+        "PULL_BY_ID without its id",
+        model::PULL_BY_ID,
+        &json!({}),
     );
 }
 

@@ -217,6 +217,26 @@ async fn suggested_actors_page_two_on_a_crowded_repository() {
     assert!(bot_logins(&legacy).is_empty());
 }
 
+/// `node(id:)` resolves an issue (or pull request) by its global id; an id
+/// that names nothing is GitHub's `NOT_FOUND` with a null node.
+#[tokio::test]
+async fn node_resolves_an_item_by_its_global_id() {
+    let gh = start().await;
+    let query = "query($id:ID!){node(id: $id){__typename,id,...on Issue{number,title}\
+                 ,...on PullRequest{number,title,isDraft}}}";
+    let id = gh.id(WIDGETS, 2);
+    let body = gh.graphql(query, json!({ "id": id })).await;
+    assert!(body.get("errors").is_none(), "{body}");
+    let node = &body["data"]["node"];
+    assert_eq!(node["__typename"], "Issue", "{body}");
+    assert_eq!(node["id"], json!(id));
+    assert_eq!(node["number"], 2);
+    assert_eq!(node["title"], "Fix the flaky retry test");
+    let body = gh.graphql(query, json!({ "id": "I_nothing" })).await;
+    assert_eq!(body["data"]["node"], Value::Null, "{body}");
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND", "{body}");
+}
+
 #[tokio::test]
 async fn issue_query_returns_the_assignees() {
     let gh = start().await;

@@ -76,6 +76,14 @@ impl User {
     }
 }
 
+/// GitHub's `Node` interface, for the node types `node(id:)` serves.
+#[derive(Clone, Debug, Interface)]
+#[graphql(name = "Node", field(name = "id", ty = "ID"))]
+pub(crate) enum Node {
+    Issue(Issue),
+    PullRequest(PullRequest),
+}
+
 /// GitHub's `Actor` interface (no `id`: GitHub's has none; select it on `Bot` or
 /// `User`).
 #[allow(clippy::duplicated_attributes)] // the derive's `field(..., ty = "Uri")` list

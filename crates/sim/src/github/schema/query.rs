@@ -156,6 +156,43 @@ impl QueryRoot {
         }))
     }
 
+    /// `node(id:)`: the issue or pull request with that global id (the
+    /// other node types are not served). An id that resolves to nothing is
+    /// a `NOT_FOUND` error with a null `node`, as GitHub answers it.
+    pub(super) async fn node(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> async_graphql::Result<Option<Node>> {
+        let sim = sim(ctx)?;
+        let found = {
+            let st = sim.state();
+            st.repos.iter().find_map(|(key, repo)| {
+                repo.items
+                    .values()
+                    .find(|item| item.node_id == id.as_str())
+                    .map(|item| (key.clone(), item.number))
+            })
+        };
+        found
+            .and_then(|(key, number)| {
+                let repo = snapshot(sim, &key)?;
+                repo.find_pull_request(number)
+                    .map(Node::PullRequest)
+                    .or_else(|| repo.find_issue(number).map(Node::Issue))
+            })
+            .map(Some)
+            .ok_or_else(|| {
+                typed(
+                    "NOT_FOUND",
+                    format!(
+                        "Could not resolve to a node with the global id of '{}'",
+                        id.as_str()
+                    ),
+                )
+            })
+    }
+
     pub(super) async fn viewer(&self, ctx: &Context<'_>) -> async_graphql::Result<User> {
         let st = sim(ctx)?.state();
         let a = st
