@@ -84,7 +84,9 @@ pub struct ValidQuery {
 /// Upstream's text for an empty query, kept byte for byte.
 pub const EMPTY_QUERY: &str = "Error: Query cannot be empty";
 
-fn is_message_id(id: &str) -> bool {
+/// Whether `id` has the shape the service model gives `ConversationId` and
+/// `MessageId`: 36 characters, `[a-zA-Z0-9][a-zA-Z0-9-]{35}`.
+pub(crate) fn is_message_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     bytes.len() == 36
         && bytes[0].is_ascii_alphanumeric()

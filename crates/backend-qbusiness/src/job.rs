@@ -633,7 +633,19 @@ impl QBusinessQuery {
 /// The conversation a review or challenge happened in.
 fn conversation_of(answer: &Answer) -> Result<(String, String), ChatError> {
     match (&answer.conversation_id, &answer.system_message_id) {
-        (Some(c), Some(m)) => Ok((c.clone(), m.clone())),
+        (Some(c), Some(m)) if crate::args::is_message_id(c) && crate::args::is_message_id(m) => {
+            Ok((c.clone(), m.clone()))
+        }
+        // The service model makes both 36-character ids; anything else is
+        // no id to answer in. Sent on, a long one made the SDK panic
+        // building ListMessages' URI (found by the property test).
+        (Some(c), Some(m)) => Err(ChatError::Final(format!(
+            "Error: Amazon Q Business answered with a conversation id or message id that is \
+             not one (the service model makes them 36 letters, digits or dashes; got {} and {} \
+             characters), so the action it asked to review cannot be answered; nothing was sent.",
+            c.chars().count(),
+            m.chars().count()
+        ))),
         _ => Err(ChatError::NoConversation),
     }
 }

@@ -630,6 +630,57 @@ fn an_unreadable_answer_says_why() {
     }
 }
 
+/// An action review whose conversation id is not one (here 5 000
+/// characters) was sent back to Q Business with the approved action, and
+/// on a repeated step the property found the SDK panicking while building
+/// ListMessages' URI from it. Ids without the service model's shape are now
+/// refused before any call, saying so: nothing is sent on the user's
+/// approval into a conversation that cannot be named.
+#[test]
+fn a_review_with_a_malformed_conversation_id_is_refused_not_a_panic() {
+    let h = harness();
+    let review = Canned {
+        status: 200,
+        headers: vec![("content-type", "application/json".to_owned())],
+        body: json!({
+            "conversationId": "c".repeat(5_000),
+            "systemMessageId": "m".repeat(36),
+            "actionReview": {
+                "pluginId": APPLICATION,
+                "payload": {"title": {"displayName": "Title", "type": "STRING", "value": "x"}},
+            }
+        })
+        .to_string()
+        .into_bytes(),
+    };
+    h.upstream.set("chat_sync", vec![review]);
+    let args = json!({"query": "File a ticket", "plugin_id": APPLICATION});
+    let step = within(&h, h.job.start(query(args), &cx(0))).expect("an answer in time");
+    let Ok(Step::Ask {
+        state, requests, ..
+    }) = step
+    else {
+        panic!("expected the review as a question, got {step:?}");
+    };
+    let key = requests.keys().next().cloned().expect("a request");
+    let accept = [(key, json!({"action": "accept", "content": {}}))];
+    let step = within(
+        &h,
+        h.job
+            .resume(state, Event::Input(accept.into_iter().collect()), &cx(1)),
+    )
+    .expect("an answer in time");
+    let Ok(Step::Done(result)) = step else {
+        panic!("expected a tool error, got {step:?}");
+    };
+    let text = texts(&result);
+    assert_eq!(result.is_error, Some(true), "{text}");
+    assert!(
+        text.contains("not one") && text.contains("nothing was sent"),
+        "{text}"
+    );
+}
+
 /// A connection that closes before the answer is complete is an outage to
 /// retry (same `clientToken`), not a tool error. The argument property found
 /// this as a rare flake: a pooled keep-alive connection the server had just
