@@ -185,7 +185,7 @@ async fn insert_row(
 ) -> StoreResult<StoreResult<TaskRecord>> {
     let row = sqlx::query(
         "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-         updated_at, ttl_ms, expires_at, due_at, lease_owner, lease_until, attempt) \
+         updated_at, ttl_ms, expires_at, due_at, lease_owner, lease_until, fence) \
          VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
     )
     .bind(task.id.as_str())
@@ -277,7 +277,7 @@ async fn save_batch(
             "UPDATE tasks SET status = ?, status_message = ?, job_state = ?, \
              input_requests = ?, input_responses = ?, used_input_keys = ?, result = ?, \
              error = ?, updated_at = ?, due_at = ?, expires_at = ?, lease_owner = NULL, \
-             lease_until = NULL, steps = ?, failures = ? WHERE id = ? AND attempt = ?",
+             lease_until = NULL, steps = ?, failures = ? WHERE id = ? AND fence = ?",
         )
         .bind(task.status.as_str())
         .bind(&task.status_message)
@@ -435,8 +435,7 @@ fn decode(row: SqliteRow) -> StoreResult<TaskRecord> {
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
-        // The column keeps its first name; it has always held the fence.
-        fence: row.try_get("attempt")?,
+        fence: row.try_get("fence")?,
         steps: row.try_get("steps")?,
         failures: row.try_get("failures")?,
     })
@@ -570,7 +569,7 @@ impl TaskStore for SqliteStore {
         }
         let ids = json_text(&due.iter().map(|(id, _)| id).collect::<Vec<_>>());
         let rows = sqlx::query(
-            "UPDATE tasks SET lease_owner = ?, lease_until = ?, attempt = attempt + 1 \
+            "UPDATE tasks SET lease_owner = ?, lease_until = ?, fence = fence + 1 \
              WHERE id IN (SELECT value FROM json_each(?)) RETURNING *",
         )
         .bind(worker)
@@ -604,7 +603,7 @@ impl TaskStore for SqliteStore {
     ) -> StoreResult<()> {
         let mut tx = self.db.write().await?;
         let done = sqlx::query(
-            "UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND attempt = ?",
+            "UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ? AND fence = ?",
         )
         .bind(now.saturating_add(lease))
         .bind(id.as_str())
@@ -640,7 +639,7 @@ impl TaskStore for SqliteStore {
         let done = sqlx::query(
             "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE MIN(due_at, ?) END \
-             WHERE id = ? AND lease_owner = ? AND attempt = ?",
+             WHERE id = ? AND lease_owner = ? AND fence = ?",
         )
         .bind(now)
         .bind(id.as_str())

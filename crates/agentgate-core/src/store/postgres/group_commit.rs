@@ -83,7 +83,7 @@ pub(super) async fn insert_row(
     // docs), as long after the server's time as the caller asked for.
     let row = sqlx::query(&format!(
         "INSERT INTO tasks (id, owner, tool, args, status, status_message, created_at, \
-         updated_at, ttl_ms, due_at, lease_owner, lease_until, attempt, lease_server_until, \
+         updated_at, ttl_ms, due_at, lease_owner, lease_until, fence, lease_server_until, \
          expires_at) \
          VALUES ($1, $2, $3, $4, 'working', $5, $6, $6, $7, $6, $8, $9, $10, \
          {SERVER_NOW} + $11, $12) RETURNING *",
@@ -122,7 +122,7 @@ async fn update(tx: &mut sqlx::PgConnection, tasks: &[TaskRecord]) -> StoreResul
            AS u(id, status, status_message, job_state, input_requests, input_responses, \
                 used_input_keys, result, error, updated_at, due_at, steps, failures, fence, \
                 expires_at) \
-         WHERE tasks.id = u.id AND tasks.attempt = u.fence",
+         WHERE tasks.id = u.id AND tasks.fence = u.fence",
     )
     .bind(tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>())
     .bind(tasks.iter().map(|t| t.status.as_str()).collect::<Vec<_>>())

@@ -489,8 +489,7 @@ fn decode(row: PgRow) -> StoreResult<TaskRecord> {
         due_at: row.try_get("due_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
-        // The column keeps its first name; it has always held the fence.
-        fence: row.try_get("attempt")?,
+        fence: row.try_get("fence")?,
         steps: row.try_get("steps")?,
         failures: row.try_get("failures")?,
         id: TaskId::from_client(id),
@@ -624,7 +623,7 @@ impl TaskStore for PostgresStore {
              AND (lease_server_until IS NULL OR lease_server_until <= {SERVER_NOW}) \
              ORDER BY runnable_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
              UPDATE tasks SET lease_owner = $1, lease_until = $2, \
-             lease_server_until = {SERVER_NOW} + $5, attempt = tasks.attempt + 1 \
+             lease_server_until = {SERVER_NOW} + $5, fence = tasks.fence + 1 \
              FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner",
         ))
         .bind(worker)
@@ -655,7 +654,7 @@ impl TaskStore for PostgresStore {
     ) -> StoreResult<()> {
         let done = sqlx::query(&format!(
             "UPDATE tasks SET lease_until = $1, lease_server_until = {SERVER_NOW} + $5 \
-             WHERE id = $2 AND lease_owner = $3 AND attempt = $4",
+             WHERE id = $2 AND lease_owner = $3 AND fence = $4",
         ))
         .bind(now.saturating_add(lease))
         .bind(id.as_str())
@@ -690,7 +689,7 @@ impl TaskStore for PostgresStore {
         let done = sqlx::query(
             "UPDATE tasks SET lease_owner = NULL, lease_until = NULL, lease_server_until = NULL, \
              due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, $1) END \
-             WHERE id = $2 AND lease_owner = $3 AND attempt = $4",
+             WHERE id = $2 AND lease_owner = $3 AND fence = $4",
         )
         .bind(now)
         .bind(id.as_str())
