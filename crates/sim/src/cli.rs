@@ -15,7 +15,7 @@ use crate::github::{
 };
 use crate::qbusiness::{
     self, DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
-    QBusinessConfig, QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
+    IdentityCenterConfig, QBusinessConfig, QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
 };
 
 /// Arguments of `agentgate sim`. `#[non_exhaustive]`: build it with
@@ -96,6 +96,25 @@ pub struct SimArgs {
     /// Serve A2A push notifications (`capabilities.pushNotifications`).
     #[arg(long)]
     pub a2a_push: bool,
+    /// Play IAM Identity Center and STS for identity-aware sessions: the
+    /// trusted token issuer's `iss` (its keys from `--idc-jwks-uri`).
+    #[arg(long, value_name = "URL", requires_all = ["idc_jwks_uri", "idc_audience"])]
+    pub idc_issuer: Option<String>,
+    /// The trusted token issuer's JWKS.
+    #[arg(long, value_name = "URL", requires = "idc_issuer")]
+    pub idc_jwks_uri: Option<String>,
+    /// The `aud` the Identity Center application accepts (agentgate's `[auth] resource`).
+    #[arg(long, value_name = "AUD", requires = "idc_issuer")]
+    pub idc_audience: Option<String>,
+    /// The token claim that names the Identity Center user.
+    #[arg(long, value_name = "CLAIM", default_value = "email")]
+    pub idc_user_claim: String,
+    /// The Identity Center application's ARN (`CreateTokenWithIAM`'s `clientId`).
+    #[arg(long, value_name = "ARN", default_value = DEFAULT_IDC_APPLICATION_ARN)]
+    pub idc_application_arn: String,
+    /// The role `AssumeRole` may assume with an identity context.
+    #[arg(long, value_name = "ARN", default_value = DEFAULT_IDC_ROLE_ARN)]
+    pub idc_role_arn: String,
 }
 
 impl std::fmt::Debug for SimArgs {
@@ -127,6 +146,12 @@ impl std::fmt::Debug for SimArgs {
                 &self.a2a_oauth_client_secret.as_ref().map(|_| "<redacted>"),
             )
             .field("a2a_push", &self.a2a_push)
+            .field("idc_issuer", &self.idc_issuer)
+            .field("idc_jwks_uri", &self.idc_jwks_uri)
+            .field("idc_audience", &self.idc_audience)
+            .field("idc_user_claim", &self.idc_user_claim)
+            .field("idc_application_arn", &self.idc_application_arn)
+            .field("idc_role_arn", &self.idc_role_arn)
             .finish()
     }
 }
@@ -157,9 +182,21 @@ impl Default for SimArgs {
             a2a_oauth_client_id: None,
             a2a_oauth_client_secret: None,
             a2a_push: false,
+            idc_issuer: None,
+            idc_jwks_uri: None,
+            idc_audience: None,
+            idc_user_claim: "email".into(),
+            idc_application_arn: DEFAULT_IDC_APPLICATION_ARN.into(),
+            idc_role_arn: DEFAULT_IDC_ROLE_ARN.into(),
         }
     }
 }
+
+/// The Identity Center application the emulator plays by default.
+const DEFAULT_IDC_APPLICATION_ARN: &str =
+    "arn:aws:sso::111122223333:application/ssoins-emulated/apl-agentgate";
+/// The role it lets be assumed by default.
+const DEFAULT_IDC_ROLE_ARN: &str = "arn:aws:iam::111122223333:role/QBusinessIdentityAware";
 
 fn parse_scale(s: &str) -> Result<f64, String> {
     let scale: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
@@ -222,6 +259,17 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         latency: Duration::from_millis(args.latency_ms),
         latency_jitter: Duration::from_millis(args.latency_jitter_ms),
         public_base_url: None,
+        identity_center: match (&args.idc_issuer, &args.idc_jwks_uri, &args.idc_audience) {
+            (Some(issuer), Some(jwks_uri), Some(audience)) => Some(IdentityCenterConfig {
+                application_arn: args.idc_application_arn.clone(),
+                role_arn: args.idc_role_arn.clone(),
+                issuer: issuer.clone(),
+                jwks_uri: jwks_uri.clone(),
+                audience: audience.clone(),
+                user_claim: args.idc_user_claim.clone(),
+            }),
+            _ => None,
+        },
         ..QBusinessConfig::default()
     };
     let sim = QBusinessSim::new(config);

@@ -59,6 +59,10 @@ impl Emulated for QBusinessSim {
     fn env(url: &str) -> Vec<(String, String)> {
         vec![
             ("AWS_ENDPOINT_URL_QBUSINESS".into(), url.into()),
+            // The emulator also plays IAM Identity Center and STS, for
+            // identity-aware sessions.
+            ("AWS_ENDPOINT_URL_SSO_OIDC".into(), url.into()),
+            ("AWS_ENDPOINT_URL_STS".into(), url.into()),
             ("AWS_REGION".into(), DEFAULT_REGION.into()),
             ("AWS_ACCESS_KEY_ID".into(), DEFAULT_ACCESS_KEY_ID.into()),
             (

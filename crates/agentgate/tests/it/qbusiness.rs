@@ -770,6 +770,7 @@ async fn a_principal_speaks_as_its_configured_identity_never_as_its_arguments_sa
             agentgate_sim::qbusiness::SeenIdentity {
                 user_id: Some("alice@corp.example".into()),
                 user_groups: vec!["Engineering".into()],
+                session_user: None,
             },
             agentgate_sim::qbusiness::SeenIdentity::default(),
         ],

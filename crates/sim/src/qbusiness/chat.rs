@@ -65,6 +65,7 @@ pub(crate) fn chat_sync(
         st.stats.identities.push(SeenIdentity {
             user_id: query.user_id.clone(),
             user_groups: query.user_groups.clone(),
+            session_user: query.session_user.clone(),
         });
         if let Some(token) = token_hint {
             *st.stats.by_client_token.entry(token).or_default() += 1;

@@ -226,6 +226,15 @@ impl ApiError {
         )
     }
 
+    /// 403 `ExpiredTokenException`: session credentials past their expiry.
+    pub fn expired_token() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "ExpiredTokenException",
+            "The security token included in the request is expired",
+        )
+    }
+
     /// 403 `InvalidSignatureException` with the given message.
     pub fn invalid_signature(message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, "InvalidSignatureException", message)

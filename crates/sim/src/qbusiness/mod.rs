@@ -23,6 +23,8 @@
 //! - `answer` and `corpus`: BM25 retrieval over the shipped documents, citations;
 //! - `filter`: `attributeFilter`;
 //! - `plugins`: the ticket plugin and the sign-in (Calendar) plugin;
+//! - `identity_center`: IAM Identity Center's `CreateTokenWithIAM` and STS's
+//!   `AssumeRole` with an identity context, for identity-aware sessions;
 //! - `faults`: latency and injected failures;
 //! - `errors`: AWS error shapes; `wire`: response shapes; `state`, `ids`.
 
@@ -32,6 +34,7 @@ mod corpus;
 mod errors;
 mod faults;
 mod filter;
+mod identity_center;
 mod ids;
 mod plugins;
 mod request;
@@ -51,6 +54,9 @@ pub use answer::{DATASOURCE_ID, INDEX_ID, MAX_SYSTEM_MESSAGE, NO_ANSWER};
 pub use corpus::{Bm25, Corpus, Document};
 pub use errors::{ApiError, FieldError};
 pub use faults::{Faults, ScriptedFault, UnknownFault};
+pub use identity_center::{
+    IDENTITY_CENTER_PROVIDER, IdentityCenterConfig, IssuedSession, JWT_BEARER_GRANT,
+};
 pub use plugins::{SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID, Ticket};
 pub use routes::MAX_BODY;
 
@@ -88,6 +94,9 @@ pub struct QBusinessConfig {
     /// does; `false` is the conservative reading, in which every request is a
     /// new turn and a repeated action runs again.
     pub client_token_replay: bool,
+    /// Identity Center and STS, for identity-aware sessions; `None` serves
+    /// neither (`InvalidClientException`, `AccessDenied`).
+    pub identity_center: Option<IdentityCenterConfig>,
 }
 
 impl std::fmt::Debug for QBusinessConfig {
@@ -101,6 +110,7 @@ impl std::fmt::Debug for QBusinessConfig {
             .field("latency_jitter", &self.latency_jitter)
             .field("public_base_url", &self.public_base_url)
             .field("client_token_replay", &self.client_token_replay)
+            .field("identity_center", &self.identity_center)
             .finish()
     }
 }
@@ -116,6 +126,7 @@ impl Default for QBusinessConfig {
             latency_jitter: Duration::ZERO,
             public_base_url: None,
             client_token_replay: true,
+            identity_center: None,
         }
     }
 }
@@ -138,6 +149,12 @@ pub struct Stats {
     /// The identity (`userId`, `userGroups` query parameters) each ChatSync
     /// request arrived with, in order: what agentgate sent on the wire.
     pub identities: Vec<SeenIdentity>,
+    /// `CreateTokenWithIAM` exchanges that returned an identity context.
+    pub token_exchanges: u64,
+    /// `CreateTokenWithIAM` assertions refused (`InvalidGrantException`).
+    pub token_exchanges_refused: u64,
+    /// `AssumeRole` calls that returned session credentials.
+    pub roles_assumed: u64,
     by_client_token: HashMap<String, u64>,
     effects_by_client_token: HashMap<String, u64>,
 }
@@ -147,6 +164,9 @@ pub struct Stats {
 pub struct SeenIdentity {
     pub user_id: Option<String>,
     pub user_groups: Vec<String>,
+    /// The Identity Center user of the identity-aware session that signed
+    /// the request, if one did.
+    pub session_user: Option<String>,
 }
 
 impl Stats {
@@ -253,6 +273,11 @@ impl QBusinessSim {
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
         self.inner.state().stats.clone()
+    }
+
+    /// The role sessions STS issued so far.
+    pub fn issued_sessions(&self) -> Vec<IssuedSession> {
+        self.inner.state().identity.issued()
     }
 
     /// The tickets created so far, oldest first.

@@ -28,6 +28,9 @@ pub(super) struct Query {
     pub sync: bool,
     /// `userId`.
     pub user_id: Option<String>,
+    /// Not a query member: the Identity Center user of the identity-aware
+    /// session that signed the request, who owns its conversations.
+    pub session_user: Option<String>,
     /// `userGroups`, in order.
     pub user_groups: Vec<String>,
     /// `nextToken`.
@@ -55,6 +58,9 @@ impl Query {
 
     /// The key conversations are kept under: the user id, or `anonymous`.
     pub(super) fn owner(&self) -> String {
+        if let Some(user) = &self.session_user {
+            return format!("idc:{user}");
+        }
         self.user_id.clone().unwrap_or_else(|| "anonymous".into())
     }
 

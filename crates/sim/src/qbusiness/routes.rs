@@ -8,10 +8,14 @@
 //! | `GET /applications/{applicationId}/conversations/{conversationId}` | ListMessages |
 //! | `DELETE /applications/{applicationId}/conversations/{conversationId}` | DeleteConversation |
 //! | `GET /oauth/authorize?state=...` | the Calendar plugin's sign-in page (no SigV4) |
+//! | `POST /token?aws_iam=t` | SSO OIDC `CreateTokenWithIAM` (signing name `sso-oauth`) |
+//! | `POST /` (form `Action=AssumeRole`) | STS `AssumeRole` (signing name `sts`) |
 //! | anything else | 404 `UnknownOperationException` |
 //!
 //! The front door (a middleware) runs for every request: it waits the configured latency,
-//! reads the body (at most [`MAX_BODY`] bytes), verifies SigV4 (except for `/oauth/`),
+//! reads the body (at most [`MAX_BODY`] bytes), verifies SigV4 (except for `/oauth/`;
+//! Q Business accepts the operator's key and the session keys STS issued, SSO OIDC and
+//! STS only the operator's, and STS answers its errors in XML),
 //! may lose a successful answer after the fact (`Faults::set_lost_rate`), and stamps
 //! `x-amzn-RequestId` on every response.
 
@@ -21,20 +25,21 @@ use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde_json::json;
 
 use super::QBusinessSim;
 use super::chat;
 use super::errors::{ApiError, RESOURCE_CONVERSATION};
+use super::identity_center::{self, SSO_OIDC_SERVICE, STS_SERVICE};
 use super::ids::{ID_PATTERN, is_resource_id, new_uuid};
 use super::plugins;
 use super::request::{Query, next_token};
-use super::sigv4::Received;
+use super::sigv4::{Received, SERVICE, Signer};
 use super::wire::ConversationSummary;
 
 /// Largest request body accepted (five 10 MB attachments, base64-encoded, fit).
@@ -52,6 +57,8 @@ pub(crate) fn router(sim: QBusinessSim) -> Router {
             get(list_messages).delete(delete_conversation),
         )
         .route("/oauth/authorize", get(authorize))
+        .route("/token", post(create_token_with_iam))
+        .route("/", post(sts))
         .fallback(no_such_operation)
         .method_not_allowed_fallback(no_such_operation)
         .layer(middleware::from_fn_with_state(sim.clone(), front_door))
@@ -79,13 +86,39 @@ async fn front_door(State(sim): State<QBusinessSim>, request: Request, next: Nex
                     headers: &parts.headers,
                     body: &bytes,
                 };
-                match sim.inner.verifier.verify(&received, SystemTime::now()) {
+                let service = match parts.uri.path() {
+                    "/token" => SSO_OIDC_SERVICE,
+                    "/" => STS_SERVICE,
+                    _ => SERVICE,
+                };
+                let verified = sim
+                    .inner
+                    .verifier
+                    .verify(&received, SystemTime::now(), service, &|key| {
+                        sim.inner.state().identity.session(key)
+                    })
+                    .and_then(|signer| match (&signer, service) {
+                        (Signer::Session { .. }, SERVICE) | (Signer::Operator, _) => Ok(signer),
+                        // The role grants Q Business, not a token exchange.
+                        (Signer::Session { .. }, _) => Err(ApiError::access_denied(
+                            "A role session may not call this operation.",
+                        )),
+                    });
+                match verified {
+                    Err(e) if service == STS_SERVICE => {
+                        identity_center::sts_error(e.status(), e.code(), e.message())
+                    }
                     Err(e) => {
                         tracing::debug!(code = e.code(), "request refused: {}", e.message());
                         e.into_response()
                     }
-                    Ok(_) => {
-                        let chat_sync = parts.method == axum::http::Method::POST;
+                    Ok(signer) => {
+                        let chat_sync =
+                            parts.method == axum::http::Method::POST && service == SERVICE;
+                        let mut parts = parts;
+                        if let Signer::Session { user } = signer {
+                            parts.extensions.insert(SessionUser(user));
+                        }
                         let response = next
                             .run(Request::from_parts(parts, Body::from(bytes)))
                             .await;
@@ -106,6 +139,29 @@ async fn front_door(State(sim): State<QBusinessSim>, request: Request, next: Nex
         response.headers_mut().insert("x-amzn-RequestId", value);
     }
     response
+}
+
+/// The Identity Center user whose identity-aware session signed the request.
+#[derive(Clone, Debug)]
+struct SessionUser(String);
+
+/// The request's query, with the session's user as the caller.
+fn caller_query(raw: Option<&str>, session: Option<Extension<SessionUser>>) -> Query {
+    let mut query = Query::parse(raw);
+    query.session_user = session.map(|Extension(SessionUser(user))| user);
+    query
+}
+
+async fn create_token_with_iam(
+    State(sim): State<QBusinessSim>,
+    RawQuery(raw): RawQuery,
+    body: Bytes,
+) -> Response {
+    identity_center::create_token_with_iam(&sim.inner, raw.as_deref(), &body).await
+}
+
+async fn sts(State(sim): State<QBusinessSim>, body: Bytes) -> Response {
+    identity_center::sts(&sim.inner, &body)
 }
 
 async fn no_such_operation() -> ApiError {
@@ -142,12 +198,13 @@ async fn post_conversations(
     State(sim): State<QBusinessSim>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(raw): RawQuery,
+    session: Option<Extension<SessionUser>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let application_id = label(path)?;
-    let query = Query::parse(raw.as_deref());
+    let query = caller_query(raw.as_deref(), session);
     if !query.sync {
         return Err(ApiError::unknown_operation(
             "Only ChatSync (POST /applications/{applicationId}/conversations?sync) is emulated; \
@@ -173,13 +230,14 @@ async fn list_conversations(
     State(sim): State<QBusinessSim>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(raw): RawQuery,
+    session: Option<Extension<SessionUser>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let application_id = label(path)?;
     if let Some(err) = sim.faults().random_fault() {
         return Err(err);
     }
     sim.inner.check_application(&application_id)?;
-    let query = Query::parse(raw.as_deref());
+    let query = caller_query(raw.as_deref(), session);
     let mut errors = Vec::new();
     query.validate_user(&mut errors);
     let (size, offset) = query.page(&mut errors);
@@ -213,6 +271,7 @@ async fn list_messages(
     State(sim): State<QBusinessSim>,
     path: Result<Path<(String, String)>, PathRejection>,
     RawQuery(raw): RawQuery,
+    session: Option<Extension<SessionUser>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let (application_id, conversation_id) = labels(path)?;
     if let Some(err) = sim.faults().random_fault() {
@@ -220,7 +279,7 @@ async fn list_messages(
     }
     sim.inner.check_application(&application_id)?;
     check_conversation_id(&conversation_id)?;
-    let query = Query::parse(raw.as_deref());
+    let query = caller_query(raw.as_deref(), session);
     let mut errors = Vec::new();
     query.validate_user(&mut errors);
     let (size, offset) = query.page(&mut errors);
@@ -249,6 +308,7 @@ async fn delete_conversation(
     State(sim): State<QBusinessSim>,
     path: Result<Path<(String, String)>, PathRejection>,
     RawQuery(raw): RawQuery,
+    session: Option<Extension<SessionUser>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let (application_id, conversation_id) = labels(path)?;
     if let Some(err) = sim.faults().random_fault() {
@@ -256,7 +316,7 @@ async fn delete_conversation(
     }
     sim.inner.check_application(&application_id)?;
     check_conversation_id(&conversation_id)?;
-    let query = Query::parse(raw.as_deref());
+    let query = caller_query(raw.as_deref(), session);
     let mut errors = Vec::new();
     query.validate_user(&mut errors);
     if !errors.is_empty() {

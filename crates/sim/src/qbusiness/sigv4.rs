@@ -6,8 +6,9 @@
 //! `SignedHeaders`, the `X-Amz-Date` time and the body bytes. Settings mirror how the Rust
 //! SDK signs Q Business: double URI encoding, normalized path, no
 //! `x-amz-content-sha256` header, and an `x-amz-security-token` header included in the
-//! canonical request when the caller has a session token (any token value is accepted:
-//! the emulator has no STS).
+//! canonical request when the caller has a session token. Two kinds of keys verify: the
+//! operator's long-term key (no token needed) and a session key the emulator's STS
+//! issued, whose token must arrive with it and which expires (`ExpiredTokenException`).
 //!
 //! The checks run in the front door's order, and fail with its shapes (all HTTP 403):
 //! no `Authorization` → `MissingAuthenticationTokenException`; malformed header →
@@ -33,7 +34,8 @@ pub(super) const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 const DATE_FORMAT: &str = "%Y%m%dT%H%M%SZ";
 
-/// The one set of credentials the emulator accepts. `Debug` redacts the secret.
+/// The operator's long-term credentials the emulator accepts, beside the
+/// session credentials it issued (see [`SessionKey`]). `Debug` redacts the secret.
 #[derive(Clone)]
 pub(super) struct Verifier {
     /// Accepted access key id.
@@ -52,6 +54,36 @@ impl std::fmt::Debug for Verifier {
             .field("region", &self.region)
             .finish()
     }
+}
+
+/// Temporary credentials the emulator's STS issued: a request signed with
+/// their access key must carry their session token and be made before they
+/// expire. `Debug` redacts the secret and the token.
+#[derive(Clone)]
+pub(super) struct SessionKey {
+    pub secret_access_key: String,
+    pub session_token: String,
+    pub expires_at: SystemTime,
+    /// The Identity Center user the session speaks for.
+    pub user: String,
+}
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionKey")
+            .field("user", &self.user)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who signed a request that verified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Signer {
+    /// The operator's long-term access key.
+    Operator,
+    /// An identity-enhanced role session, for this Identity Center user.
+    Session { user: String },
 }
 
 /// The parts of a request that the signature covers.
@@ -132,12 +164,16 @@ fn format_time(t: DateTime<Utc>) -> String {
 }
 
 impl Verifier {
-    /// Verifies the request's SigV4 signature at time `now`; `Ok` carries the access key.
+    /// Verifies the request's SigV4 signature at time `now`, scoped to
+    /// `service` (its signing name); `sessions` looks up the temporary
+    /// credentials issued by the emulator's STS by access key.
     pub(super) fn verify(
         &self,
         request: &Received<'_>,
         now: SystemTime,
-    ) -> Result<String, ApiError> {
+        service: &str,
+        sessions: &dyn Fn(&str) -> Option<SessionKey>,
+    ) -> Result<Signer, ApiError> {
         let headers = request.headers;
         let Some(authorization) = headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::missing_authentication_token());
@@ -171,9 +207,26 @@ impl Verifier {
             }
         }
 
-        if auth.access_key_id != self.access_key_id {
+        let (secret, signer) = if auth.access_key_id == self.access_key_id {
+            (self.secret_access_key.clone(), Signer::Operator)
+        } else if let Some(session) = sessions(auth.access_key_id) {
+            let token = headers
+                .get("x-amz-security-token")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            if !constant_time_eq(token.as_bytes(), session.session_token.as_bytes()) {
+                return Err(ApiError::unrecognized_client());
+            }
+            if now >= session.expires_at {
+                return Err(ApiError::expired_token());
+            }
+            (
+                session.secret_access_key,
+                Signer::Session { user: session.user },
+            )
+        } else {
             return Err(ApiError::unrecognized_client());
-        }
+        };
         let date = &amz_date[..8];
         if auth.scope_date != date {
             return Err(ApiError::invalid_signature(format!(
@@ -188,9 +241,9 @@ impl Verifier {
                 auth.scope_region
             )));
         }
-        if auth.scope_service != SERVICE {
+        if auth.scope_service != service {
             return Err(ApiError::invalid_signature(format!(
-                "Credential should be scoped to correct service: '{SERVICE}'. "
+                "Credential should be scoped to correct service: '{service}'. "
             )));
         }
         if auth.scope_terminator != "aws4_request" {
@@ -219,17 +272,20 @@ impl Verifier {
             )));
         }
 
-        let expected = self.compute_signature(request, &auth, signed_at.into())?;
+        let expected =
+            self.compute_signature(request, &auth, &secret, service, signed_at.into())?;
         if !constant_time_eq(expected.as_bytes(), auth.signature.as_bytes()) {
             return Err(ApiError::signature_mismatch());
         }
-        Ok(auth.access_key_id.to_owned())
+        Ok(signer)
     }
 
     fn compute_signature(
         &self,
         request: &Received<'_>,
         auth: &Authorization<'_>,
+        secret: &str,
+        service: &str,
         time: SystemTime,
     ) -> Result<String, ApiError> {
         let headers = request.headers;
@@ -237,14 +293,8 @@ impl Verifier {
             .get("x-amz-security-token")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let identity: Identity = Credentials::new(
-            &self.access_key_id,
-            &self.secret_access_key,
-            token,
-            None,
-            "agentgate-sim",
-        )
-        .into();
+        let identity: Identity =
+            Credentials::new(auth.access_key_id, secret, token, None, "agentgate-sim").into();
 
         // Sign exactly the headers the client listed. The signer adds `x-amz-date` (from
         // `time`) and `x-amz-security-token` (from the identity) itself.
@@ -277,7 +327,7 @@ impl Verifier {
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(&self.region)
-            .name(SERVICE)
+            .name(service)
             .time(time)
             .settings(settings)
             .build()
@@ -371,7 +421,7 @@ mod tests {
         }
     }
 
-    fn code(result: Result<String, ApiError>) -> &'static str {
+    fn code(result: Result<Signer, ApiError>) -> &'static str {
         match result {
             Ok(_) => "ok",
             Err(e) => e.code(),
@@ -382,8 +432,8 @@ mod tests {
     fn accepts_a_request_signed_like_the_sdk() {
         let now = SystemTime::now();
         let headers = signed_headers("SECRETTEST", "us-east-1", "qbusiness", now, None, BODY);
-        let result = verifier().verify(&received(&headers, BODY), now);
-        assert_eq!(result.expect("verified"), "AKIDTEST");
+        let result = verifier().verify(&received(&headers, BODY), now, SERVICE, &|_| None);
+        assert_eq!(result.expect("verified"), Signer::Operator);
     }
 
     #[test]
@@ -399,8 +449,52 @@ mod tests {
         );
         assert!(headers.contains_key("x-amz-security-token"));
         assert_eq!(
-            code(verifier().verify(&received(&headers, BODY), now)),
+            code(verifier().verify(&received(&headers, BODY), now, SERVICE, &|_| None)),
             "ok"
+        );
+    }
+
+    #[test]
+    fn an_issued_session_key_speaks_for_its_user_until_it_expires() {
+        let now = SystemTime::now();
+        // The operator's key is another: "AKIDTEST" is a session key here.
+        let operator = Verifier {
+            access_key_id: "AKIDOPERATOR".into(),
+            ..verifier()
+        };
+        let session = |expires_at| {
+            move |key: &str| {
+                (key == "AKIDTEST").then(|| SessionKey {
+                    secret_access_key: "SECRETTEST".into(),
+                    session_token: "tok".into(),
+                    expires_at,
+                    user: "alice@corp.example".into(),
+                })
+            }
+        };
+        let later = now + Duration::from_secs(900);
+        let headers = signed_headers("SECRETTEST", "us-east-1", SERVICE, now, Some("tok"), BODY);
+        assert_eq!(
+            operator
+                .verify(&received(&headers, BODY), now, SERVICE, &session(later))
+                .expect("verified"),
+            Signer::Session {
+                user: "alice@corp.example".into()
+            }
+        );
+        let wrong = signed_headers("SECRETTEST", "us-east-1", SERVICE, now, Some("other"), BODY);
+        assert_eq!(
+            code(operator.verify(&received(&wrong, BODY), now, SERVICE, &session(later))),
+            "UnrecognizedClientException"
+        );
+        let none = signed_headers("SECRETTEST", "us-east-1", SERVICE, now, None, BODY);
+        assert_eq!(
+            code(operator.verify(&received(&none, BODY), now, SERVICE, &session(later))),
+            "UnrecognizedClientException"
+        );
+        assert_eq!(
+            code(operator.verify(&received(&headers, BODY), now, SERVICE, &session(now))),
+            "ExpiredTokenException"
         );
     }
 
@@ -409,7 +503,7 @@ mod tests {
         let now = SystemTime::now();
         let headers = signed_headers("WRONG", "us-east-1", "qbusiness", now, None, BODY);
         let err = verifier()
-            .verify(&received(&headers, BODY), now)
+            .verify(&received(&headers, BODY), now, SERVICE, &|_| None)
             .expect_err("must fail");
         assert_eq!(err.code(), "InvalidSignatureException");
         assert!(
@@ -424,7 +518,7 @@ mod tests {
         let headers = signed_headers("SECRETTEST", "us-east-1", "qbusiness", now, None, BODY);
         let tampered = br#"{"clientToken":"t-1","userMessage":"How many vacation days!"}"#;
         assert_eq!(
-            code(verifier().verify(&received(&headers, tampered), now)),
+            code(verifier().verify(&received(&headers, tampered), now, SERVICE, &|_| None)),
             "InvalidSignatureException"
         );
     }
@@ -437,7 +531,7 @@ mod tests {
         let other = PATH.replace("alice", "mallory");
         request.path_and_query = &other;
         assert_eq!(
-            code(verifier().verify(&request, now)),
+            code(verifier().verify(&request, now, SERVICE, &|_| None)),
             "InvalidSignatureException"
         );
     }
@@ -449,7 +543,7 @@ mod tests {
         let mut other = verifier();
         other.access_key_id = "AKIDOTHER".into();
         assert_eq!(
-            code(other.verify(&received(&headers, BODY), now)),
+            code(other.verify(&received(&headers, BODY), now, SERVICE, &|_| None)),
             "UnrecognizedClientException"
         );
     }
@@ -459,13 +553,13 @@ mod tests {
         let now = SystemTime::now();
         let headers = signed_headers("SECRETTEST", "eu-west-1", "qbusiness", now, None, BODY);
         let err = verifier()
-            .verify(&received(&headers, BODY), now)
+            .verify(&received(&headers, BODY), now, SERVICE, &|_| None)
             .expect_err("region");
         assert_eq!(err.code(), "InvalidSignatureException");
         assert!(err.message().contains("region"));
         let headers = signed_headers("SECRETTEST", "us-east-1", "kendra", now, None, BODY);
         let err = verifier()
-            .verify(&received(&headers, BODY), now)
+            .verify(&received(&headers, BODY), now, SERVICE, &|_| None)
             .expect_err("service");
         assert_eq!(err.code(), "InvalidSignatureException");
         assert!(err.message().contains("qbusiness"));
@@ -477,7 +571,7 @@ mod tests {
         let signed = now - Duration::from_secs(16 * 60);
         let headers = signed_headers("SECRETTEST", "us-east-1", "qbusiness", signed, None, BODY);
         let err = verifier()
-            .verify(&received(&headers, BODY), now)
+            .verify(&received(&headers, BODY), now, SERVICE, &|_| None)
             .expect_err("expired");
         assert_eq!(err.code(), "InvalidSignatureException");
         assert!(
@@ -489,14 +583,14 @@ mod tests {
         let signed = now + Duration::from_secs(16 * 60);
         let headers = signed_headers("SECRETTEST", "us-east-1", "qbusiness", signed, None, BODY);
         assert_eq!(
-            code(verifier().verify(&received(&headers, BODY), now)),
+            code(verifier().verify(&received(&headers, BODY), now, SERVICE, &|_| None)),
             "InvalidSignatureException"
         );
 
         let signed = now - Duration::from_secs(14 * 60);
         let headers = signed_headers("SECRETTEST", "us-east-1", "qbusiness", signed, None, BODY);
         assert_eq!(
-            code(verifier().verify(&received(&headers, BODY), now)),
+            code(verifier().verify(&received(&headers, BODY), now, SERVICE, &|_| None)),
             "ok"
         );
     }
@@ -506,7 +600,7 @@ mod tests {
         let now = SystemTime::now();
         let empty = HeaderMap::new();
         assert_eq!(
-            code(verifier().verify(&received(&empty, BODY), now)),
+            code(verifier().verify(&received(&empty, BODY), now, SERVICE, &|_| None)),
             "MissingAuthenticationTokenException"
         );
         let mut basic = HeaderMap::new();
@@ -515,7 +609,7 @@ mod tests {
             HeaderValue::from_static("Basic YWxhZGRpbjpvcGVu"),
         );
         assert_eq!(
-            code(verifier().verify(&received(&basic, BODY), now)),
+            code(verifier().verify(&received(&basic, BODY), now, SERVICE, &|_| None)),
             "IncompleteSignatureException"
         );
     }

@@ -61,6 +61,8 @@ pub(super) struct State {
     pub tickets: Vec<Ticket>,
     /// Counters.
     pub stats: Stats,
+    /// Identity Center's identity contexts and STS's sessions.
+    pub identity: super::identity_center::IdentityState,
 }
 
 impl State {
