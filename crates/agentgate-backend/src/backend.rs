@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
-use crate::{BoxFuture, Nudge, ToolSpec, UpstreamMetrics, Webhook};
+use crate::{AccessToken, BoxFuture, Nudge, Owner, ToolSpec, UpstreamMetrics, Webhook};
 
 /// One agent API served as MCP tools.
 pub trait Backend: Send + Sync + 'static {
@@ -33,6 +33,22 @@ pub trait Backend: Send + Sync + 'static {
     /// The default has none.
     fn webhook(&self) -> Option<Arc<dyn Webhook>> {
         None
+    }
+
+    /// Called before the gateway serves a request that `owner` made with
+    /// an OAuth access token (`token`): a backend that speaks upstream as
+    /// the principal itself (Q Business's identity-aware sessions) renews
+    /// that identity here, while the principal is present, because its
+    /// steps run later, without a request. It must be cheap when nothing is
+    /// due, remember a failure for its steps to report, and never keep the
+    /// token past the exchange. The default does nothing.
+    fn principal_request<'a>(
+        &'a self,
+        owner: &'a Owner,
+        token: &'a AccessToken,
+    ) -> BoxFuture<'a, ()> {
+        let _ = (owner, token);
+        Box::pin(async {})
     }
 }
 

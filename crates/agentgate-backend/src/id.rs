@@ -103,3 +103,29 @@ mod tests {
         );
     }
 }
+
+/// The OAuth access token a request to agentgate was authenticated with:
+/// what a backend that speaks upstream *as the principal* exchanges for the
+/// principal's own upstream identity (see
+/// [`Backend::principal_request`](crate::Backend::principal_request)).
+/// `Debug` redacts it; never log, store or return it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken(std::sync::Arc<str>);
+
+impl AccessToken {
+    /// Wraps a bearer token.
+    pub fn new(token: impl Into<std::sync::Arc<str>>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, for the one upstream call that exchanges it.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}

@@ -20,7 +20,7 @@
 //! Modules:
 //! - [`job`]: [`Job`], [`Step`], [`Event`], [`JobError`], [`JobContext`], [`ToolSpec`];
 //! - [`policy`]: [`ToolPolicy`], [`PollPolicy`], [`RetryPolicy`];
-//! - [`task`]: [`TaskId`], [`Owner`], [`TaskPhase`], [`TaskRecord`];
+//! - [`task`]: [`TaskId`], [`Owner`], [`TaskPhase`], [`TaskRecord`]; [`AccessToken`];
 //! - [`sync_view`]: a tool's own answer for clients without the tasks extension;
 //! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
 //! - [`ownership`]: [`UpstreamIds`], which upstream conversations and contexts are a principal's;
@@ -52,7 +52,7 @@ pub use body::{BodyError, Size, TooLarge, read_bounded};
 pub use handles::{
     Nudge, NudgeError, NudgeTasks, UpstreamMetrics, UpstreamOutcome, UpstreamRecorder,
 };
-pub use id::{Owner, TaskId};
+pub use id::{AccessToken, Owner, TaskId};
 pub use job::{
     Event, Input, Job, JobContext, JobError, Step, StepResult, ToolSpec, input_schema, parse_args,
 };

@@ -6,7 +6,7 @@
 //!   start: tools of every backend ─▶ ToolRegistry (a name served twice is refused)
 //!          spawn Engine::run       (scheduler, sweeper, change relay; steps)
 //!          spawn Backend::run      (each backend's watcher / refresh), with a Nudge
-//! runtime.gateway(transport)       ─▶ Gateway with the limits   ─▶ stdio or HTTP
+//! runtime.gateway(transport)       ─▶ Gateway with the limits and the backends ─▶ stdio or HTTP
 //! runtime.webhook_router()         ─▶ POST /hooks/{backend}/…   ─▶ each backend's Webhook
 //! runtime.stop()                   ─▶ cancel the tree, wait for every task:
 //!                                     steps interrupted, leases released
@@ -150,7 +150,7 @@ impl RuntimeBuilder {
             "scheduler".to_owned(),
             tokio::spawn(engine.clone().run(shutdown.clone())),
         )];
-        for backend in self.backends {
+        for backend in &self.backends {
             let nudge = Nudge::new(EngineNudge(engine.clone()));
             let work = backend.run(nudge, shutdown.child_token());
             tasks.push((format!("backend `{}`", backend.name()), tokio::spawn(work)));
@@ -161,6 +161,7 @@ impl RuntimeBuilder {
             limits: self.limits,
             tasks,
             webhooks: self.webhooks,
+            backends: Arc::from(self.backends),
         })
     }
 }
@@ -172,6 +173,8 @@ pub struct Runtime {
     limits: Option<Limits>,
     tasks: Vec<(String, JoinHandle<()>)>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
+    /// Every backend, shown the requests made with an OAuth access token.
+    backends: Arc<[Arc<dyn Backend>]>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -220,7 +223,9 @@ impl Runtime {
     /// A gateway over this runtime's engine for `transport`, with the
     /// builder's limits.
     pub async fn gateway(&self, transport: TransportKind) -> Result<Gateway, SealError> {
-        let gateway = Gateway::new(self.engine.clone(), transport).await?;
+        let gateway = Gateway::new(self.engine.clone(), transport)
+            .await?
+            .with_backends(self.backends.clone());
         Ok(match &self.limits {
             Some(limits) => gateway.with_limits(limits.clone()),
             None => gateway,

@@ -211,6 +211,7 @@ impl JwtVerifier {
             owner: Owner::new(format!("oauth:{}#{}", claims.iss, claims.sub)),
             scopes: claims.scopes(),
             expires_at: SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(claims.exp)),
+            token: Some(agentgate_backend::AccessToken::new(token)),
         })
     }
 

@@ -86,6 +86,11 @@ pub struct Principal {
     /// When the credential expires (an OAuth token's `exp`); `None` for
     /// static tokens.
     pub expires_at: Option<SystemTime>,
+    /// The OAuth access token itself, for backends that exchange it for the
+    /// principal's own upstream identity
+    /// ([`Backend::principal_request`](agentgate_backend::Backend::principal_request));
+    /// `None` for static tokens. Redacted in `Debug`.
+    pub token: Option<agentgate_backend::AccessToken>,
 }
 
 impl Principal {
@@ -95,6 +100,7 @@ impl Principal {
             owner,
             scopes: Vec::new(),
             expires_at: None,
+            token: None,
         }
     }
 }

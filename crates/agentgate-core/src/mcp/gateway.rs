@@ -50,6 +50,9 @@ pub struct Gateway {
     instructions: Option<String>,
     /// Per-principal limits; `None` (the default) enforces none.
     guard: Option<Arc<Guard>>,
+    /// The backends told of each request made with an OAuth access token
+    /// (see [`Gateway::enter`]).
+    backends: Arc<[Arc<dyn agentgate_backend::Backend>]>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -84,6 +87,7 @@ impl Gateway {
             info: Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
             instructions: None,
             guard: None,
+            backends: Arc::from(Vec::new()),
         })
     }
 
@@ -109,6 +113,13 @@ impl Gateway {
     }
 
     /// The limits enforced, if any.
+    /// Tells `backends` of every request made with an OAuth access token
+    /// ([`agentgate_backend::Backend::principal_request`]).
+    pub fn with_backends(mut self, backends: Arc<[Arc<dyn agentgate_backend::Backend>]>) -> Self {
+        self.backends = backends;
+        self
+    }
+
     pub fn limits(&self) -> Option<&Limits> {
         self.guard.as_deref().map(|g| &g.limits)
     }
@@ -160,6 +171,28 @@ impl Gateway {
                 .map(|p| p.owner.clone())
                 .unwrap_or_else(Owner::anonymous),
         }
+    }
+
+    /// Who is calling, admitted under the limits. A request made with an
+    /// OAuth access token is then shown to every backend, which may renew
+    /// the principal's own upstream identity with it before the request is
+    /// served (Q Business's identity-aware sessions): the only moment the
+    /// token is at hand.
+    pub(super) async fn enter(&self, cx: &RequestContext<RoleServer>) -> Result<Owner, ErrorData> {
+        let owner = self.owner(cx);
+        self.admit(&owner)?;
+        if let TransportKind::Http = self.transport
+            && let Some(token) = cx
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Principal>())
+                .and_then(|p| p.token.as_ref())
+        {
+            for backend in self.backends.iter() {
+                backend.principal_request(&owner, token).await;
+            }
+        }
+        Ok(owner)
     }
 
     /// True when this request may receive a `CreateTaskResult`.
@@ -299,7 +332,7 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.admit(&self.owner(&cx))?;
+        self.enter(&cx).await?;
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
@@ -315,7 +348,7 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.admit(&self.owner(&cx))?;
+        self.enter(&cx).await?;
         match &*request.name {
             super::task_status::NAME => return self.task_status(request, cx).await.map(Into::into),
             super::task_control::ANSWER => {
@@ -335,8 +368,7 @@ impl ServerHandler for Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         self.engine.metrics().task_get();
-        let owner = self.owner(&cx);
-        self.admit(&owner)?;
+        let owner = self.enter(&cx).await?;
         let id = TaskId::from_client(request.task_id);
         let now = self.engine.now();
         let tools = self.engine.tools();
@@ -367,8 +399,7 @@ impl ServerHandler for Gateway {
         request: UpdateTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let owner = self.owner(&cx);
-        self.admit(&owner)?;
+        let owner = self.enter(&cx).await?;
         self.check_input_size(&request.input_responses)?;
         let id = TaskId::from_client(request.task_id);
         self.engine
@@ -408,7 +439,7 @@ impl ServerHandler for Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::InitializeResult, ErrorData> {
         // Each one starts a session: charged like any request.
-        self.admit(&self.owner(&cx))?;
+        self.enter(&cx).await?;
         cx.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -417,7 +448,7 @@ impl ServerHandler for Gateway {
         &self,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
-        self.admit(&self.owner(&cx))?;
+        self.enter(&cx).await?;
         Ok(rmcp::model::DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
@@ -446,8 +477,7 @@ impl ServerHandler for Gateway {
         request: CancelTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let owner = self.owner(&cx);
-        self.admit(&owner)?;
+        let owner = self.enter(&cx).await?;
         let id = TaskId::from_client(request.task_id);
         Ok(self.engine.cancel(&owner, &id).await?)
     }

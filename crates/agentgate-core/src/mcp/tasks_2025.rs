@@ -444,8 +444,7 @@ impl Gateway {
         request: CustomRequest,
         cx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        let owner = self.owner(&cx);
-        self.admit(&owner)?;
+        let owner = self.enter(&cx).await?;
         let value = match method {
             "tools/call" => {
                 let call: CallParams = params(&request, method)?;
