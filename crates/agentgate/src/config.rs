@@ -213,8 +213,26 @@ impl FileConfig {
             .with_context(|| format!("parsing config file {}", path.display()))?;
         crate::backends::check_all(&config.backends)
             .and_then(|()| config.limits.to_limits().map(drop))
+            .and_then(|()| config.check_across_sections())
             .with_context(|| format!("checking config file {}", path.display()))?;
         Ok(config)
+    }
+
+    /// Settings of one table that need another's.
+    fn check_across_sections(&self) -> Result<()> {
+        let identity_aware = self
+            .backends
+            .get("qbusiness")
+            .and_then(|q| q.get("identity_center"))
+            .is_some();
+        if identity_aware && self.auth.mode != agentgate_core::auth::AuthMode::Oauth {
+            anyhow::bail!(
+                "[qbusiness.identity_center] needs [auth] mode = \"oauth\": an identity-aware \
+                 session is made from each principal's OAuth access token, which IAM Identity \
+                 Center exchanges (see docs/backends/qbusiness.md)"
+            );
+        }
+        Ok(())
     }
 
     /// Parses a config file's text: the backends' tables are set aside for

@@ -29,7 +29,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult};
+use agentgate_backend::{AccessToken, Event, Job, JobContext, Owner, Step, StepResult};
 use aws_sdk_qbusiness::Client;
 use aws_sdk_qbusiness::error::SdkError;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
@@ -46,6 +46,7 @@ use crate::args::{ChatModeArg, QueryArgs};
 use crate::error::{self, ChatError};
 use crate::identity::Identities;
 use crate::review::ReviewForm;
+use crate::sessions::{IdentitySessions, SessionError};
 use crate::settings::Settings;
 
 /// The `QBusinessQueryTool` job. Settings come from the environment on first
@@ -58,6 +59,8 @@ pub struct QBusinessQuery {
     upstream: Option<agentgate_backend::UpstreamMetrics>,
     /// Who each principal speaks to Q Business as.
     identities: Arc<Identities>,
+    /// Identity-aware sessions, when `[qbusiness.identity_center]` is set.
+    sessions: Option<Arc<IdentitySessions>>,
 }
 
 impl QBusinessQuery {
@@ -80,6 +83,45 @@ impl QBusinessQuery {
     pub fn with_identities(mut self, identities: Identities) -> Self {
         self.identities = Arc::new(identities);
         self
+    }
+
+    /// Speaks to Q Business with each principal's identity-aware session
+    /// (see [`crate::sessions`]) instead of the gateway's own identity.
+    pub fn with_sessions(mut self, sessions: IdentitySessions) -> Self {
+        self.sessions = Some(Arc::new(sessions));
+        self
+    }
+
+    /// Renews `owner`'s identity-aware session from `token` when one is
+    /// due; nothing without `[qbusiness.identity_center]`. A settings error
+    /// waits for the step, which reports it.
+    pub async fn renew_session(&self, owner: &Owner, token: &AccessToken) {
+        let Some(sessions) = &self.sessions else {
+            return;
+        };
+        if let Ok((settings, _)) = self.client().await {
+            sessions.renew(settings, owner, token).await;
+        }
+    }
+
+    /// The client `owner`'s calls go through: with sessions on, one that
+    /// signs with the principal's identity-aware session (the SDK client's
+    /// HTTP stack is shared); otherwise `client` itself.
+    fn client_for(&self, client: &Client, owner: &Owner) -> Result<Client, ChatError> {
+        let Some(sessions) = &self.sessions else {
+            return Ok(client.clone());
+        };
+        let credentials = sessions.credentials(owner).map_err(|e| match e {
+            SessionError::Missing => ChatError::Transient(e.to_string()),
+            SessionError::Refused(reason) => ChatError::Final(reason),
+        })?;
+        Ok(Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .credentials_provider(credentials)
+                .build(),
+        ))
     }
 
     /// Counts every ChatSync request (each SDK attempt) into `upstream`.
@@ -198,6 +240,7 @@ impl QBusinessQuery {
             }
         }
         let (settings, client) = self.client().await?;
+        let client = self.client_for(client, &cx.owner)?;
         let mut request = client
             .chat_sync()
             .application_id(&settings.application_id)
@@ -381,8 +424,10 @@ impl QBusinessQuery {
         turn: &Turn,
         review: &Answer,
         plugin_id: &str,
+        owner: &Owner,
     ) -> Result<Option<Answer>, ChatError> {
         let (settings, client) = self.client().await?;
+        let client = self.client_for(client, owner)?;
         let (conversation, review_message) = conversation_of(review)?;
         let pages = client
             .list_messages()
@@ -562,7 +607,10 @@ impl Job for QBusinessQuery {
                         )));
                     }
                 };
-                match self.executed_before(&turn, &answer, &form.plugin_id).await {
+                match self
+                    .executed_before(&turn, &answer, &form.plugin_id, &cx.owner)
+                    .await
+                {
                     Ok(Some(done)) => return Ok(with_review(Step::Done(done.into_result()), form)),
                     Ok(None) => {}
                     Err(e) => return e.into_step(),
@@ -665,5 +713,42 @@ fn with_review(step: Step<State>, form: ReviewForm) -> Step<State> {
             Step::Done(result)
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::IdentityCenter;
+
+    #[test]
+    fn with_sessions_on_a_principal_without_one_waits_for_its_next_request() {
+        let settings = Settings {
+            region: "us-east-1".into(),
+            application_id: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d".into(),
+            profile: None,
+        };
+        let client = settings.fixed_client("http://127.0.0.1:9", "AKID", "SECRET", None);
+        let plain = QBusinessQuery::with_client(settings.clone(), client.clone());
+        let alice = Owner::new("oauth:https://issuer#alice");
+        assert!(
+            plain.client_for(&client, &alice).is_ok(),
+            "no sessions: the gateway's identity"
+        );
+        let job = plain.with_sessions(IdentitySessions::new(
+            IdentityCenter {
+                application_arn: "arn:aws:sso::111122223333:application/ssoins-1/apl-2".into(),
+                role_arn: "arn:aws:iam::111122223333:role/QBusinessUsers".into(),
+                session_seconds: 3600,
+            },
+            None,
+        ));
+        match job.client_for(&client, &alice) {
+            Err(ChatError::Transient(text)) => {
+                assert!(text.contains("waiting for your next request"), "{text}");
+            }
+            Err(other) => panic!("expected a retry, got {other:?}"),
+            Ok(_) => panic!("expected a retry, got a client"),
+        }
     }
 }

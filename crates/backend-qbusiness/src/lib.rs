@@ -4,6 +4,7 @@
 //! - [`settings`]: the environment the tool reads (as upstream) and the SDK client.
 //! - [`args`]: the tool's input and its validation; [`filter`]: `attribute_filter`.
 //! - [`identity`]: who each principal speaks to Q Business as (never the arguments).
+//! - [`sessions`]: identity-aware sessions, Q Business as the OAuth-signed-in user.
 //! - [`job`]: the ChatSync state machine (answer, action review, sign-in).
 //! - [`review`]: action reviews ↔ elicitation forms.
 //! - [`answer`]: the result, with everything ChatSync returned.
@@ -17,6 +18,7 @@ pub mod filter;
 pub mod identity;
 pub mod job;
 pub mod review;
+pub mod sessions;
 pub mod settings;
 mod upstream;
 
@@ -93,6 +95,9 @@ pub struct QBusinessConfig {
     /// Principal → Q Business identity.
     #[serde(default)]
     pub users: std::collections::BTreeMap<String, identity::UserIdentity>,
+    /// Identity-aware sessions for OAuth principals (see [`sessions`]).
+    #[serde(default)]
+    pub identity_center: Option<sessions::IdentityCenter>,
 }
 
 impl QBusinessConfig {
@@ -112,20 +117,40 @@ impl agentgate_backend::ConfiguredBackend for QBusinessQuery {
     fn check_config(
         config: &QBusinessConfig,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        config.identities().check().map_err(Into::into)
+        config.identities().check()?;
+        if let Some(center) = &config.identity_center {
+            center.check()?;
+            if config.trust_caller_identity || !config.users.is_empty() {
+                return Err("qbusiness.identity_center cannot be combined with \
+                            qbusiness.users or qbusiness.trust_caller_identity: with \
+                            identity-aware sessions, the identity is the signed-in user's \
+                            session, never a user id. Remove one of them."
+                    .into());
+            }
+        }
+        Ok(())
     }
 
     async fn from_config(
         config: QBusinessConfig,
         upstream: agentgate_backend::UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Ok(QBusinessQuery::from_env()
+        let sessions = config
+            .identity_center
+            .clone()
+            .map(|center| sessions::IdentitySessions::new(center, Some(upstream.clone())));
+        let query = QBusinessQuery::from_env()
             .with_upstream_metrics(upstream)
-            .with_identities(config.identities()))
+            .with_identities(config.identities());
+        Ok(match sessions {
+            Some(sessions) => query.with_sessions(sessions),
+            None => query,
+        })
     }
 }
 
-/// The backend: one tool, no background work (ChatSync answers each call).
+/// The backend: one tool, no background work (ChatSync answers each call);
+/// with identity-aware sessions, each OAuth request renews its principal's.
 impl agentgate_backend::Backend for QBusinessQuery {
     fn name(&self) -> &str {
         <Self as agentgate_backend::ConfiguredBackend>::NAME
@@ -133,5 +158,13 @@ impl agentgate_backend::Backend for QBusinessQuery {
 
     fn tools(&self) -> Vec<ToolSpec> {
         vec![tool(self.clone())]
+    }
+
+    fn principal_request<'a>(
+        &'a self,
+        owner: &'a agentgate_backend::Owner,
+        token: &'a agentgate_backend::AccessToken,
+    ) -> agentgate_backend::BoxFuture<'a, ()> {
+        Box::pin(self.renew_session(owner, token))
     }
 }

@@ -57,11 +57,10 @@ impl Settings {
         self.client_counted(None).await
     }
 
-    /// [`Settings::client`], counting every HTTP attempt into `upstream`.
-    pub async fn client_counted(
-        &self,
-        upstream: Option<agentgate_backend::UpstreamMetrics>,
-    ) -> Client {
+    /// The standard AWS configuration for these settings: the region, the
+    /// profile, the credential chain, and the `AWS_ENDPOINT_URL_*`
+    /// variables of every service (Q Business, SSO OIDC, STS).
+    pub async fn shared_config(&self) -> aws_config::SdkConfig {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(self.region.clone()));
         if let Ok(name) = aws_config::AppName::new("agentgate") {
@@ -70,7 +69,15 @@ impl Settings {
         if let Some(profile) = &self.profile {
             loader = loader.profile_name(profile);
         }
-        let shared = loader.load().await;
+        loader.load().await
+    }
+
+    /// [`Settings::client`], counting every HTTP attempt into `upstream`.
+    pub async fn client_counted(
+        &self,
+        upstream: Option<agentgate_backend::UpstreamMetrics>,
+    ) -> Client {
+        let shared = self.shared_config().await;
         let config = aws_sdk_qbusiness::config::Builder::from(&shared)
             .interceptor(crate::upstream::CapAnswer);
         let config = match upstream {

@@ -41,6 +41,11 @@ impl Server {
 
     /// Kills it; returns everything it wrote to stderr.
     async fn stop(mut self) -> String {
+        self.gate_stop().await
+    }
+
+    /// As [`Self::stop`], keeping its directory (the store) for a look.
+    async fn gate_stop(&mut self) -> String {
         self.gate.kill();
         self.gate.wait_with_stderr().await.1
     }
@@ -1164,4 +1169,194 @@ async fn a_stream_ends_when_the_token_that_opened_it_expires() {
         now()
     );
     server.stop().await;
+}
+
+const APPLICATION_ARN: &str = "arn:aws:sso::111122223333:application/ssoins-1111/apl-2222";
+const ROLE_ARN: &str = "arn:aws:iam::111122223333:role/QBusinessIdentityAware";
+
+/// Asks Q Business as `client` and waits for the task's end.
+async fn ask(client: &Client, query: &str) -> serde_json::Map<String, Value> {
+    let id = start_task(client, QBUSINESS, json!({"query": query}))
+        .await
+        .task
+        .task_id;
+    match poll_until(client, &id, is_terminal).await {
+        rmcp::model::TaskPayload::Completed { result } => result,
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn q_business_answers_as_the_signed_in_user_through_an_identity_aware_session() {
+    use agentgate_sim::qbusiness::IdentityCenterConfig;
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let (iss, _) = issuer(&stop).await;
+    // Identity Center trusts our issuer for our audience and names users by
+    // their `email` claim; STS lets the gateway assume one role with an
+    // identity context.
+    let q = emulators::qbusiness(QBusinessConfig {
+        identity_center: Some(IdentityCenterConfig {
+            application_arn: APPLICATION_ARN.into(),
+            role_arn: ROLE_ARN.into(),
+            issuer: iss.clone(),
+            jwks_uri: format!("{iss}/jwks"),
+            audience: RESOURCE.into(),
+            user_claim: "email".into(),
+        }),
+        ..QBusinessConfig::default()
+    })
+    .start()
+    .await;
+    let mut server = oauth_server(
+        &iss,
+        &format!(
+            "[qbusiness.identity_center]\napplication_arn = \"{APPLICATION_ARN}\"\n\
+             role_arn = \"{ROLE_ARN}\"\nsession_seconds = 900\n"
+        ),
+        &q,
+    )
+    .await;
+    let mcp = server.mcp();
+    let alice_token = access_token(&iss, "alice", json!({"email": "alice@corp.example"}));
+    let bob_token = access_token(&iss, "bob", json!({"email": "bob@corp.example"}));
+    let as_alice = client_with(&mcp, &alice_token).await;
+    let as_bob = client_with(&mcp, &bob_token).await;
+
+    // Each answer is ChatSync signed by that user's own role session, with
+    // no user id of any kind on the wire.
+    let answer = ask(&as_alice, "How many vacation days do I get?").await;
+    assert_ne!(answer["isError"], json!(true), "{answer:?}");
+    assert!(
+        first_text(&answer).starts_with("Qbiz response: "),
+        "{answer:?}"
+    );
+    let answer = ask(&as_bob, "What is the expense policy?").await;
+    assert_ne!(answer["isError"], json!(true), "{answer:?}");
+    let stats = q.sim.stats();
+    let seen: Vec<_> = stats
+        .identities
+        .iter()
+        .map(|i| {
+            (
+                i.session_user.clone(),
+                i.user_id.clone(),
+                i.user_groups.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (Some("alice@corp.example".to_owned()), None, 0),
+            (Some("bob@corp.example".to_owned()), None, 0),
+        ]
+    );
+    // One exchange per principal, however many requests each made.
+    assert_eq!((stats.token_exchanges, stats.roles_assumed), (2, 2));
+
+    // Another ask of Alice's reuses her session.
+    ask(&as_alice, "And sick leave?").await;
+    let stats = q.sim.stats();
+    assert_eq!(stats.token_exchanges, 2);
+    assert_eq!(
+        stats.identities.last().and_then(|i| i.session_user.clone()),
+        Some("alice@corp.example".to_owned())
+    );
+
+    // A sign-in Identity Center refuses (no `email` to name a user) is the
+    // tool's error, naming the application; Q Business is never called.
+    let mallory = client_with(&mcp, &access_token(&iss, "mallory", json!({}))).await;
+    let chats = q.sim.stats().chat_sync_requests;
+    let refused = ask(&mallory, "What is the CFO's salary?").await;
+    assert_eq!(refused["isError"], json!(true), "{refused:?}");
+    let text = first_text(&refused);
+    assert!(
+        text.contains("IAM Identity Center did not exchange your sign-in")
+            && text.contains(APPLICATION_ARN)
+            && text.contains("InvalidGrantException"),
+        "{text}"
+    );
+    assert_eq!(q.sim.stats().chat_sync_requests, chats);
+    assert_eq!(q.sim.stats().token_exchanges_refused, 1);
+
+    // No access token and no session secret reached the log (at debug
+    // level) or any file of the store.
+    let sessions = q.sim.issued_sessions();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    let mut secrets = vec![alice_token.clone(), bob_token.clone()];
+    for s in &sessions {
+        secrets.push(s.secret_access_key.clone());
+        secrets.push(s.session_token.clone());
+    }
+    let dir = server._dir.path().to_owned();
+    let log = server.gate_stop().await;
+    let mut places = vec![("the log".to_owned(), log.into_bytes())];
+    for entry in std::fs::read_dir(&dir).expect("the store's directory") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            places.push((
+                path.display().to_string(),
+                std::fs::read(&path).expect("read"),
+            ));
+        }
+    }
+    assert!(
+        places.iter().any(|(place, _)| place.ends_with("tasks.db")),
+        "the store is among the files searched"
+    );
+    for (place, bytes) in &places {
+        for secret in &secrets {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "a secret is in {place}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn identity_aware_sessions_need_oauth_and_exclude_user_ids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |config: String| {
+        let path = dir.path().join("agentgate.toml");
+        async move {
+            std::fs::write(&path, config).expect("write config");
+            let out = Command::new(BIN)
+                .arg("--config")
+                .arg(&path)
+                .args(["serve", "--listen", "127.0.0.1:0"])
+                .env("RUST_BACKTRACE", "0")
+                .output()
+                .await
+                .expect("run serve");
+            assert!(!out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        }
+    };
+    let center = format!(
+        "[qbusiness.identity_center]\napplication_arn = \"{APPLICATION_ARN}\"\n\
+         role_arn = \"{ROLE_ARN}\"\n"
+    );
+    let err = run(format!("[auth]\nmode = \"tokens\"\n{center}")).await;
+    assert!(
+        err.contains("[qbusiness.identity_center] needs [auth] mode = \"oauth\""),
+        "{err}"
+    );
+    let err = run(format!(
+        "[qbusiness]\ntrust_caller_identity = true\n{center}"
+    ))
+    .await;
+    assert!(
+        err.contains("cannot be combined with qbusiness.users or qbusiness.trust_caller_identity"),
+        "{err}"
+    );
+    let err = run(format!(
+        "[auth]\nmode = \"oauth\"\n{center}session_seconds = 60\n"
+    ))
+    .await;
+    assert!(
+        err.contains("session_seconds must be 900 to 43200"),
+        "{err}"
+    );
 }
