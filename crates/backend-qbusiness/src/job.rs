@@ -113,6 +113,7 @@ impl QBusinessQuery {
         };
         let credentials = sessions.credentials(owner).map_err(|e| match e {
             SessionError::Missing => ChatError::Transient(e.to_string()),
+            SessionError::Unavailable(reason) => ChatError::Transient(reason),
             SessionError::Refused(reason) => ChatError::Final(reason),
         })?;
         Ok(Client::from_conf(

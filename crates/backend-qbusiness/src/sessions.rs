@@ -132,6 +132,10 @@ pub enum SessionError {
     /// AWS refused to make one from the principal's sign-in.
     #[error("{0}")]
     Refused(String),
+    /// The last exchange did not get an answer (AWS unreachable, throttled,
+    /// failing, or too slow); the principal's next request tries again.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 enum Entry {
@@ -143,6 +147,42 @@ enum Entry {
         reason: String,
         until: Instant,
     },
+    Unavailable {
+        reason: String,
+    },
+}
+
+/// Why an exchange made no session.
+enum ExchangeError {
+    /// AWS answered no (a 4xx other than throttling).
+    Refused(String),
+    /// No usable answer: worth trying again on the next request.
+    Unavailable(String),
+}
+
+impl ExchangeError {
+    /// Sorts an SDK error by what AWS answered.
+    fn from_sdk<E, R: HttpStatus>(
+        error: &aws_smithy_runtime_api::client::result::SdkError<E, R>,
+        text: String,
+    ) -> Self {
+        let status = error.raw_response().map(HttpStatus::status);
+        match status {
+            Some(code) if (400..500).contains(&code) && code != 429 => Self::Refused(text),
+            _ => Self::Unavailable(text),
+        }
+    }
+}
+
+/// The HTTP status of a raw SDK response.
+trait HttpStatus {
+    fn status(&self) -> u16;
+}
+
+impl HttpStatus for aws_smithy_runtime_api::http::Response {
+    fn status(&self) -> u16 {
+        self.status().as_u16()
+    }
 }
 
 struct Clients {
@@ -190,6 +230,7 @@ impl IdentitySessions {
                 expires_at,
             }) if SystemTime::now() < *expires_at => Ok(credentials.clone()),
             Some(Entry::Refused { reason, .. }) => Err(SessionError::Refused(reason.clone())),
+            Some(Entry::Unavailable { reason }) => Err(SessionError::Unavailable(reason.clone())),
             _ => Err(SessionError::Missing),
         }
     }
@@ -204,6 +245,7 @@ impl IdentitySessions {
                 .duration_since(SystemTime::now())
                 .map_or(true, |left| left < RENEW_BEFORE),
             Some(Entry::Refused { until, .. }) => Instant::now() >= *until,
+            Some(Entry::Unavailable { .. }) => true,
         }
     }
 
@@ -225,30 +267,34 @@ impl IdentitySessions {
             // Another request of the same principal renewed it meanwhile.
             return;
         }
-        let entry = match tokio::time::timeout(
-            EXCHANGE_TIMEOUT,
-            self.exchange(settings, owner, token),
-        )
-        .await
-        {
+        let exchanged =
+            tokio::time::timeout(EXCHANGE_TIMEOUT, self.exchange(settings, owner, token)).await;
+        let entry = match exchanged {
             Ok(Ok((credentials, expires_at))) => Entry::Ready {
                 credentials,
                 expires_at,
             },
-            Ok(Err(reason)) => Entry::Refused {
+            Ok(Err(ExchangeError::Refused(reason))) => Entry::Refused {
                 reason,
                 until: Instant::now() + REFUSAL_BACKOFF,
             },
-            Err(_) => Entry::Refused {
+            Ok(Err(ExchangeError::Unavailable(reason))) => Entry::Unavailable { reason },
+            Err(_) => Entry::Unavailable {
                 reason: format!(
-                    "Error: AWS did not answer the identity-aware session exchange within {} s; \
-                     it is tried again on your next request.",
+                    "AWS did not answer the identity-aware session exchange within {} s; it is \
+                     tried again on your next request",
                     EXCHANGE_TIMEOUT.as_secs()
                 ),
-                until: Instant::now(),
             },
         };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if let (Entry::Unavailable { .. }, Some(Entry::Ready { expires_at, .. })) =
+            (&entry, entries.get(owner))
+            && *expires_at > SystemTime::now()
+        {
+            // A session that still works is kept until it ends.
+            return;
+        }
         if entries.len() >= MAX_PRINCIPALS {
             let now = SystemTime::now();
             entries
@@ -289,7 +335,7 @@ impl IdentitySessions {
         settings: &Settings,
         owner: &Owner,
         token: &AccessToken,
-    ) -> Result<(Credentials, SystemTime), String> {
+    ) -> Result<(Credentials, SystemTime), ExchangeError> {
         let clients = self.clients(settings).await;
         let center = &self.settings;
         let exchanged = clients
@@ -301,12 +347,16 @@ impl IdentitySessions {
             .send()
             .await
             .map_err(|e| {
-                format!(
-                    "Error: IAM Identity Center did not exchange your sign-in for an AWS \
-                     identity ({}). The operator should check that application {} trusts this \
-                     gateway's OAuth issuer (a trusted token issuer) and accepts its audience.",
-                    DisplayErrorContext(&e),
-                    center.application_arn
+                ExchangeError::from_sdk(
+                    &e,
+                    format!(
+                        "Error: IAM Identity Center did not exchange your sign-in for an AWS \
+                         identity ({}). The operator should check that application {} trusts \
+                         this gateway's OAuth issuer (a trusted token issuer) and accepts its \
+                         audience.",
+                        DisplayErrorContext(&e),
+                        center.application_arn
+                    ),
                 )
             })?;
         let context = exchanged
@@ -315,10 +365,12 @@ impl IdentitySessions {
             .map(str::to_owned)
             .or_else(|| exchanged.id_token().and_then(identity_context_claim))
             .ok_or_else(|| {
-                "Error: IAM Identity Center exchanged your sign-in but returned no identity \
-                 context (neither awsAdditionalDetails.identityContext nor the ID token's \
-                 sts:identity_context)."
-                    .to_owned()
+                ExchangeError::Refused(
+                    "Error: IAM Identity Center exchanged your sign-in but returned no identity \
+                     context (neither awsAdditionalDetails.identityContext nor the ID token's \
+                     sts:identity_context)."
+                        .to_owned(),
+                )
             })?;
         let seconds = i32::try_from(center.session_seconds).unwrap_or(3600);
         let context = aws_sdk_sts::types::ProvidedContext::builder()
@@ -335,16 +387,21 @@ impl IdentitySessions {
             .send()
             .await
             .map_err(|e| {
-                format!(
-                    "Error: AWS STS did not let this gateway assume {} with your identity \
-                     context ({}). The operator should check that the role's trust policy \
-                     allows sts:AssumeRole and sts:SetContext to the gateway's AWS identity.",
-                    center.role_arn,
-                    DisplayErrorContext(&e)
+                ExchangeError::from_sdk(
+                    &e,
+                    format!(
+                        "Error: AWS STS did not let this gateway assume {} with your identity \
+                         context ({}). The operator should check that the role's trust policy \
+                         allows sts:AssumeRole and sts:SetContext to the gateway's AWS identity.",
+                        center.role_arn,
+                        DisplayErrorContext(&e)
+                    ),
                 )
             })?;
         let Some(issued) = assumed.credentials() else {
-            return Err("Error: AWS STS assumed the role but returned no credentials.".to_owned());
+            return Err(ExchangeError::Refused(
+                "Error: AWS STS assumed the role but returned no credentials.".to_owned(),
+            ));
         };
         let expires_at = SystemTime::try_from(issued.expiration)
             .unwrap_or_else(|_| SystemTime::now() + Duration::from_secs(center.session_seconds));
@@ -447,6 +504,34 @@ mod tests {
         );
         assert_eq!(identity_context_claim(&token).as_deref(), Some("ctx-1"));
         assert_eq!(identity_context_claim("not-a-jwt"), None);
+    }
+
+    #[test]
+    fn only_a_clear_no_from_aws_is_a_refusal() {
+        use aws_smithy_runtime_api::client::result::SdkError;
+        use aws_smithy_runtime_api::http::{Response, StatusCode};
+        use aws_smithy_types::body::SdkBody;
+        let answered = |status: u16| {
+            let raw = Response::new(
+                StatusCode::try_from(status).expect("status"),
+                SdkBody::empty(),
+            );
+            let error: SdkError<std::io::Error, Response> =
+                SdkError::service_error(std::io::Error::other("no"), raw);
+            matches!(
+                ExchangeError::from_sdk(&error, String::new()),
+                ExchangeError::Refused(_)
+            )
+        };
+        assert!(answered(400), "InvalidGrantException is a refusal");
+        assert!(answered(403), "AccessDenied is a refusal");
+        assert!(!answered(429), "throttling is tried again");
+        assert!(!answered(500), "a failure is tried again");
+        let timeout: SdkError<std::io::Error, Response> = SdkError::timeout_error("slow");
+        assert!(matches!(
+            ExchangeError::from_sdk(&timeout, String::new()),
+            ExchangeError::Unavailable(_)
+        ));
     }
 
     #[test]
