@@ -1255,6 +1255,28 @@ async fn q_business_answers_as_the_signed_in_user_through_an_identity_aware_sess
     // One exchange per principal, however many requests each made.
     assert_eq!((stats.token_exchanges, stats.roles_assumed), (2, 2));
 
+    // An identity the caller types is refused before anything is sent.
+    let chats = q.sim.stats().chat_sync_requests;
+    let typed = start_task(
+        &as_bob,
+        QBUSINESS,
+        json!({"query": "Salaries?", "user_id": "cfo@corp.example", "user_groups": ["Finance-Admins"]}),
+    )
+    .await
+    .task
+    .task_id;
+    let rmcp::model::TaskPayload::Completed { result } =
+        poll_until(&as_bob, &typed, is_terminal).await
+    else {
+        panic!("expected a tool error")
+    };
+    assert_eq!(result["isError"], json!(true), "{result:?}");
+    assert!(
+        first_text(&result).contains("`user_id` is not accepted"),
+        "{result:?}"
+    );
+    assert_eq!(q.sim.stats().chat_sync_requests, chats);
+
     // Another ask of Alice's reuses her session.
     ask(&as_alice, "And sick leave?").await;
     let stats = q.sim.stats();
