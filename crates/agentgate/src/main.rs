@@ -11,6 +11,7 @@ mod demo;
 #[cfg(test)]
 mod docs_check;
 mod serve;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -21,6 +22,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(
     name = "agentgate",
     version,
+    long_version = LONG_VERSION,
     about = "Serve long-running AI agents over MCP as durable tasks",
     long_about = "agentgate is an MCP server that puts agentic backends behind the MCP Tasks \
                   extension: a client gets a task handle at once, follows the work with \
@@ -40,6 +42,16 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// `agentgate --version`: the commit, and what this build speaks and serves
+/// (a test checks these lists against the code).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("AGENTGATE_COMMIT"),
+    ")\nMCP protocol versions: 2025-06-18, 2025-11-25 (tasks), 2026-07-28 (tasks extension, SEP-2663)\n\
+     backends: qbusiness, copilot, a2a, countdown (example)\nrmcp 3.11.0"
+);
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
@@ -70,6 +82,9 @@ enum Command {
     /// Manage HTTP authentication (`[auth]` in the config file).
     #[command(subcommand)]
     Auth(AuthCommand),
+    /// List the tools `serve` would serve with this config, or show one
+    /// tool's whole definition.
+    Tools(tools::ToolsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -188,7 +203,11 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let client = matches!(
         cli.command,
-        Command::Call(_) | Command::Task(_) | Command::Demo(_) | Command::Auth(_)
+        Command::Call(_)
+            | Command::Task(_)
+            | Command::Demo(_)
+            | Command::Auth(_)
+            | Command::Tools(_)
     );
     init_logging(cli.log_format, default_filter(client));
     let format = cli.log_format;
@@ -220,6 +239,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Serve(args) => serve::run(args, file).await,
         Command::Migrate(args) => serve::migrate(args, file).await,
         Command::Auth(AuthCommand::NewToken { principal }) => new_token(&principal),
+        Command::Tools(args) => tools::run(args, file).await,
         Command::Sim(args) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
             let stop = shutdown.clone();
@@ -240,6 +260,19 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_long_version_names_every_protocol_version_and_backend() {
+        let text = super::LONG_VERSION;
+        for version in agentgate_core::mcp::Gateway::protocol_versions() {
+            assert!(text.contains(version.as_str()), "{version:?}: {text}");
+        }
+        for backend in crate::backends::BACKENDS {
+            assert!(text.contains(backend.name), "{}: {text}", backend.name);
+        }
+        let rmcp = format!("rmcp {}", env!("RMCP_VERSION"));
+        assert!(text.contains(&rmcp), "{rmcp}: {text}");
     }
 
     #[test]

@@ -200,6 +200,15 @@ impl Gateway {
         at_least_2026_07_28(cx) && cx.client_capabilities().is_some_and(|c| c.supports_tasks())
     }
 
+    /// The MCP protocol versions this gateway speaks, oldest first.
+    pub fn protocol_versions() -> [ProtocolVersion; 3] {
+        [
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2026_07_28,
+        ]
+    }
+
     /// The capabilities this gateway advertises.
     pub fn capabilities() -> ServerCapabilities {
         ServerCapabilities::builder()
@@ -320,11 +329,7 @@ impl ServerHandler for Gateway {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Owned(vec![
-            ProtocolVersion::V_2025_06_18,
-            ProtocolVersion::V_2025_11_25,
-            ProtocolVersion::V_2026_07_28,
-        ])
+        Cow::Owned(Self::protocol_versions().to_vec())
     }
 
     async fn list_tools(

@@ -299,3 +299,58 @@ fn a_config_error_prints_its_cause_and_no_backtrace_whatever_rust_backtrace_says
         "one line, cause chain included: {err}"
     );
 }
+
+#[test]
+fn tools_lists_what_serve_would_serve_and_shows_one_definition() {
+    let out = run(&["tools"]);
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "QBusinessQueryTool                Ask Amazon Q Business",
+        "assign_copilot_to_issue           Assign Copilot to issue",
+        "task_status ",
+    ] {
+        assert!(list.contains(line), "{line:?} in:\n{list}");
+    }
+
+    let out = run(&["tools", "QBusinessQueryTool"]);
+    assert!(out.status.success(), "{out:?}");
+    let tool: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one tool as JSON");
+    assert_eq!(tool["name"], "QBusinessQueryTool");
+    assert_eq!(
+        tool["inputSchema"]["required"],
+        serde_json::json!(["query"])
+    );
+
+    let out = run(&["tools", "--json"]);
+    let all: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON list");
+    assert_eq!(
+        all.len(),
+        list.lines().count(),
+        "the list and the JSON agree"
+    );
+
+    let out = run(&["tools", "QBusinessQuery"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no tool is named `QBusinessQuery`; the tools are: QBusinessQueryTool,"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_long_version_says_the_commit_and_the_protocol_versions() {
+    let out = run(&["--version"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("agentgate "), "{text}");
+    assert!(
+        text.contains("(commit ") && !text.contains("(commit )"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2025-11-25") && text.contains("2026-07-28"),
+        "{text}"
+    );
+}
