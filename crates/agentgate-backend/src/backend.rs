@@ -35,6 +35,14 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Whether the backend can work: its settings, and its upstream asked
+    /// something cheap that needs the credentials (who they are). What
+    /// `agentgate check` shows an operator before serving. The default
+    /// says there is nothing to check.
+    fn check(&self) -> BoxFuture<'_, Health> {
+        Box::pin(async { Health::Ready("nothing to check".to_owned()) })
+    }
+
     /// Called before the gateway serves a request that `owner` made with
     /// an OAuth access token (`token`): a backend that speaks upstream as
     /// the principal itself (Q Business's identity-aware sessions) renews
@@ -50,6 +58,20 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (owner, token);
         Box::pin(async {})
     }
+}
+
+/// What [`Backend::check`] found, in words for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Health {
+    /// Set up, and the upstream answered: what was seen (an identity, the
+    /// agents' cards).
+    Ready(String),
+    /// Not set up: what is missing. Its tools say so when called; the
+    /// others work.
+    NotConfigured(String),
+    /// Set up, but it cannot work: what failed, and the fix.
+    Broken(String),
 }
 
 /// A backend built from its own config section: what the binary's backend

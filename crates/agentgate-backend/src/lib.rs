@@ -47,7 +47,7 @@ pub mod task;
 pub mod time;
 pub mod webhook;
 
-pub use backend::{Backend, ConfigError, ConfiguredBackend, parse_section};
+pub use backend::{Backend, ConfigError, ConfiguredBackend, Health, parse_section};
 pub use body::{BodyError, Size, TooLarge, read_bounded};
 pub use handles::{
     Nudge, NudgeError, NudgeTasks, UpstreamMetrics, UpstreamOutcome, UpstreamRecorder,

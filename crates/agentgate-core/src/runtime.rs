@@ -220,6 +220,11 @@ impl Runtime {
         &self.shutdown
     }
 
+    /// Every backend it serves, in the order they were added.
+    pub fn backends(&self) -> &[Arc<dyn Backend>] {
+        &self.backends
+    }
+
     /// A gateway over this runtime's engine for `transport`, with the
     /// builder's limits.
     pub async fn gateway(&self, transport: TransportKind) -> Result<Gateway, SealError> {

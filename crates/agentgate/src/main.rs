@@ -5,6 +5,7 @@
 //! belongs to the MCP stdio transport) and hands over to the subcommand.
 
 mod backends;
+mod check;
 mod client;
 mod config;
 mod demo;
@@ -68,7 +69,7 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Apply the task store's schema migrations and exit (`serve` applies
     /// them too; this is for deployments that migrate before rolling out).
-    Migrate(serve::MigrateArgs),
+    Migrate(serve::StoreArgs),
     /// Run local emulators of the backends (Amazon Q Business, GitHub with a
     /// simulated Copilot agent, an A2A v1.0 agent) that speak the real wire
     /// protocols, for trying agentgate without a cloud account.
@@ -85,6 +86,10 @@ enum Command {
     /// List the tools `serve` would serve with this config, or show one
     /// tool's whole definition.
     Tools(tools::ToolsArgs),
+    /// Check that `serve` can work with this config and environment: the
+    /// store, and each backend's settings and credentials (who they are
+    /// upstream); exit 0 when nothing is broken, 1 otherwise.
+    Check(serve::StoreArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -208,6 +213,7 @@ async fn main() -> std::process::ExitCode {
             | Command::Demo(_)
             | Command::Auth(_)
             | Command::Tools(_)
+            | Command::Check(_)
     );
     init_logging(cli.log_format, default_filter(client));
     let format = cli.log_format;
@@ -240,6 +246,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Migrate(args) => serve::migrate(args, file).await,
         Command::Auth(AuthCommand::NewToken { principal }) => new_token(&principal),
         Command::Tools(args) => tools::run(args, file).await,
+        Command::Check(args) => {
+            let healthy = check::run(args, file, cli.config.as_deref()).await?;
+            std::process::exit(if healthy { 0 } else { 1 })
+        }
         Command::Sim(args) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
             let stop = shutdown.clone();

@@ -103,14 +103,28 @@ impl StoreKeyArgs {
     }
 }
 
+/// The store of `migrate` and `check`: as `serve` names it.
 #[derive(Debug, Args)]
-pub(crate) struct MigrateArgs {
+pub(crate) struct StoreArgs {
     /// Task store: sqlite://PATH or postgres://USER@HOST/DB, as for `serve`.
     #[arg(long, env = "AGENTGATE_STORE", value_name = "URL")]
     store: Option<String>,
 
     #[command(flatten)]
     durability: DurabilityArgs,
+}
+
+impl StoreArgs {
+    /// Opens the store these flags (or the config, or the default) name,
+    /// applying its pending migrations; also returns its URL, redacted.
+    pub(crate) async fn open(
+        self,
+        file: &FileConfig,
+    ) -> Result<(Arc<dyn store::TaskStore>, String)> {
+        let url = store_url(self.store, file)?;
+        let store = open_store(&url, self.durability.resolve(file)).await?;
+        Ok((store, store::redact_url(&url)))
+    }
 }
 
 /// When the store acknowledges a write (`server.store_durability`).
@@ -171,10 +185,9 @@ pub(crate) fn parse_listen(value: &str) -> Result<SocketAddr, String> {
 
 /// `agentgate migrate`: opening a store applies its pending migrations
 /// (under an advisory lock on PostgreSQL, so racing instances are safe).
-pub(crate) async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
-    let store_url = store_url(args.store, &file)?;
-    open_store(&store_url, args.durability.resolve(&file)).await?;
-    println!("migrated {}", store::redact_url(&store_url));
+pub(crate) async fn migrate(args: StoreArgs, file: FileConfig) -> Result<()> {
+    let (_, url) = args.open(&file).await?;
+    println!("migrated {url}");
     Ok(())
 }
 

@@ -363,6 +363,27 @@ impl Backend for A2aBackend {
             .as_ref()
             .map(|hook| Arc::new(PushWebhook(hook.clone())) as Arc<dyn Webhook>)
     }
+
+    /// Every agent's card was read when the backend was built (a card that
+    /// cannot be read stops the start), so this names them.
+    fn check(&self) -> BoxFuture<'_, agentgate_backend::Health> {
+        use agentgate_backend::Health;
+        let health = if self.agents.is_empty() {
+            Health::NotConfigured("no agents: add [[a2a.agents]] to the config".to_owned())
+        } else {
+            let tools: Vec<&str> = self
+                .agents
+                .iter()
+                .map(|a| a.settings.tool_name.as_str())
+                .collect();
+            Health::Ready(format!(
+                "{} agent(s), cards read: {}",
+                tools.len(),
+                tools.join(", ")
+            ))
+        };
+        Box::pin(async move { health })
+    }
 }
 
 /// Built from the `[a2a]` table; reads each agent's card before its tool is

@@ -249,6 +249,36 @@ impl Backend for Copilot {
         let watcher = self.shared.watcher.clone();
         Box::pin(watcher.run(nudge, shutdown))
     }
+
+    /// The token is there, and GitHub says whose it is (`GET /user`).
+    fn check(&self) -> BoxFuture<'_, agentgate_backend::Health> {
+        use agentgate_backend::Health;
+        Box::pin(async move {
+            let github = self.watcher().github();
+            if github.endpoint().token.is_none() {
+                return Health::NotConfigured(
+                    "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools refuse every \
+                     call until it is"
+                        .to_owned(),
+                );
+            }
+            #[derive(serde::Deserialize)]
+            struct User {
+                login: String,
+            }
+            match github.rest_get::<User>("user", &[], None).await {
+                Ok(user) => Health::Ready(format!(
+                    "GitHub at {} answers the token as @{}",
+                    github.endpoint().rest,
+                    user.login
+                )),
+                Err(e) => Health::Broken(format!(
+                    "GitHub at {} did not accept the token: {e}",
+                    github.endpoint().rest
+                )),
+            }
+        })
+    }
 }
 
 fn with_schema(

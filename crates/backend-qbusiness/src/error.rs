@@ -69,6 +69,27 @@ impl ChatError {
 /// Attempts the SDK's standard retry mode makes before giving up.
 pub const SDK_ATTEMPTS: u32 = 3;
 
+/// An AWS SDK error as a person reads it: the service's code and message,
+/// or the SDK's account of a failure on the way; never a `Debug` dump.
+pub fn aws_reason<E, R>(error: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match error {
+        SdkError::ServiceError(service) => {
+            let err = service.err();
+            format!(
+                "{}: {}",
+                err.code().unwrap_or("an error without a code"),
+                err.message().unwrap_or("no message")
+            )
+        }
+        SdkError::TimeoutError(_) => "no answer in time".to_owned(),
+        other => DisplayErrorContext(other).to_string(),
+    }
+}
+
 fn upstream_prefix(code: &str, message: &str) -> String {
     format!(
         "Error: Amazon Q Business API error An error occurred ({code}) when calling the ChatSync \

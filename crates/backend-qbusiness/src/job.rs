@@ -29,7 +29,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{AccessToken, Event, Job, JobContext, Owner, Step, StepResult};
+use agentgate_backend::{AccessToken, Event, Health, Job, JobContext, Owner, Step, StepResult};
 use aws_sdk_qbusiness::Client;
 use aws_sdk_qbusiness::error::SdkError;
 use aws_sdk_qbusiness::operation::chat_sync::ChatSyncOutput;
@@ -102,6 +102,44 @@ impl QBusinessQuery {
         if let Ok((settings, _)) = self.client().await {
             sessions.renew(settings, owner, token).await;
         }
+    }
+
+    /// What `agentgate check` shows: the settings, and who the AWS
+    /// credentials are (STS `GetCallerIdentity`, which needs no
+    /// permission), without asking Q Business anything.
+    pub async fn health(&self) -> Health {
+        let settings = match self.client().await {
+            Ok((settings, _)) => settings,
+            Err(e) => {
+                let text = e.to_string();
+                return Health::NotConfigured(text.trim_start_matches("Error: ").to_owned());
+            }
+        };
+        let shared = settings.shared_config().await;
+        let sts = aws_sdk_sts::Client::new(&shared);
+        let who = match sts.get_caller_identity().send().await {
+            Ok(out) => out.arn().unwrap_or("an unnamed identity").to_owned(),
+            Err(e) => {
+                if let Some(missing) = missing_profile(&e, settings).await {
+                    return Health::Broken(missing.to_string());
+                }
+                return Health::Broken(format!(
+                    "AWS did not say who the credentials are (STS GetCallerIdentity: {}). Check \
+                     AWS_PROFILE, the AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY pair, or the \
+                     instance role.",
+                    error::aws_reason(&e)
+                ));
+            }
+        };
+        let sessions = if self.sessions.is_some() {
+            "; OAuth principals speak through identity-aware sessions"
+        } else {
+            ""
+        };
+        Health::Ready(format!(
+            "application {} in {}, as {who}{sessions}",
+            settings.application_id, settings.region
+        ))
     }
 
     /// The client `owner`'s calls go through: with sessions on, one that

@@ -160,6 +160,10 @@ impl agentgate_backend::Backend for QBusinessQuery {
         vec![tool(self.clone())]
     }
 
+    fn check(&self) -> agentgate_backend::BoxFuture<'_, agentgate_backend::Health> {
+        Box::pin(self.health())
+    }
+
     fn principal_request<'a>(
         &'a self,
         owner: &'a agentgate_backend::Owner,

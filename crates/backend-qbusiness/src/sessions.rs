@@ -43,7 +43,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use agentgate_backend::{AccessToken, Owner, UpstreamMetrics};
 use aws_credential_types::Credentials;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::timeout::TimeoutConfig;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -354,7 +353,7 @@ impl IdentitySessions {
                          identity ({}). The operator should check that application {} trusts \
                          this gateway's OAuth issuer (a trusted token issuer) and accepts its \
                          audience.",
-                        DisplayErrorContext(&e),
+                        crate::error::aws_reason(&e),
                         center.application_arn
                     ),
                 )
@@ -394,7 +393,7 @@ impl IdentitySessions {
                          context ({}). The operator should check that the role's trust policy \
                          allows sts:AssumeRole and sts:SetContext to the gateway's AWS identity.",
                         center.role_arn,
-                        DisplayErrorContext(&e)
+                        crate::error::aws_reason(&e)
                     ),
                 )
             })?;

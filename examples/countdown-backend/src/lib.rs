@@ -103,6 +103,18 @@ impl Backend for Countdown {
         Self::NAME
     }
 
+    /// Nothing upstream: it is on or off.
+    fn check(&self) -> agentgate_backend::BoxFuture<'_, agentgate_backend::Health> {
+        let health = if self.config.enabled {
+            agentgate_backend::Health::Ready("enabled (the example backend)".to_owned())
+        } else {
+            agentgate_backend::Health::NotConfigured(
+                "off (the example backend: [countdown] enabled = true turns it on)".to_owned(),
+            )
+        };
+        Box::pin(async move { health })
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         if !self.config.enabled {
             return Vec::new();

@@ -1296,7 +1296,8 @@ async fn q_business_answers_as_the_signed_in_user_through_an_identity_aware_sess
     assert!(
         text.contains("IAM Identity Center did not exchange your sign-in")
             && text.contains(APPLICATION_ARN)
-            && text.contains("InvalidGrantException"),
+            && text.contains("InvalidGrantException")
+            && !text.contains("ErrorMetadata"),
         "{text}"
     );
     assert_eq!(q.sim.stats().chat_sync_requests, chats);

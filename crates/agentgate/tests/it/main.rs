@@ -11,6 +11,7 @@ mod a2a;
 mod auth;
 mod call;
 mod chaos;
+mod check;
 mod cli;
 mod copilot;
 mod demo;

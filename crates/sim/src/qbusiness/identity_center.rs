@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `POST /token?aws_iam=t` | SSO OIDC (`sso-oauth`), restJson1 | `CreateTokenWithIAM`, JWT-bearer grant |
 //! | `POST /`, `Action=AssumeRole` | STS (`sts`), awsQuery | `AssumeRole` with `ProvidedContexts` |
+//! | `POST /`, `Action=GetCallerIdentity` | STS (`sts`), awsQuery | who the operator's key is |
 //!
 //! Read from botocore's `sso-oidc/2019-06-10` and `sts/2011-06-15` service
 //! models and AWS's guides to trusted token issuers and identity-enhanced
@@ -319,6 +320,19 @@ pub(super) fn sts_error(status: StatusCode, code: &str, message: &str) -> Respon
     response
 }
 
+/// STS's name (awsQuery) for a front-door refusal named as a JSON service
+/// names it: the same failures, other codes.
+pub(super) fn sts_code(code: &str) -> &str {
+    match code {
+        "InvalidSignatureException" => "SignatureDoesNotMatch",
+        "UnrecognizedClientException" => "InvalidClientTokenId",
+        "IncompleteSignatureException" => "IncompleteSignature",
+        "MissingAuthenticationTokenException" => "MissingAuthenticationToken",
+        "ExpiredTokenException" => "ExpiredToken",
+        other => other,
+    }
+}
+
 fn xml_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -334,12 +348,23 @@ fn validation(message: &str) -> Response {
 pub(super) fn sts(sim: &Inner, body: &Bytes) -> Response {
     let form: HashMap<String, String> = form_urlencoded::parse(body).into_owned().collect();
     let get = |key: &str| form.get(key).map(String::as_str);
-    if get("Action") != Some("AssumeRole") || get("Version") != Some("2011-06-15") {
+    if get("Version") != Some("2011-06-15") {
         return sts_error(
             StatusCode::BAD_REQUEST,
             "InvalidAction",
-            "Only AssumeRole (Version 2011-06-15) is emulated.",
+            "Only Version 2011-06-15 is emulated.",
         );
+    }
+    match get("Action") {
+        Some("AssumeRole") => {}
+        Some("GetCallerIdentity") => return caller_identity(),
+        _ => {
+            return sts_error(
+                StatusCode::BAD_REQUEST,
+                "InvalidAction",
+                "Only AssumeRole and GetCallerIdentity are emulated.",
+            );
+        }
     }
     let Some(center) = &sim.config.identity_center else {
         return sts_error(
@@ -430,6 +455,27 @@ pub(super) fn sts(sim: &Inner, body: &Bytes) -> Response {
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
     response
 }
+
+/// The operator's key's identity (the only key `GetCallerIdentity` is
+/// signed with here: a session's is refused at the front door).
+fn caller_identity() -> Response {
+    let body = format!(
+        "<GetCallerIdentityResponse xmlns=\"{STS_NAMESPACE}\"><GetCallerIdentityResult>\
+         <Arn>{OPERATOR_ARN}</Arn><UserId>AIDAEMULATEDUSER0001</UserId>\
+         <Account>111122223333</Account></GetCallerIdentityResult>\
+         <ResponseMetadata><RequestId>{}</RequestId></ResponseMetadata>\
+         </GetCallerIdentityResponse>",
+        super::ids::new_uuid()
+    );
+    let mut response = (StatusCode::OK, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+    response
+}
+
+/// Who the operator's access key is, as `GetCallerIdentity` says.
+pub const OPERATOR_ARN: &str = "arn:aws:iam::111122223333:user/agentgate-sim";
 
 /// `arn:aws:iam::123:role/Name` → `arn:aws:sts::123:assumed-role/Name`.
 fn assumed_role_arn(role: &str) -> String {

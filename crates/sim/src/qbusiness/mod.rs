@@ -55,7 +55,7 @@ pub use corpus::{Bm25, Corpus, Document};
 pub use errors::{ApiError, FieldError};
 pub use faults::{Faults, ScriptedFault, UnknownFault};
 pub use identity_center::{
-    IDENTITY_CENTER_PROVIDER, IdentityCenterConfig, IssuedSession, JWT_BEARER_GRANT,
+    IDENTITY_CENTER_PROVIDER, IdentityCenterConfig, IssuedSession, JWT_BEARER_GRANT, OPERATOR_ARN,
 };
 pub use plugins::{SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID, Ticket};
 pub use routes::MAX_BODY;

@@ -105,9 +105,11 @@ async fn front_door(State(sim): State<QBusinessSim>, request: Request, next: Nex
                         )),
                     });
                 match verified {
-                    Err(e) if service == STS_SERVICE => {
-                        identity_center::sts_error(e.status(), e.code(), e.message())
-                    }
+                    Err(e) if service == STS_SERVICE => identity_center::sts_error(
+                        e.status(),
+                        identity_center::sts_code(e.code()),
+                        e.message(),
+                    ),
                     Err(e) => {
                         tracing::debug!(code = e.code(), "request refused: {}", e.message());
                         e.into_response()
