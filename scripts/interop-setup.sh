@@ -5,7 +5,7 @@
 #   scripts/interop-setup.sh
 #
 # - Python: a virtualenv in interop/python/.venv with interop/python/requirements.txt
-#   (every package pinned);
+#   (every package pinned), with the upstream Q Business MCP server agentgate is compared with;
 # - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci);
 # - A2A: the official A2A Python SDK (a2a-sdk 1.3.0) in its own virtualenv
 #   interop/a2a/.venv with interop/a2a/requirements.txt (every package pinned; kept apart
@@ -24,6 +24,7 @@ if [ ! -x python/.venv/bin/python ]; then
 fi
 python/.venv/bin/pip install --quiet --disable-pip-version-check -r python/requirements.txt
 python/.venv/bin/python -c 'import fastmcp, fastmcp_tasks, mcp; print("  fastmcp", fastmcp.__version__)'
+python/.venv/bin/python -c 'import importlib.metadata as m; print("  upstream Q Business server", m.version("awslabs.amazon-qbusiness-anonymous-mcp-server"))'
 
 echo "interop-setup: A2A SDK (interop/a2a/.venv)"
 if [ ! -x a2a/.venv/bin/python ]; then

@@ -17,6 +17,10 @@
 //! trip and a cancel, so agentgate's A2A client and its A2A emulator cannot
 //! agree on a private dialect.
 //!
+//! A fifth runs the upstream server agentgate's `QBusinessQueryTool`
+//! replaces (`awslabs.amazon-qbusiness-anonymous-mcp-server`) beside
+//! agentgate against one emulator, and compares their answers byte for byte.
+//!
 //! The clients are installed by `scripts/interop-setup.sh` (`.ci/run` runs
 //! it). Without them the tests are reported ignored, with the reason, unless
 //! `AGENTGATE_REQUIRE_INTEROP=1` (set in CI), where they fail.
@@ -747,4 +751,82 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
             "the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire",
             the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire,
         )
+        .multi_thread(
+            "the_upstream_qbusiness_server_and_agentgate_answer_alike",
+            the_upstream_qbusiness_server_and_agentgate_answer_alike,
+        )
+}
+
+/// The upstream server agentgate's `QBusinessQueryTool` replaces
+/// (`awslabs.amazon-qbusiness-anonymous-mcp-server` 0.1.1, pinned in
+/// `interop/python/requirements.txt`) and agentgate, each asked the same
+/// question over stdio against the same emulator: a client written against
+/// upstream's typed output must read the same `structuredContent.result`,
+/// and the same first text block, byte for byte.
+async fn the_upstream_qbusiness_server_and_agentgate_answer_alike() {
+    let upstream =
+        interop_dir().join("python/.venv/bin/awslabs.amazon-qbusiness-anonymous-mcp-server");
+    if !upstream.exists() {
+        harness::skip(
+            harness::Need::Interop,
+            &format!(
+                "the upstream Q Business MCP server is not installed ({} is missing): run \
+                 scripts/interop-setup.sh",
+                upstream.display()
+            ),
+        );
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let up = start_upstreams().await;
+    let client = || {
+        agentgate_testkit::TestClient::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::ProtocolVersion::V_2025_06_18,
+        )
+    };
+    let question = || {
+        agentgate_testkit::call(
+            "QBusinessQueryTool",
+            serde_json::json!({"query": "How many vacation days do employees get?"}),
+        )
+    };
+
+    let mut theirs = Command::new(&upstream);
+    server_env(&mut theirs, &up, dir.path());
+    let theirs = client().stdio(theirs).await;
+    let their_answer = theirs
+        .call_tool(question())
+        .await
+        .expect("upstream answers");
+    theirs.cancel().await.expect("close upstream");
+
+    let mut ours = Command::new(BIN);
+    ours.args(["serve", "--stdio", "--store"]).arg(format!(
+        "sqlite://{}",
+        dir.path().join("tasks.db").display()
+    ));
+    server_env(&mut ours, &up, dir.path());
+    let ours = client().stdio(ours).await;
+    let our_answer = ours.call_tool(question()).await.expect("agentgate answers");
+    ours.cancel().await.expect("close agentgate");
+
+    let theirs = serde_json::to_value(&their_answer).expect("upstream result");
+    let ours = serde_json::to_value(&our_answer).expect("our result");
+    let result = |v: &Value| v["structuredContent"]["result"].as_str().map(str::to_owned);
+    let their_result = result(&theirs).unwrap_or_else(|| panic!("upstream: {theirs}"));
+    assert!(their_result.starts_with("Qbiz response: "), "{theirs}");
+    assert_eq!(
+        result(&ours).as_deref(),
+        Some(their_result.as_str()),
+        "ours: {ours}"
+    );
+    assert_eq!(
+        ours["content"][0]["text"], theirs["content"][0]["text"],
+        "{ours}\n{theirs}"
+    );
+    assert_eq!(
+        up.qbusiness.sim.stats().chat_sync_effects,
+        2,
+        "one ChatSync each"
+    );
 }
