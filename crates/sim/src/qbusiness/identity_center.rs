@@ -313,6 +313,11 @@ pub(super) fn sts_error(status: StatusCode, code: &str, message: &str) -> Respon
         xml_escape(message),
         super::ids::new_uuid()
     );
+    xml(status, body)
+}
+
+/// An awsQuery answer: XML.
+fn xml(status: StatusCode, body: String) -> Response {
     let mut response = (status, body).into_response();
     response
         .headers_mut()
@@ -449,11 +454,7 @@ pub(super) fn sts(sim: &Inner, body: &Bytes) -> Response {
     );
     st.identity.sessions.insert(access_key_id, session);
     st.stats.roles_assumed += 1;
-    let mut response = (StatusCode::OK, body).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
-    response
+    xml(StatusCode::OK, body)
 }
 
 /// The operator's key's identity (the only key `GetCallerIdentity` is
@@ -467,11 +468,7 @@ fn caller_identity() -> Response {
          </GetCallerIdentityResponse>",
         super::ids::new_uuid()
     );
-    let mut response = (StatusCode::OK, body).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
-    response
+    xml(StatusCode::OK, body)
 }
 
 /// Who the operator's access key is, as `GetCallerIdentity` says.
