@@ -86,6 +86,13 @@ enum Command {
     /// List the tools `serve` would serve with this config, or show one
     /// tool's whole definition.
     Tools(tools::ToolsArgs),
+    /// Print the shell completion script for SHELL (bash, zsh, fish,
+    /// elvish, powershell), e.g. `agentgate completions bash >
+    /// ~/.local/share/bash-completion/completions/agentgate`.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
     /// Check that `serve` can work with this config and environment: the
     /// store, and each backend's settings and credentials (who they are
     /// upstream); exit 0 when nothing is broken, 1 otherwise.
@@ -214,6 +221,7 @@ async fn main() -> std::process::ExitCode {
             | Command::Auth(_)
             | Command::Tools(_)
             | Command::Check(_)
+            | Command::Completions { .. }
     );
     init_logging(cli.log_format, default_filter(client));
     let format = cli.log_format;
@@ -246,6 +254,16 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Migrate(args) => serve::migrate(args, file).await,
         Command::Auth(AuthCommand::NewToken { principal }) => new_token(&principal),
         Command::Tools(args) => tools::run(args, file).await,
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "agentgate",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
         Command::Check(args) => {
             let healthy = check::run(args, file, cli.config.as_deref()).await?;
             std::process::exit(if healthy { 0 } else { 1 })

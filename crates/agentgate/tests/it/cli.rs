@@ -354,3 +354,30 @@ fn the_long_version_says_the_commit_and_the_protocol_versions() {
         "{text}"
     );
 }
+
+#[test]
+fn bash_completes_subcommands_and_flags_with_the_printed_script() {
+    let out = run(&["completions", "bash"]);
+    assert!(out.status.success(), "{out:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("agentgate.bash");
+    std::fs::write(&script, &out.stdout).expect("write the script");
+    // As bash's programmable completion calls it: the words so far, the
+    // index of the word being completed, then (command, word, previous word).
+    let complete = |words: &str, cword: usize, word: &str, previous: &str| {
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; \
+             _agentgate agentgate {word} {previous}; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let out = Command::new("bash")
+            .args(["-c", &program])
+            .output()
+            .expect("run bash");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(complete("agentgate ch", 1, "ch", "agentgate"), "check");
+    let flags = complete("agentgate serve --sto", 2, "--sto", "serve");
+    assert!(flags.split(' ').any(|f| f == "--store"), "{flags}");
+}
