@@ -69,7 +69,7 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Apply the task store's schema migrations and exit (`serve` applies
     /// them too; this is for deployments that migrate before rolling out).
-    Migrate(serve::StoreArgs),
+    Migrate(serve::MigrateArgs),
     /// Run local emulators of the backends (Amazon Q Business, GitHub with a
     /// simulated Copilot agent, an A2A v1.0 agent) that speak the real wire
     /// protocols, for trying agentgate without a cloud account.

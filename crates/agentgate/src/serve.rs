@@ -185,10 +185,43 @@ pub(crate) fn parse_listen(value: &str) -> Result<SocketAddr, String> {
 
 /// `agentgate migrate`: opening a store applies its pending migrations
 /// (under an advisory lock on PostgreSQL, so racing instances are safe).
-pub(crate) async fn migrate(args: StoreArgs, file: FileConfig) -> Result<()> {
-    let (_, url) = args.open(&file).await?;
-    println!("migrated {url}");
+///
+/// With `--status`, nothing is applied: each migration is listed as
+/// `applied` or `pending`, and the command fails while any is pending.
+pub(crate) async fn migrate(args: MigrateArgs, file: FileConfig) -> Result<()> {
+    if !args.status {
+        let (_, url) = args.store.open(&file).await?;
+        println!("migrated {url}");
+        return Ok(());
+    }
+    let url = store_url(args.store.store, &file)?;
+    let shown = store::redact_url(&url);
+    let migrations = store::migration_status(&url)
+        .await
+        .with_context(|| format!("reading the migrations of {shown}"))?;
+    for m in &migrations {
+        let state = if m.applied { "applied" } else { "pending" };
+        println!("{state}  {:>4}  {}", m.version, m.description);
+    }
+    let pending = migrations.iter().filter(|m| !m.applied).count();
+    if pending > 0 {
+        bail!(
+            "{shown} has {pending} pending migration(s): run `agentgate migrate` (or `serve`) to apply them"
+        );
+    }
+    println!("{shown} is up to date");
     Ok(())
+}
+
+/// `agentgate migrate`.
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Apply nothing: list each migration as applied or pending, and fail
+    /// while any is pending.
+    #[arg(long)]
+    status: bool,
 }
 
 /// The store to open: `--store`, else `server.store`, else `tasks.db` in

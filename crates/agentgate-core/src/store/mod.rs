@@ -577,6 +577,47 @@ pub async fn open_with(
     }
 }
 
+/// One schema migration of a store, and whether the store has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationState {
+    /// Its version (the number its file name starts with).
+    pub version: i64,
+    /// What it does, from its file name.
+    pub description: String,
+    /// Whether the store has applied it.
+    pub applied: bool,
+}
+
+impl MigrationState {
+    fn list(migrator: &sqlx::migrate::Migrator, applied: &[i64]) -> Vec<Self> {
+        migrator
+            .iter()
+            .filter(|m| m.migration_type.is_up_migration())
+            .map(|m| Self {
+                version: m.version,
+                description: m.description.to_string(),
+                applied: applied.contains(&m.version),
+            })
+            .collect()
+    }
+}
+
+/// Which schema migrations the store a URL names has (see [`open`] for the
+/// URLs), without applying any or creating a SQLite file: what `agentgate
+/// migrate --status` shows before a roll-out.
+pub async fn migration_status(url: &str) -> StoreResult<Vec<MigrationState>> {
+    if url.starts_with("sqlite:") {
+        SqliteStore::migration_status(url).await
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        PostgresStore::migration_status(url).await
+    } else {
+        Err(StoreError::InvalidUrl {
+            url: redact_url(url),
+            reason: "expected sqlite://PATH or postgres://USER@HOST/DATABASE".into(),
+        })
+    }
+}
+
 /// A URL with any password replaced, fit for logs and errors: the one in the
 /// user info (`user:***@host`) and a `password=` query parameter.
 pub fn redact_url(url: &str) -> String {

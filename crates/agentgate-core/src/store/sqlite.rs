@@ -53,7 +53,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
-use sqlx::{Connection as _, Row as _, Sqlite, SqlitePool};
+use sqlx::{ConnectOptions as _, Connection as _, Row as _, Sqlite, SqlitePool};
 use tokio::sync::OwnedMutexGuard;
 
 use super::group_commit::{SaveBatch, Write, WriteQueue, decide, in_batch_order};
@@ -85,6 +85,42 @@ struct Db {
 const LIVE: &str = "status IN ('working', 'input_required')";
 
 impl SqliteStore {
+    /// Which schema migrations the database a `sqlite:` URL names has,
+    /// read-only: a file that does not exist has none (and is not
+    /// created), and nothing is ever applied.
+    pub async fn migration_status(url: &str) -> StoreResult<Vec<super::MigrationState>> {
+        let migrator = sqlx::migrate!("migrations/sqlite");
+        let options = SqliteConnectOptions::from_str(url).map_err(|e| StoreError::InvalidUrl {
+            url: url.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let applied: Vec<i64> = if url.contains(":memory:") || !options.get_filename().exists() {
+            Vec::new()
+        } else {
+            let mut conn = options
+                .read_only(true)
+                .create_if_missing(false)
+                .connect()
+                .await?;
+            let table: Option<String> = sqlx::query_scalar(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+            )
+            .fetch_optional(&mut conn)
+            .await?;
+            let applied = match table {
+                Some(_) => {
+                    sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                        .fetch_all(&mut conn)
+                        .await?
+                }
+                None => Vec::new(),
+            };
+            let _ = conn.close().await;
+            applied
+        };
+        Ok(super::MigrationState::list(&migrator, &applied))
+    }
+
     /// Opens (creating if needed) the database a `sqlite:` URL names and
     /// applies migrations. `sqlite::memory:` gives a private in-memory store.
     /// Writes are acknowledged once on disk ([`Durability::Full`]).

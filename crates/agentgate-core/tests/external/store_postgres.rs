@@ -292,6 +292,33 @@ async fn a_dropped_store_stops_listening() {
 }
 
 /// This file's tests, for the binary's `main`.
+/// `migration_status` reads a database without changing it: a new one has
+/// every migration pending and gets no table; once opened (migrated), every
+/// one is applied.
+async fn migration_status_reads_without_applying() {
+    let db = pg::TestDatabase::create("migstatus").await;
+    let before = agentgate_core::store::migration_status(db.url())
+        .await
+        .expect("status of a new database");
+    assert!(!before.is_empty());
+    assert!(before.iter().all(|m| !m.applied), "{before:?}");
+    let mut raw = sqlx::PgConnection::connect(db.url()).await.expect("raw");
+    let tables: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_one(&mut raw)
+            .await
+            .expect("count tables");
+    assert_eq!(tables, 0, "reading the status created nothing");
+    let store = PostgresStore::open(db.url()).await.expect("open migrates");
+    drop(store);
+    let after = agentgate_core::store::migration_status(db.url())
+        .await
+        .expect("status after migrating");
+    assert_eq!(after.len(), before.len());
+    assert!(after.iter().all(|m| m.applied), "{after:?}");
+    let _ = raw.close().await;
+}
+
 pub(crate) fn register(
     mut tests: agentgate_testkit::harness::Tests,
 ) -> agentgate_testkit::harness::Tests {
@@ -299,6 +326,10 @@ pub(crate) fn register(
         tests = tests.test(name, case);
     }
     tests
+        .test(
+            "migration_status_reads_without_applying",
+            migration_status_reads_without_applying,
+        )
         .multi_thread(
             "two_instances_claiming_at_once_never_share_a_task",
             two_instances_claiming_at_once_never_share_a_task,

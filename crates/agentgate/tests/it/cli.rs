@@ -60,10 +60,43 @@ async fn migrate_creates_the_schema_and_exits() {
     assert_eq!(tasks, 0);
     let again = run(&["migrate", "--store", &url]);
     assert!(again.status.success(), "migrating twice is a no-op");
+    let status = run(&["migrate", "--status", "--store", &url]);
+    assert!(status.status.success(), "{status:?}");
+    let listed = String::from_utf8_lossy(&status.stdout);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert!(lines.len() > 1, "{listed}");
+    assert!(
+        lines[..lines.len() - 1]
+            .iter()
+            .all(|l| l.starts_with("applied")),
+        "{listed}"
+    );
+    assert!(
+        listed.ends_with(&format!("{url} is up to date\n")),
+        "{listed}"
+    );
 
     let bad = run(&["migrate", "--store", "mysql://db/x"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("sqlite://PATH"));
+}
+
+#[test]
+fn migrate_status_lists_pending_migrations_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("new.db");
+    let url = format!("sqlite://{}", path.display());
+    let out = run(&["migrate", "--status", "--store", &url]);
+    assert!(!out.status.success(), "pending migrations fail the status");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.starts_with("pending     1  tasks\n"), "{listed}");
+    assert!(!listed.contains("applied"), "{listed}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pending migration(s): run `agentgate migrate`"),
+        "{err}"
+    );
+    assert!(!path.exists(), "the status created the store");
 }
 
 #[test]

@@ -182,6 +182,26 @@ impl PostgresStore {
         Self::open_with(url, Durability::Full).await
     }
 
+    /// Which schema migrations the database a `postgres://` URL names has,
+    /// read over one connection; nothing is ever applied.
+    pub async fn migration_status(url: &str) -> StoreResult<Vec<super::MigrationState>> {
+        let migrator = sqlx::migrate!("migrations/postgres");
+        let (options, _, _) = parse_url(url)?;
+        let mut conn = PgConnection::connect_with(&options).await?;
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+            .fetch_one(&mut conn)
+            .await?;
+        let applied: Vec<i64> = if exists {
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&mut conn)
+                .await?
+        } else {
+            Vec::new()
+        };
+        let _ = conn.close().await;
+        Ok(super::MigrationState::list(&migrator, &applied))
+    }
+
     /// [`PostgresStore::open`] with the given [`Durability`]: `Full` refuses
     /// a server that acknowledges commits before they are on disk (see the
     /// module docs).
