@@ -373,8 +373,10 @@ impl Engine {
             let free = self.inner.slots.available_permits();
             let mut claimed = 0;
             let mut backoff = None;
+            // The instant this look is made at: the next look is reckoned
+            // from it (see `next_look`).
+            let now = self.inner.clock.now();
             if free > 0 {
-                let now = self.inner.clock.now();
                 match self
                     .inner
                     .store
@@ -417,7 +419,7 @@ impl Engine {
                 tokio::task::yield_now().await;
                 continue;
             }
-            let next_look = self.next_look().await;
+            let next_look = self.next_look(now).await;
             // Hand-offs need no claim: wait on until something else happens.
             loop {
                 tokio::select! {
@@ -477,11 +479,21 @@ impl Engine {
     /// clock says it ran out) is not a reason to look again at once: that
     /// would spin. A step ending, a wake-up or `idle_poll` brings the next
     /// look.
-    async fn next_look(&self) -> crate::clock::Millis {
-        let now = self.inner.clock.now();
-        let idle = now.saturating_add(self.inner.config.idle_poll);
+    ///
+    /// `claimed_at` is the time the claim looked at. A task that came due
+    /// after it (the clock moved while the claim ran) was not passed over:
+    /// it is looked for at its due time, which may be now. Reckoning from a
+    /// fresh `now` instead would mistake it for one passed over and wait
+    /// `idle_poll` for it, or, on a clock that only moves when told to (the
+    /// tests' virtual time), for ever.
+    async fn next_look(&self, claimed_at: crate::clock::Millis) -> crate::clock::Millis {
+        let idle = self
+            .inner
+            .clock
+            .now()
+            .saturating_add(self.inner.config.idle_poll);
         match self.inner.store.next_due().await {
-            Ok(Some(due)) if due > now => due.min(idle),
+            Ok(Some(due)) if due > claimed_at => due.min(idle),
             Ok(Some(_) | None) => idle,
             Err(e) => {
                 tracing::debug!(error = %e, "reading the next due task failed");
