@@ -287,16 +287,31 @@ async fn check_assertion(center: &IdentityCenterConfig, jwt: &str) -> Result<Str
         })
 }
 
+/// A JWK set holds a few keys; anything larger is not one, and the emulator
+/// does not buffer it.
+const MAX_JWKS_BYTES: usize = 256 * 1024;
+
 async fn fetch_keys(jwks_uri: &str) -> Result<JwkSet, String> {
-    let response = reqwest::Client::new()
+    let mut response = reqwest::Client::new()
         .get(jwks_uri)
         .timeout(Duration::from_secs(10))
         .send()
         .await
         .map_err(|e| format!("the issuer's JWKS could not be fetched: {e}"))?;
-    response
-        .json::<JwkSet>()
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
+        .map_err(|e| format!("the issuer's JWKS could not be read: {e}"))?
+    {
+        if body.len() + chunk.len() > MAX_JWKS_BYTES {
+            return Err(format!(
+                "the issuer's JWKS is larger than {MAX_JWKS_BYTES} bytes"
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice::<JwkSet>(&body)
         .map_err(|e| format!("the issuer's JWKS is not a JWK set: {e}"))
 }
 
@@ -501,6 +516,31 @@ fn valid_session_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Serves `body` at `/jwks` on a loopback port; returns its URL.
+    async fn serve_jwks(body: String) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/jwks", listener.local_addr().expect("addr"));
+        let app = axum::Router::new().route("/jwks", axum::routing::get(move || async { body }));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_jwks_larger_than_the_cap_is_refused_unread() {
+        let url = serve_jwks(format!("{{\"keys\":[\"{}\"]}}", "k".repeat(MAX_JWKS_BYTES))).await;
+        let error = fetch_keys(&url).await.expect_err("too large");
+        assert!(error.contains("larger than 262144 bytes"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_jwks_within_the_cap_is_read() {
+        let url = serve_jwks(r#"{"keys":[]}"#.to_owned()).await;
+        let keys = fetch_keys(&url).await.expect("a JWK set");
+        assert!(keys.keys.is_empty());
+    }
 
     #[test]
     fn session_names_follow_the_model() {
