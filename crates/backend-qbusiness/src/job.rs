@@ -116,7 +116,13 @@ impl QBusinessQuery {
             }
         };
         let shared = settings.shared_config().await;
-        let sts = aws_sdk_sts::Client::new(&shared);
+        // The answer is bounded like every other AWS answer: a check that
+        // talks to a misconfigured endpoint must not buffer what it sends.
+        let sts = aws_sdk_sts::Client::from_conf(
+            aws_sdk_sts::config::Builder::from(&shared)
+                .interceptor(crate::upstream::CapAnswer)
+                .build(),
+        );
         let who = match sts.get_caller_identity().send().await {
             Ok(out) => out.arn().unwrap_or("an unnamed identity").to_owned(),
             Err(e) => {
