@@ -79,6 +79,16 @@ async fn over_http(gh: &Gh, dir: &Path) -> (Client, Gate) {
     (TestClient::tasks().http(&server.url).await, server)
 }
 
+/// [`over_http`] with the shortest lease the binary accepts, for the tests
+/// that kill it: the next instance takes the dead one's tasks over when its
+/// lease runs out, and the default lease would be half a minute of waiting.
+async fn over_http_to_kill(gh: &Gh, dir: &Path) -> (Client, Gate) {
+    let server = gateway(gh, dir, &[]).config(SHORTEST_LEASE).start().await;
+    (TestClient::tasks().http(&server.url).await, server)
+}
+
+const SHORTEST_LEASE: &str = "[engine]\nlease_seconds = 3\n";
+
 fn legacy() -> TestClient {
     TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2025_11_25)
 }
@@ -323,7 +333,7 @@ async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
     let gh = start_github().await;
     let assigned = gh.emulator.hold.arm("POST", "/graphql", "updateIssue");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, server) = over_http(&gh, dir.path()).await;
+    let (client, server) = over_http_to_kill(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -335,7 +345,7 @@ async fn an_assignment_is_made_once_when_agentgate_dies_after_the_mutation() {
     // Copilot is assigned and its run started; agentgate never hears of it.
     server.kill_and_wait().await;
 
-    let (client, _server) = over_http(&gh, dir.path()).await;
+    let (client, _server) = over_http_to_kill(&gh, dir.path()).await;
     let (result, _) = follow(&client, &id).await;
     assert_eq!(
         structured(&result)["outcome"],
@@ -678,7 +688,7 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
     gh.sim
         .set_timings(Duration::from_secs(3), Duration::from_secs(120));
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, server) = over_http(&gh, dir.path()).await;
+    let (client, server) = over_http_to_kill(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "assign_copilot_to_issue",
@@ -689,7 +699,7 @@ async fn a_watch_survives_sigkill_and_completes_after_restart() {
     wait_for_status(&client, &id, "opened pull request").await;
     server.kill_and_wait().await;
 
-    let (client, _server) = over_http(&gh, dir.path()).await;
+    let (client, _server) = over_http_to_kill(&gh, dir.path()).await;
     let (result, _) = follow(&client, &id).await;
     assert_eq!(
         structured(&result)["outcome"],
@@ -944,7 +954,7 @@ async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
         .hold
         .arm("POST", "/agents/repos/acme/widgets/tasks", "");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (client, server) = over_http(&gh, dir.path()).await;
+    let (client, server) = over_http_to_kill(&gh, dir.path()).await;
     let task = start_task(
         &client,
         "create_pull_request_with_copilot",
@@ -957,7 +967,7 @@ async fn an_agent_task_is_started_once_when_agentgate_dies_after_the_post() {
     server.kill_and_wait().await;
     assert_eq!(gh.sim.stats().agent_tasks_created, 1);
 
-    let (client, _server) = over_http(&gh, dir.path()).await;
+    let (client, _server) = over_http_to_kill(&gh, dir.path()).await;
     let (result, _) = follow(&client, &id).await;
     assert_eq!(
         structured(&result)["outcome"],

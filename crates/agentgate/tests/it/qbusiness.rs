@@ -72,6 +72,17 @@ async fn over_http(client: TestClient, sim: &Sim, store: &Path) -> (Client, Gate
     (client.http(&server.url).await, server)
 }
 
+/// [`over_http`] with the shortest lease the binary accepts, for the tests
+/// that kill it: the next instance takes the dead one's tasks over when its
+/// lease runs out, and the default lease would be half a minute of waiting.
+async fn over_http_to_kill(sim: &Sim, store: &Path) -> (Client, Gate) {
+    let server = gateway(sim, store, &[], &[])
+        .config("[engine]\nlease_seconds = 3\n")
+        .start()
+        .await;
+    (TestClient::tasks().http(&server.url).await, server)
+}
+
 fn legacy() -> TestClient {
     TestClient::new(ClientCapabilities::default(), ProtocolVersion::V_2025_11_25)
 }
@@ -310,7 +321,7 @@ async fn an_approved_action_runs_once_when_agentgate_dies_after_sending_it() {
     let sim = start_sim_without_replay().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("t.db");
-    let (client, mut server) = over_http(TestClient::tasks(), &sim, &store).await;
+    let (client, mut server) = over_http_to_kill(&sim, &store).await;
     let (id, key, _) = review_pending(&client).await;
     let executed = sim.hold.arm("POST", "/conversations", "actionExecution");
     approve(&client, &id, &key).await;
@@ -320,7 +331,7 @@ async fn an_approved_action_runs_once_when_agentgate_dies_after_sending_it() {
     server.wait().await;
     assert_eq!(sim.sim.tickets().len(), 1);
 
-    let (client, _server) = over_http(TestClient::tasks(), &sim, &store).await;
+    let (client, _server) = over_http_to_kill(&sim, &store).await;
     assert_one_ticket(&client, &sim, &id).await;
     client.cancel().await.expect("close");
 }
