@@ -166,9 +166,35 @@ impl Tests {
 
     /// Runs the tests the command line selects, as `cargo test` would, and
     /// returns the exit status to end `main` with.
+    ///
+    /// Without `--test-threads`, `RUST_TEST_THREADS` says how many run at
+    /// once, as it does for libtest (libtest-mimic itself reads only the
+    /// flag); a value that is not a positive number is refused, not ignored.
     pub fn run(self) -> ExitCode {
-        let args = Arguments::from_args();
+        let mut args = Arguments::from_args();
+        if args.test_threads.is_none() {
+            match test_threads_from_env() {
+                Ok(threads) => args.test_threads = threads,
+                Err(message) => {
+                    eprintln!("{message}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         libtest_mimic::run(&args, self.trials).exit_code()
+    }
+}
+
+/// `RUST_TEST_THREADS`, read as libtest reads it.
+fn test_threads_from_env() -> Result<Option<usize>, String> {
+    match std::env::var("RUST_TEST_THREADS") {
+        Err(_) => Ok(None),
+        Ok(value) => match value.trim().parse::<usize>() {
+            Ok(threads) if threads > 0 => Ok(Some(threads)),
+            _ => Err(format!(
+                "RUST_TEST_THREADS is {value:?}: it must be a positive number of tests to run at once"
+            )),
+        },
     }
 }
 
