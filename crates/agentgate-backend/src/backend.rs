@@ -35,6 +35,16 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Whether its settings let it work, decided without the network (the
+    /// environment, the config, files): said once when `agentgate serve`
+    /// starts. A backend that is not [`Health::Ready`] has its tools left
+    /// out of `tools/list`, so a model is not offered tools that cannot
+    /// work; a call by name still reaches the tool, whose error says what
+    /// is missing. The default: ready, with nothing to say.
+    fn setup(&self) -> Health {
+        Health::Ready(String::new())
+    }
+
     /// Whether the backend can work: its settings, and its upstream asked
     /// something cheap that needs the credentials (who they are). What
     /// `agentgate check` shows an operator before serving. The default
@@ -86,6 +96,10 @@ pub trait ConfiguredBackend: Backend + Sized {
     /// key a default; give it `#[serde(deny_unknown_fields)]` so a typo is
     /// refused by name.
     type Config: DeserializeOwned;
+    /// Whether it is served when its section does not say `enabled`. Every
+    /// section takes `enabled = true|false`, read by the binary before the
+    /// section reaches [`Self::Config`]; an example backend says `false`.
+    const ENABLED_BY_DEFAULT: bool = true;
 
     /// Checks settings beyond their shape (ranges, combinations), so a bad
     /// config file is refused before anything starts.

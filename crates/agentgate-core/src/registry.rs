@@ -1,6 +1,8 @@
 //! The tools a gateway serves, in a fixed order (`tools/list` is deterministic).
+//! A tool of a backend that is not set up is served but not listed: its
+//! tasks can still be followed, and a call by name gets its own error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::job::ToolSpec;
 
@@ -8,6 +10,7 @@ use crate::job::ToolSpec;
 #[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, ToolSpec>,
+    unlisted: BTreeSet<String>,
 }
 
 impl ToolRegistry {
@@ -19,6 +22,19 @@ impl ToolRegistry {
     pub fn with(mut self, spec: ToolSpec) -> Self {
         self.tools.insert(spec.tool.name.to_string(), spec);
         self
+    }
+
+    /// Adds a tool that `tools/list` leaves out (see the module docs).
+    pub fn with_unlisted(mut self, spec: ToolSpec) -> Self {
+        self.unlisted.insert(spec.tool.name.to_string());
+        self.with(spec)
+    }
+
+    /// The tools `tools/list` shows.
+    pub fn listed(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools
+            .values()
+            .filter(|spec| !self.unlisted.contains(&*spec.tool.name))
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {

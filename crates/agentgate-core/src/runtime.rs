@@ -62,9 +62,17 @@ pub struct RuntimeBuilder {
     clock: Arc<dyn Clock>,
     metrics: Metrics,
     limits: Option<Limits>,
-    tools: Vec<(String, ToolSpec)>,
+    tools: Vec<Served>,
     backends: Vec<Arc<dyn Backend>>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
+}
+
+/// A tool the builder was given: where from (for the duplicate error), and
+/// whether `tools/list` shows it.
+struct Served {
+    origin: String,
+    spec: ToolSpec,
+    listed: bool,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -76,7 +84,7 @@ impl std::fmt::Debug for RuntimeBuilder {
                 &self
                     .tools
                     .iter()
-                    .map(|(_, t)| &t.tool.name)
+                    .map(|served| &served.spec.tool.name)
                     .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
@@ -109,11 +117,18 @@ impl RuntimeBuilder {
         self.metrics.upstream(backend.to_owned())
     }
 
-    /// Serves `backend`'s tools and runs its background work.
+    /// Serves `backend`'s tools and runs its background work. The tools of
+    /// a backend whose [`Backend::setup`] is not ready are served but not
+    /// listed.
     pub fn backend(mut self, backend: impl Backend) -> Self {
         let name = backend.name().to_owned();
+        let listed = matches!(backend.setup(), agentgate_backend::Health::Ready(_));
         for spec in backend.tools() {
-            self.tools.push((format!("backend `{name}`"), spec));
+            self.tools.push(Served {
+                origin: format!("backend `{name}`"),
+                spec,
+                listed,
+            });
         }
         if let Some(webhook) = backend.webhook() {
             self.webhooks.push((name, webhook));
@@ -124,7 +139,11 @@ impl RuntimeBuilder {
 
     /// Serves one more tool, outside any backend.
     pub fn tool(mut self, spec: ToolSpec) -> Self {
-        self.tools.push(("a tool added by hand".to_owned(), spec));
+        self.tools.push(Served {
+            origin: "a tool added by hand".to_owned(),
+            spec,
+            listed: true,
+        });
         self
     }
 
@@ -132,7 +151,12 @@ impl RuntimeBuilder {
     pub fn start(self) -> Result<Runtime, RuntimeError> {
         let mut registry = ToolRegistry::new();
         let mut served_by: std::collections::BTreeMap<String, String> = Default::default();
-        for (origin, spec) in self.tools {
+        for Served {
+            origin,
+            spec,
+            listed,
+        } in self.tools
+        {
             let name = spec.tool.name.to_string();
             if let Some(first) = served_by.insert(name.clone(), origin.clone()) {
                 return Err(RuntimeError::DuplicateTool {
@@ -141,7 +165,11 @@ impl RuntimeBuilder {
                     second: origin,
                 });
             }
-            registry = registry.with(spec);
+            registry = if listed {
+                registry.with(spec)
+            } else {
+                registry.with_unlisted(spec)
+            };
         }
         let engine =
             Engine::with_metrics(self.store, registry, self.clock, self.config, self.metrics);

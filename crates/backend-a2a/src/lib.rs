@@ -316,6 +316,21 @@ impl Backend for A2aBackend {
         SECTION
     }
 
+    fn setup(&self) -> agentgate_backend::Health {
+        use agentgate_backend::Health;
+        match self.agents.len() {
+            0 => Health::NotConfigured("no agents: add [[a2a.agents]] to the config".to_owned()),
+            n => Health::Ready(format!(
+                "{n} agent(s): {}",
+                self.agents
+                    .iter()
+                    .map(|agent| agent.settings.tool_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         self.agents
             .iter()

@@ -152,6 +152,14 @@ impl Access {
         Self { principals }
     }
 
+    /// How many principals have a GitHub token of their own.
+    pub(crate) fn principals_with_tokens(&self) -> usize {
+        self.principals
+            .values()
+            .filter(|grant| matches!(grant.github, Some(Ok(_))))
+            .count()
+    }
+
     /// The client `principal` uses on `owner/repo`, or the tool error that
     /// refuses it (before any request to GitHub).
     pub(crate) fn github_for<'a>(

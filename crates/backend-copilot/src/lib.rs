@@ -225,13 +225,7 @@ impl ConfiguredBackend for Copilot {
         upstream: UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         Self::check_config(&config)?;
-        let copilot = Copilot::from_env(config)?.with_upstream_metrics(upstream);
-        if copilot.watcher().github().endpoint().token.is_none() {
-            tracing::warn!(
-                "GITHUB_PERSONAL_ACCESS_TOKEN is not set: the Copilot tools will say so when called"
-            );
-        }
-        Ok(copilot)
+        Ok(Copilot::from_env(config)?.with_upstream_metrics(upstream))
     }
 }
 
@@ -243,6 +237,30 @@ impl Backend for Copilot {
 
     fn tools(&self) -> Vec<ToolSpec> {
         Copilot::tools(self)
+    }
+
+    /// Ready with the gateway's token, or with principals' own tokens.
+    fn setup(&self) -> agentgate_backend::Health {
+        use agentgate_backend::Health;
+        let endpoint = self.watcher().github().endpoint();
+        let own = self.shared.access.principals_with_tokens();
+        match (&endpoint.token, own) {
+            (Some(_), 0) => Health::Ready(format!("GitHub at {}", endpoint.rest)),
+            (Some(_), n) => Health::Ready(format!(
+                "GitHub at {}; {n} principal(s) with a token of their own",
+                endpoint.rest
+            )),
+            (None, 0) => Health::NotConfigured(
+                "GITHUB_PERSONAL_ACCESS_TOKEN is not set: set it to a GitHub token (or give \
+                 principals their own with [copilot.principals.\"…\"] token_env)"
+                    .to_owned(),
+            ),
+            (None, n) => Health::Ready(format!(
+                "GitHub at {}; only the {n} principal(s) with a token of their own \
+                 (GITHUB_PERSONAL_ACCESS_TOKEN is not set)",
+                endpoint.rest
+            )),
+        }
     }
 
     fn run(&self, nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {

@@ -47,7 +47,7 @@ use crate::error::{self, ChatError};
 use crate::identity::Identities;
 use crate::review::ReviewForm;
 use crate::sessions::{IdentitySessions, SessionError};
-use crate::settings::Settings;
+use crate::settings::{Settings, SettingsError};
 
 /// The `QBusinessQueryTool` job. Settings come from the environment on first
 /// use unless given explicitly.
@@ -101,6 +101,35 @@ impl QBusinessQuery {
         };
         if let Ok((settings, _)) = self.client().await {
             sessions.renew(settings, owner, token).await;
+        }
+    }
+
+    /// Whether `AWS_REGION` and `QBUSINESS_APPLICATION_ID` name an
+    /// application, read without asking AWS anything.
+    pub fn configured(&self) -> Health {
+        let settings = match &self.settings {
+            Some(settings) => Ok(settings.clone()),
+            None => Settings::from_env(),
+        };
+        match settings {
+            Ok(settings) => Health::Ready(format!(
+                "application {} in {}{}",
+                settings.application_id,
+                settings.region,
+                if self.sessions.is_some() {
+                    ", as each signed-in user (identity-aware sessions)"
+                } else {
+                    ""
+                }
+            )),
+            Err(SettingsError::MissingRegion) => Health::NotConfigured(
+                "AWS_REGION is not set: set it and QBUSINESS_APPLICATION_ID to the application's \
+                 region and id"
+                    .to_owned(),
+            ),
+            Err(SettingsError::MissingApplicationId) => Health::NotConfigured(
+                "QBUSINESS_APPLICATION_ID is not set: set it to the application's id".to_owned(),
+            ),
         }
     }
 

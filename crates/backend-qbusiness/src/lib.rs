@@ -160,6 +160,10 @@ impl agentgate_backend::Backend for QBusinessQuery {
         vec![tool(self.clone())]
     }
 
+    fn setup(&self) -> agentgate_backend::Health {
+        self.configured()
+    }
+
     fn check(&self) -> agentgate_backend::BoxFuture<'_, agentgate_backend::Health> {
         Box::pin(self.health())
     }

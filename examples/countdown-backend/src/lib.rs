@@ -49,18 +49,13 @@ pub const TOOL: &str = "countdown";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CountdownConfig {
-    /// Serve the tool at all (default false: it is an example).
-    pub enabled: bool,
     /// Longest countdown a caller may ask for, in seconds.
     pub max_seconds: u64,
 }
 
 impl Default for CountdownConfig {
     fn default() -> Self {
-        Self {
-            enabled: false,
-            max_seconds: 600,
-        }
+        Self { max_seconds: 600 }
     }
 }
 
@@ -79,6 +74,8 @@ impl Countdown {
 impl ConfiguredBackend for Countdown {
     const NAME: &'static str = "countdown";
     type Config = CountdownConfig;
+    /// An example: served only when `[countdown] enabled = true` says so.
+    const ENABLED_BY_DEFAULT: bool = false;
 
     fn check_config(
         config: &CountdownConfig,
@@ -103,22 +100,14 @@ impl Backend for Countdown {
         Self::NAME
     }
 
-    /// Nothing upstream: it is on or off.
-    fn check(&self) -> agentgate_backend::BoxFuture<'_, agentgate_backend::Health> {
-        let health = if self.config.enabled {
-            agentgate_backend::Health::Ready("enabled (the example backend)".to_owned())
-        } else {
-            agentgate_backend::Health::NotConfigured(
-                "off (the example backend: [countdown] enabled = true turns it on)".to_owned(),
-            )
-        };
-        Box::pin(async move { health })
+    fn setup(&self) -> agentgate_backend::Health {
+        agentgate_backend::Health::Ready(format!(
+            "the example backend, countdowns of up to {} s",
+            self.config.max_seconds
+        ))
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        if !self.config.enabled {
-            return Vec::new();
-        }
         let policy = ToolPolicy::default()
             .ttl(Some(Duration::from_secs(3600)))
             .poll(PollPolicy::fixed(Duration::from_secs(1)))

@@ -42,10 +42,7 @@ async fn main() -> Result<()> {
     let store = agentgate_core::store::open(&cli.store)
         .await
         .with_context(|| format!("opening {}", agentgate_core::store::redact_url(&cli.store)))?;
-    let countdown = Countdown::new(CountdownConfig {
-        enabled: true,
-        ..CountdownConfig::default()
-    });
+    let countdown = Countdown::new(CountdownConfig::default());
     let runtime = Runtime::builder(store).backend(countdown).start()?;
     let stop = runtime.shutdown_token().clone();
     tokio::spawn(async move {

@@ -217,12 +217,13 @@ impl Gateway {
             .build()
     }
 
-    /// The tools this gateway serves, `task_status` included, in a fixed order.
+    /// The tools `tools/list` shows, `task_status` included, in a fixed
+    /// order: a backend that is not set up has its tools left out.
     pub fn tools(&self) -> Vec<Tool> {
         let mut tools: Vec<Tool> = self
             .engine
             .tools()
-            .iter()
+            .listed()
             .map(|spec| spec.tool.clone())
             .collect();
         tools.push(super::task_status::tool());
