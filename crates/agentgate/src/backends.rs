@@ -1,15 +1,16 @@
 //! The backends this build serves: one line each in [`BACKENDS`]. Each reads
 //! its own table of the config file (`[copilot]`, `[qbusiness]`, `[a2a]`,
-//! `[countdown]`) and refuses
-//! an unknown key by name.
+//! `[countdown]`) and refuses an unknown key by name. Every table also takes
+//! `enabled = true|false`, read here and removed before the backend sees
+//! its table; a backend that is off is not built at all.
 //!
 //! To add a backend: write a crate on `agentgate-backend` whose backend
 //! implements `ConfiguredBackend`, depend on it here, and add its line.
 
 use std::collections::BTreeMap;
 
-use agentgate_backend::{BoxFuture, ConfiguredBackend, parse_section};
-use agentgate_core::runtime::RuntimeBuilder;
+use agentgate_backend::{BoxFuture, ConfiguredBackend, Health, parse_section};
+use agentgate_core::runtime::{Runtime, RuntimeBuilder};
 use anyhow::{Context as _, Result};
 
 /// Every backend of this build.
@@ -23,6 +24,7 @@ pub(crate) const BACKENDS: &[Entry] = &[
 /// One backend of the list: its section name, and how to check and add it.
 pub(crate) struct Entry {
     pub name: &'static str,
+    enabled_by_default: bool,
     check: fn(Option<serde_json::Value>) -> Result<()>,
     add:
         fn(RuntimeBuilder, Option<serde_json::Value>) -> BoxFuture<'static, Result<RuntimeBuilder>>,
@@ -31,6 +33,7 @@ pub(crate) struct Entry {
 const fn entry<B: ConfiguredBackend>() -> Entry {
     Entry {
         name: B::NAME,
+        enabled_by_default: B::ENABLED_BY_DEFAULT,
         check: check::<B>,
         add: add::<B>,
     }
@@ -43,17 +46,105 @@ pub(crate) async fn add_all(
     sections: &BTreeMap<String, serde_json::Value>,
 ) -> Result<RuntimeBuilder> {
     for backend in BACKENDS {
-        builder = (backend.add)(builder, sections.get(backend.name).cloned()).await?;
+        let (enabled, section) = backend.split(sections)?;
+        if enabled {
+            builder = (backend.add)(builder, section).await?;
+        }
     }
     Ok(builder)
 }
 
-/// Checks every backend's section without starting anything.
+/// Checks every backend's section without starting anything (a backend
+/// that is off included: turning it on must not reveal a typo).
 pub(crate) fn check_all(sections: &BTreeMap<String, serde_json::Value>) -> Result<()> {
     for backend in BACKENDS {
-        (backend.check)(sections.get(backend.name).cloned())?;
+        let (_, section) = backend.split(sections)?;
+        (backend.check)(section)?;
     }
     Ok(())
+}
+
+/// The backends the config file turns off, in list order, each with why
+/// (its `enabled = false`, or an example backend's default).
+pub(crate) fn off(
+    sections: &BTreeMap<String, serde_json::Value>,
+) -> Result<Vec<(&'static str, String)>> {
+    let mut off = Vec::new();
+    for backend in BACKENDS {
+        if !backend.split(sections)?.0 {
+            let why = if backend.enabled_by_default {
+                format!("off: [{}] enabled = false", backend.name)
+            } else {
+                format!("off unless [{}] enabled = true", backend.name)
+            };
+            off.push((backend.name, why));
+        }
+    }
+    Ok(off)
+}
+
+/// Says once, at start, what each backend of `runtime` can do (its
+/// [`agentgate_backend::Backend::setup`]) and which ones `sections` turn
+/// off, so an operator sees a missing token before a user does.
+pub(crate) fn log_setup(
+    runtime: &Runtime,
+    sections: &BTreeMap<String, serde_json::Value>,
+) -> Result<()> {
+    for backend in runtime.backends().iter() {
+        match backend.setup() {
+            Health::Ready(summary) if summary.is_empty() => {
+                tracing::info!(backend = backend.name(), "backend ready");
+            }
+            Health::Ready(summary) => {
+                tracing::info!(backend = backend.name(), "backend ready: {summary}");
+            }
+            Health::NotConfigured(why) | Health::Broken(why) => tracing::warn!(
+                backend = backend.name(),
+                "backend not set up, its tools are not listed: {why}"
+            ),
+            other => tracing::warn!(backend = backend.name(), "backend: {other:?}"),
+        }
+    }
+    for (name, why) in off(sections)? {
+        tracing::info!(backend = name, "backend {why}");
+    }
+    Ok(())
+}
+
+/// The backends of `runtime` whose tools are not listed, each with why.
+pub(crate) fn not_set_up(runtime: &Runtime) -> Vec<(String, String)> {
+    runtime
+        .backends()
+        .iter()
+        .filter_map(|backend| match backend.setup() {
+            Health::Ready(_) => None,
+            Health::NotConfigured(why) | Health::Broken(why) => {
+                Some((backend.name().to_owned(), why))
+            }
+            other => Some((backend.name().to_owned(), format!("{other:?}"))),
+        })
+        .collect()
+}
+
+impl Entry {
+    /// Whether it is on, and its table with `enabled` taken out.
+    fn split(
+        &self,
+        sections: &BTreeMap<String, serde_json::Value>,
+    ) -> Result<(bool, Option<serde_json::Value>)> {
+        let Some(mut section) = sections.get(self.name).cloned() else {
+            return Ok((self.enabled_by_default, None));
+        };
+        let enabled = match section.as_object_mut().and_then(|t| t.remove("enabled")) {
+            None => self.enabled_by_default,
+            Some(serde_json::Value::Bool(enabled)) => enabled,
+            Some(other) => anyhow::bail!(
+                "[{}] enabled: expected true or false, found {other}",
+                self.name
+            ),
+        };
+        Ok((enabled, Some(section)))
+    }
 }
 
 fn parse<B: ConfiguredBackend>(section: Option<serde_json::Value>) -> Result<B::Config> {

@@ -80,6 +80,9 @@ pub(crate) async fn run(args: StoreArgs, file: FileConfig, path: Option<&Path>) 
             });
         report(backend.name(), health);
     }
+    for (name, why) in crate::backends::off(&file.backends)? {
+        report(name, Health::NotConfigured(why));
+    }
     runtime.stop().await?;
     Ok(healthy)
 }

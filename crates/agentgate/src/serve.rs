@@ -319,6 +319,7 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     let runtime = crate::backends::add_all(builder, &file.backends)
         .await?
         .start()?;
+    crate::backends::log_setup(&runtime, &file.backends)?;
     let shutdown = runtime.shutdown_token().clone();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 

@@ -64,6 +64,13 @@ async fn served_tools(file: &FileConfig) -> Result<Vec<Tool>> {
         .gateway(TransportKind::Stdio(Owner::local_user()))
         .await?;
     let tools = gateway.tools();
+    // On stderr, so `--json` stays one document.
+    for (backend, why) in crate::backends::not_set_up(&runtime) {
+        eprintln!("{backend}: not set up, its tools are not listed: {why}");
+    }
+    for (name, why) in crate::backends::off(&file.backends)? {
+        eprintln!("{name}: {why}");
+    }
     runtime.stop().await?;
     Ok(tools)
 }

@@ -18,6 +18,35 @@ fn run(args: &[&str]) -> std::process::Output {
         .expect("run agentgate")
 }
 
+/// The settings of the two tools with an upstream interface: made up, and
+/// never used (nothing is called).
+const CONFIGURED: [(&str, &str); 3] = [
+    ("AWS_REGION", "us-east-1"),
+    ("QBUSINESS_APPLICATION_ID", "app-0123"),
+    ("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_not_a_real_token"),
+];
+
+/// [`run`] with the settings in [`CONFIGURED`] as a user sets them.
+fn run_configured(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .envs(CONFIGURED)
+        .output()
+        .expect("run agentgate")
+}
+
+/// [`run`] with none of them, and a config file holding `toml`.
+fn run_unconfigured(dir: &std::path::Path, toml: &str, args: &[&str]) -> std::process::Output {
+    let config = dir.join("agentgate.toml");
+    std::fs::write(&config, toml).expect("write the config");
+    let mut command = Command::new(BIN);
+    command.arg("--config").arg(&config).args(args);
+    for (name, _) in CONFIGURED {
+        command.env_remove(name);
+    }
+    command.output().expect("run agentgate")
+}
+
 #[test]
 fn help_describes_every_serve_option() {
     let out = run(&["serve", "--help"]);
@@ -335,7 +364,7 @@ fn a_config_error_prints_its_cause_and_no_backtrace_whatever_rust_backtrace_says
 
 #[test]
 fn tools_lists_what_serve_would_serve_and_shows_one_definition() {
-    let out = run(&["tools"]);
+    let out = run_configured(&["tools"]);
     assert!(out.status.success(), "{out:?}");
     let list = String::from_utf8_lossy(&out.stdout);
     for line in [
@@ -346,7 +375,7 @@ fn tools_lists_what_serve_would_serve_and_shows_one_definition() {
         assert!(list.contains(line), "{line:?} in:\n{list}");
     }
 
-    let out = run(&["tools", "QBusinessQueryTool"]);
+    let out = run_configured(&["tools", "QBusinessQueryTool"]);
     assert!(out.status.success(), "{out:?}");
     let tool: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one tool as JSON");
     assert_eq!(tool["name"], "QBusinessQueryTool");
@@ -355,7 +384,7 @@ fn tools_lists_what_serve_would_serve_and_shows_one_definition() {
         serde_json::json!(["query"])
     );
 
-    let out = run(&["tools", "--json"]);
+    let out = run_configured(&["tools", "--json"]);
     let all: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON list");
     assert_eq!(
         all.len(),
@@ -363,12 +392,98 @@ fn tools_lists_what_serve_would_serve_and_shows_one_definition() {
         "the list and the JSON agree"
     );
 
-    let out = run(&["tools", "QBusinessQuery"]);
+    let out = run_configured(&["tools", "QBusinessQuery"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("no tool is named `QBusinessQuery`; the tools are: QBusinessQueryTool,"),
         "{err}"
+    );
+}
+
+#[test]
+fn tools_of_a_backend_not_set_up_or_turned_off_are_not_listed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_unconfigured(dir.path(), "", &["tools"]);
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8_lossy(&out.stdout);
+    let notes = String::from_utf8_lossy(&out.stderr);
+    for hidden in ["QBusinessQueryTool", "assign_copilot_to_issue", "countdown"] {
+        assert!(!list.contains(hidden), "{hidden} listed:\n{list}");
+    }
+    assert!(list.contains("task_status "), "{list}");
+    for note in [
+        "qbusiness: not set up, its tools are not listed: AWS_REGION is not set",
+        "copilot: not set up, its tools are not listed: GITHUB_PERSONAL_ACCESS_TOKEN is not set",
+        "countdown: off unless [countdown] enabled = true",
+    ] {
+        assert!(notes.contains(note), "{note:?} in:\n{notes}");
+    }
+
+    // Every backend takes `enabled`: off whatever its settings, or on.
+    let toml = "[copilot]\nenabled = false\n[countdown]\nenabled = true\n";
+    let config = dir.path().join("agentgate.toml");
+    std::fs::write(&config, toml).expect("write the config");
+    let config = config.to_str().expect("a UTF-8 path");
+    let out = run_configured(&["--config", config, "tools"]);
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(!list.contains("assign_copilot_to_issue"), "{list}");
+    assert!(list.contains("QBusinessQueryTool"), "{list}");
+    assert!(list.contains("countdown "), "{list}");
+    let notes = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        notes.contains("copilot: off: [copilot] enabled = false"),
+        "{notes}"
+    );
+
+    let out = run_unconfigured(dir.path(), "[copilot]\nenabled = \"no\"\n", &["tools"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[copilot] enabled: expected true or false, found \"no\""),
+        "{err}"
+    );
+    // A typo in a section that is off is still a typo.
+    let out = run_unconfigured(
+        dir.path(),
+        "[countdown]\nenabled = false\nmax_second = 5\n",
+        &["tools"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[countdown] max_second"), "{err}");
+}
+
+#[tokio::test]
+async fn serve_says_at_start_what_each_backend_can_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = agentgate_testkit::GateBuilder::agentgate(BIN, dir.path())
+        .env("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_not_a_real_token")
+        .env("GITHUB_API_URL", "https://github.example.com/api/v3")
+        .env_remove("AWS_REGION")
+        // The default level of `agentgate serve` (the kit's is `warn`).
+        .env_remove("RUST_LOG")
+        .start()
+        .await;
+    let expected = [
+        "backend not set up, its tools are not listed: AWS_REGION is not set",
+        "backend ready: GitHub at https://github.example.com/api/v3",
+        "backend not set up, its tools are not listed: no agents",
+        "backend off unless [countdown] enabled = true",
+    ];
+    agentgate_testkit::eventually(
+        "a start-up line per backend",
+        Duration::from_secs(10),
+        || {
+            let log = server.stderr();
+            expected.iter().all(|line| log.contains(line)).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        !server.stderr().contains("ghp_not_a_real_token"),
+        "no token in the log"
     );
 }
 

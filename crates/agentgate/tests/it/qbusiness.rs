@@ -686,6 +686,18 @@ async fn configuration_and_credential_problems_are_clear() {
     ];
     for (drop, set, expected) in cases {
         let client = over_stdio(legacy(), &sim, &store, drop, set).await;
+        // Without the application's settings the tool is not offered, but
+        // a call by name still gets upstream's words for what is missing.
+        let listed = client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .iter()
+            .any(|tool| tool.name == "QBusinessQueryTool");
+        let configured = !drop
+            .iter()
+            .any(|name| ["AWS_REGION", "QBUSINESS_APPLICATION_ID"].contains(name));
+        assert_eq!(listed, configured, "listed without {drop:?}");
         let result = client
             .call_tool(call("QBusinessQueryTool", ask("vacation")))
             .await
