@@ -46,6 +46,16 @@ pub enum RuntimeError {
         first: String,
         second: String,
     },
+    /// The tool selection names something no backend serves.
+    #[error(
+        "the tool selection names `{name}`, which is neither a tool nor a backend of this \
+         gateway; the tools are: {tools}; the backends: {backends}"
+    )]
+    UnknownSelection {
+        name: String,
+        tools: String,
+        backends: String,
+    },
     /// A background task panicked.
     #[error("the {task} task panicked: {source}")]
     Panicked {
@@ -63,14 +73,44 @@ pub struct RuntimeBuilder {
     metrics: Metrics,
     limits: Option<Limits>,
     tools: Vec<Served>,
+    selection: Option<Vec<String>>,
     backends: Vec<Arc<dyn Backend>>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
+}
+
+/// The tools of `tools` that `names` select (see
+/// [`RuntimeBuilder::select_tools`]).
+fn select(tools: Vec<Served>, names: &[String]) -> Result<Vec<Served>, RuntimeError> {
+    let matches = |served: &Served, name: &str| {
+        name == &*served.spec.tool.name || served.backend.as_deref() == Some(name)
+    };
+    for name in names {
+        if !tools.iter().any(|served| matches(served, name)) {
+            let mut backends: Vec<&str> =
+                tools.iter().filter_map(|t| t.backend.as_deref()).collect();
+            backends.dedup();
+            return Err(RuntimeError::UnknownSelection {
+                name: name.clone(),
+                tools: tools
+                    .iter()
+                    .map(|t| &*t.spec.tool.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                backends: backends.join(", "),
+            });
+        }
+    }
+    Ok(tools
+        .into_iter()
+        .filter(|served| names.iter().any(|name| matches(served, name)))
+        .collect())
 }
 
 /// A tool the builder was given: where from (for the duplicate error), and
 /// whether `tools/list` shows it.
 struct Served {
     origin: String,
+    backend: Option<String>,
     spec: ToolSpec,
     listed: bool,
 }
@@ -126,6 +166,7 @@ impl RuntimeBuilder {
         for spec in backend.tools() {
             self.tools.push(Served {
                 origin: format!("backend `{name}`"),
+                backend: Some(name.clone()),
                 spec,
                 listed,
             });
@@ -137,10 +178,20 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Serves only the tools `names` names, each a tool or a backend (all
+    /// of its tools); `task_status`, `task_answer` and `task_cancel` are
+    /// always served. A name that matches nothing fails [`Self::start`].
+    /// The others are not served at all: a call gets "unknown tool".
+    pub fn select_tools(mut self, names: Vec<String>) -> Self {
+        self.selection = Some(names);
+        self
+    }
+
     /// Serves one more tool, outside any backend.
     pub fn tool(mut self, spec: ToolSpec) -> Self {
         self.tools.push(Served {
             origin: "a tool added by hand".to_owned(),
+            backend: None,
             spec,
             listed: true,
         });
@@ -149,13 +200,18 @@ impl RuntimeBuilder {
 
     /// Starts the engine and every backend's background work.
     pub fn start(self) -> Result<Runtime, RuntimeError> {
+        let tools = match &self.selection {
+            None => self.tools,
+            Some(names) => select(self.tools, names)?,
+        };
         let mut registry = ToolRegistry::new();
         let mut served_by: std::collections::BTreeMap<String, String> = Default::default();
         for Served {
             origin,
             spec,
             listed,
-        } in self.tools
+            ..
+        } in tools
         {
             let name = spec.tool.name.to_string();
             if let Some(first) = served_by.insert(name.clone(), origin.clone()) {
@@ -233,6 +289,7 @@ impl Runtime {
             metrics: Metrics::new(),
             limits: None,
             tools: Vec::new(),
+            selection: None,
             backends: Vec::new(),
             webhooks: Vec::new(),
         }
