@@ -40,11 +40,16 @@ const fn entry<B: ConfiguredBackend>() -> Entry {
 }
 
 /// Adds every backend of this build to `builder`, each with its section of
-/// `sections` (a missing section is an empty one).
+/// `sections` (a missing section is an empty one), serving only the tools
+/// `selection` names when there is one (`--tools`, `server.tools`).
 pub(crate) async fn add_all(
     mut builder: RuntimeBuilder,
     sections: &BTreeMap<String, serde_json::Value>,
+    selection: Option<Vec<String>>,
 ) -> Result<RuntimeBuilder> {
+    if let Some(names) = selection {
+        builder = builder.select_tools(names);
+    }
     for backend in BACKENDS {
         let (enabled, section) = backend.split(sections)?;
         if enabled {

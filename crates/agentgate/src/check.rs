@@ -62,8 +62,12 @@ pub(crate) async fn run(args: StoreArgs, file: FileConfig, path: Option<&Path>) 
         }
     };
 
-    let runtime = match crate::backends::add_all(Runtime::builder(store), &file.backends).await {
-        Ok(builder) => builder.start()?,
+    let selection = file.server.tools.clone();
+    let runtime = match crate::backends::add_all(Runtime::builder(store), &file.backends, selection)
+        .await
+        .and_then(|builder| Ok(builder.start()?))
+    {
+        Ok(runtime) => runtime,
         Err(e) => {
             report("backends", Health::Broken(format!("{e:#}")));
             return Ok(false);

@@ -42,6 +42,10 @@ pub(crate) struct ServerSection {
     /// refused) or "relaxed" (a power cut may lose the last acknowledged
     /// writes). See `agentgate_core::store::Durability`.
     pub store_durability: Option<agentgate_core::store::Durability>,
+    /// Serve only these tools, each a tool's name or a backend's (all of
+    /// its tools); `task_status`, `task_answer` and `task_cancel` are always
+    /// served. Default: every tool.
+    pub tools: Option<Vec<String>>,
     /// Extra `Host` header values to accept (loopback names always are).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,

@@ -66,6 +66,18 @@ pub(crate) struct ServeArgs {
     /// an authenticating proxy, decides who may connect.
     #[arg(long, env = "AGENTGATE_ALLOW_UNAUTHENTICATED")]
     allow_unauthenticated: bool,
+
+    /// Serve only these tools, comma-separated, each a tool's name or a
+    /// backend's (all of its tools), e.g. `QBusinessQueryTool,copilot`;
+    /// task_status, task_answer and task_cancel are always served.
+    /// Default: `server.tools` of the config file, else every tool.
+    #[arg(
+        long,
+        env = "AGENTGATE_TOOLS",
+        value_name = "NAMES",
+        value_delimiter = ','
+    )]
+    tools: Vec<String>,
 }
 
 /// Where the key that seals the store's secrets comes from.
@@ -316,7 +328,10 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
     let builder = Runtime::builder(store).config(config).limits(limits);
-    let runtime = crate::backends::add_all(builder, &file.backends)
+    let selection = Some(args.tools)
+        .filter(|names| !names.is_empty())
+        .or_else(|| file.server.tools.clone());
+    let runtime = crate::backends::add_all(builder, &file.backends, selection)
         .await?
         .start()?;
     crate::backends::log_setup(&runtime, &file.backends)?;

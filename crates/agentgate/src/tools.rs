@@ -57,7 +57,8 @@ async fn served_tools(file: &FileConfig) -> Result<Vec<Tool>> {
     let store = agentgate_core::store::open("sqlite::memory:")
         .await
         .context("opening a private in-memory store")?;
-    let runtime = crate::backends::add_all(Runtime::builder(store), &file.backends)
+    let selection = file.server.tools.clone();
+    let runtime = crate::backends::add_all(Runtime::builder(store), &file.backends, selection)
         .await?
         .start()?;
     let gateway = runtime

@@ -456,6 +456,97 @@ fn tools_of_a_backend_not_set_up_or_turned_off_are_not_listed() {
 }
 
 #[tokio::test]
+async fn a_tool_selection_serves_only_what_it_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("agentgate.toml");
+    let config = config.to_str().expect("a UTF-8 path");
+    // A backend's name selects all of its tools.
+    std::fs::write(config, "[server]\ntools = [\"copilot\"]\n").expect("write");
+    let out = run_configured(&["--config", config, "tools"]);
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = list
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "assign_copilot_to_issue",
+            "create_pull_request_with_copilot",
+            "request_copilot_changes",
+            "task_status",
+            "task_answer",
+            "task_cancel"
+        ]
+    );
+
+    std::fs::write(config, "[server]\ntools = [\"QBusinessQuery\"]\n").expect("write");
+    let out = run_configured(&["--config", config, "tools"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "the tool selection names `QBusinessQuery`, which is neither a tool nor a backend"
+        ) && err.contains("the tools are: QBusinessQueryTool,"),
+        "{err}"
+    );
+
+    // `--tools` wins over the file; a tool left out is not served at all.
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .args(["--config", config, "serve", "--stdio", "--tools"])
+        .arg("QBusinessQueryTool")
+        .arg("--store")
+        .arg(format!("sqlite://{}", dir.path().join("t.db").display()))
+        .envs(CONFIGURED);
+    let transport = TokioChildProcess::new(command).expect("spawn");
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("cli-test", "0"),
+    )
+    .serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .expect("discover over stdio");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "QBusinessQueryTool",
+            "task_status",
+            "task_answer",
+            "task_cancel"
+        ]
+    );
+    let refused = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("assign_copilot_to_issue").with_arguments(
+                serde_json::json!({"owner": "acme", "repo": "widgets", "issue_number": 1})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        )
+        .await;
+    let text = match refused {
+        Err(e) => e.to_string(),
+        Ok(result) => format!("{result:?}"),
+    };
+    assert!(text.contains("assign_copilot_to_issue"), "{text}");
+    assert!(
+        text.to_lowercase().contains("unknown tool") || text.contains("not found"),
+        "{text}"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn serve_says_at_start_what_each_backend_can_do() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = agentgate_testkit::GateBuilder::agentgate(BIN, dir.path())
