@@ -59,8 +59,8 @@ use serde_json::{Map, Value, json};
 
 use crate::client::{AgentClient, CallError, TASK_NOT_CANCELABLE, TASK_NOT_FOUND};
 use crate::config::{AgentSettings, PushSettings};
-use crate::follow::Follower;
 use crate::result;
+use crate::streams::Follower;
 use crate::wire::{
     AgentCard, ListTasksRequest, Message, OutMessage, OutPart, SendConfiguration,
     SendMessageRequest, SendOutcome, TaskSnapshot, TaskState,
@@ -226,7 +226,7 @@ pub enum Phase {
 
 /// The checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct State {
+pub struct Checkpoint {
     /// The JSON-RPC endpoint the task lives at (fixed for its life, whatever
     /// later card reads say).
     pub endpoint: String,
@@ -289,7 +289,7 @@ impl AgentJob {
     }
 
     /// The wait of a working task (see the module docs).
-    fn wait(&self, state: State, status: String, cx: &JobContext) -> Step<State> {
+    fn wait(&self, state: Checkpoint, status: String, cx: &JobContext) -> Step<Checkpoint> {
         let settings = &self.agent.settings;
         let longest = self.shared.max_poll_interval.max(settings.poll_interval);
         let streamed = settings.streaming
@@ -316,7 +316,7 @@ impl AgentJob {
     }
 
     /// A step that leaves the working state: nothing to follow any more.
-    fn settle(&self, step: Step<State>, cx: &JobContext) -> Step<State> {
+    fn settle(&self, step: Step<Checkpoint>, cx: &JobContext) -> Step<Checkpoint> {
         if !matches!(step, Step::Wait { .. }) {
             self.shared.follower.forget(&cx.task_id);
         }
@@ -407,12 +407,22 @@ impl AgentJob {
     }
 
     /// The step for a task as `snapshot` shows it.
-    fn follow(&self, state: State, snapshot: &TaskSnapshot, cx: &JobContext) -> Step<State> {
+    fn follow(
+        &self,
+        state: Checkpoint,
+        snapshot: &TaskSnapshot,
+        cx: &JobContext,
+    ) -> Step<Checkpoint> {
         let step = self.map(state, snapshot, cx);
         self.settle(step, cx)
     }
 
-    fn map(&self, mut state: State, snapshot: &TaskSnapshot, cx: &JobContext) -> Step<State> {
+    fn map(
+        &self,
+        mut state: Checkpoint,
+        snapshot: &TaskSnapshot,
+        cx: &JobContext,
+    ) -> Step<Checkpoint> {
         let task = &snapshot.task;
         let said = task
             .status
@@ -539,7 +549,7 @@ impl AgentJob {
         }
     }
 
-    async fn poll(&self, state: State, cx: &JobContext) -> StepResult<State> {
+    async fn poll(&self, state: Checkpoint, cx: &JobContext) -> StepResult<Checkpoint> {
         let snapshot = self
             .agent
             .client_for(&cx.owner)
@@ -551,7 +561,12 @@ impl AgentJob {
 
     /// The client declined: the A2A task is canceled (best effort) and the
     /// call ends with an error saying so.
-    async fn declined(&self, state: &State, what: &str, cx: &JobContext) -> StepResult<State> {
+    async fn declined(
+        &self,
+        state: &Checkpoint,
+        what: &str,
+        cx: &JobContext,
+    ) -> StepResult<Checkpoint> {
         self.shared.follower.forget(&cx.task_id);
         if let Err(e) = self
             .agent
@@ -572,11 +587,11 @@ impl AgentJob {
     /// of this step already did (see the module docs).
     async fn answer(
         &self,
-        mut state: State,
+        mut state: Checkpoint,
         question_id: String,
         text: String,
         cx: &JobContext,
-    ) -> StepResult<State> {
+    ) -> StepResult<Checkpoint> {
         let id = message_id(cx);
         let now = self
             .agent
@@ -630,7 +645,7 @@ impl AgentJob {
         &self,
         cx: &JobContext,
         context: &str,
-    ) -> Result<Option<Step<State>>, JobError> {
+    ) -> Result<Option<Step<Checkpoint>>, JobError> {
         if context.is_empty() {
             return Ok(None);
         }
@@ -662,9 +677,9 @@ fn retry_ownership(error: agentgate_backend::OwnershipError) -> JobError {
 
 impl Job for AgentJob {
     type Args = SendArgs;
-    type State = State;
+    type State = Checkpoint;
 
-    async fn start(&self, args: SendArgs, cx: &JobContext) -> StepResult<State> {
+    async fn start(&self, args: SendArgs, cx: &JobContext) -> StepResult<Checkpoint> {
         if let Some(allowed) = &self.agent.settings.principals
             && !allowed.iter().any(|p| p == cx.owner.as_str())
         {
@@ -723,7 +738,7 @@ impl Job for AgentJob {
             None => (String::new(), None),
         };
         let push = self.pushes();
-        let state = |snapshot: &TaskSnapshot| State {
+        let state = |snapshot: &TaskSnapshot| Checkpoint {
             endpoint: endpoint.clone(),
             task_id: snapshot.task.id.clone(),
             context_id: snapshot.task.context_id.clone(),
@@ -777,7 +792,12 @@ impl Job for AgentJob {
         }
     }
 
-    async fn resume(&self, state: State, event: Event, cx: &JobContext) -> StepResult<State> {
+    async fn resume(
+        &self,
+        state: Checkpoint,
+        event: Event,
+        cx: &JobContext,
+    ) -> StepResult<Checkpoint> {
         let responses = match event {
             Event::Tick => return self.poll(state, cx).await,
             Event::Input(responses) => responses,
@@ -807,7 +827,7 @@ impl Job for AgentJob {
         }
     }
 
-    async fn cancel(&self, mut state: State, cx: &JobContext) -> StepResult<State> {
+    async fn cancel(&self, mut state: Checkpoint, cx: &JobContext) -> StepResult<Checkpoint> {
         if let Phase::Cancelling { .. } = state.phase {
             return self.poll(state, cx).await;
         }
@@ -1045,8 +1065,8 @@ mod tests {
         }
     }
 
-    fn state(phase: Phase) -> State {
-        State {
+    fn state(phase: Phase) -> Checkpoint {
+        Checkpoint {
             endpoint: "http://127.0.0.1:9/".into(),
             task_id: "task-1".into(),
             context_id: "ctx-1".into(),

@@ -15,7 +15,7 @@
 //! types), [`auth`] (bearer tokens, OAuth client credentials), [`guard`]
 //! (where requests and credentials may go), [`client`]
 //! (HTTP, SSE, errors, metrics), [`job`] (the state machine, the A2A→MCP
-//! state mapping, exactly once), [`follow`] (bounded streams), [`push`] (the
+//! state mapping, exactly once), [`streams`] (bounded streams), [`push`] (the
 //! webhook and its tokens), [`result`] (outputs as tool results).
 //! `README.md` beside this crate has a config example, the mapping table and
 //! the choices made where the specification is open.
@@ -23,11 +23,11 @@
 pub mod auth;
 pub mod client;
 pub mod config;
-pub mod follow;
 pub mod guard;
 pub mod job;
 pub mod push;
 pub mod result;
+pub mod streams;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -42,13 +42,13 @@ use agentgate_backend::{
 use tokio_util::sync::CancellationToken;
 
 pub use config::{A2aConfig, AgentConfig, OAuthConfig, SECTION, SettingsError};
-pub use follow::FollowerStats;
 pub use job::{AgentJob, SendArgs};
 pub use push::PushStats;
+pub use streams::FollowerStats;
 
-use follow::Follower;
 use job::{Agent, CardState, Shared};
 use push::{PushHook, PushWebhook};
+use streams::Follower;
 
 /// Why the backend could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -34,7 +34,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use crate::config::{PushSettings, Secret};
-use crate::follow::Follower;
+use crate::streams::Follower;
 use crate::wire::{AuthenticationInfo, PushConfig};
 
 /// The metrics operation of a notification received (outcome `ok`, or

@@ -244,7 +244,7 @@ pub struct Turn {
 /// What the task waits for between steps.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "waitingFor", rename_all = "snake_case")]
-pub enum State {
+pub enum Waiting {
     ActionReview {
         key: String,
         form: ReviewForm,
@@ -285,7 +285,7 @@ where
     )))
 }
 
-fn tool_error(text: String) -> Step<State> {
+fn tool_error(text: String) -> Step<Waiting> {
     Step::Done(crate::answer::error_result(text))
 }
 
@@ -403,7 +403,7 @@ impl QBusinessQuery {
         turn: Turn,
         cx: &JobContext,
         outcome: QueryOutcome,
-    ) -> Step<State> {
+    ) -> Step<Waiting> {
         let answer = Answer::from_output(&output, outcome);
         if let Some(review) = output.action_review() {
             let form = ReviewForm::from_review(review);
@@ -415,7 +415,7 @@ impl QBusinessQuery {
             let mut requests = InputRequests::new();
             requests.insert(key.clone(), request);
             return Step::Ask {
-                state: State::ActionReview {
+                state: Waiting::ActionReview {
                     key,
                     form,
                     answer,
@@ -441,7 +441,7 @@ impl QBusinessQuery {
                 )),
             );
             return Step::Ask {
-                state: State::SignIn {
+                state: Waiting::SignIn {
                     key,
                     authorization_url: url,
                     answer,
@@ -463,7 +463,7 @@ impl QBusinessQuery {
         turn: Turn,
         answer: &Answer,
         execution: ActionExecution,
-    ) -> StepResult<State> {
+    ) -> StepResult<Waiting> {
         let sent = match conversation_of(answer) {
             Ok((conversation, parent)) => {
                 self.chat(
@@ -614,9 +614,9 @@ const SIGN_IN_NOT_SEEN: &str = "Amazon Q Business still asks for the plugin sign
 
 impl Job for QBusinessQuery {
     type Args = QueryArgs;
-    type State = State;
+    type State = Waiting;
 
-    async fn start(&self, args: QueryArgs, cx: &JobContext) -> StepResult<State> {
+    async fn start(&self, args: QueryArgs, cx: &JobContext) -> StepResult<Waiting> {
         let query = match args.validate() {
             Ok(q) => q,
             Err(text) => return Ok(tool_error(text)),
@@ -652,7 +652,7 @@ impl Job for QBusinessQuery {
         }
     }
 
-    async fn resume(&self, state: State, event: Event, cx: &JobContext) -> StepResult<State> {
+    async fn resume(&self, state: Waiting, event: Event, cx: &JobContext) -> StepResult<Waiting> {
         let Event::Input(responses) = event else {
             // Nothing to do until the client answers; look again later.
             return Ok(Step::Wait {
@@ -662,7 +662,7 @@ impl Job for QBusinessQuery {
             });
         };
         match state {
-            State::ActionReview {
+            Waiting::ActionReview {
                 key,
                 form,
                 mut answer,
@@ -692,7 +692,7 @@ impl Job for QBusinessQuery {
                 let step = self.execute(cx, turn, &answer, execution).await?;
                 Ok(with_review(step, form))
             }
-            State::SignIn {
+            Waiting::SignIn {
                 key,
                 authorization_url: _,
                 mut answer,
@@ -718,7 +718,7 @@ impl QBusinessQuery {
         cx: &JobContext,
         turn: Turn,
         mut answer: Answer,
-    ) -> StepResult<State> {
+    ) -> StepResult<Waiting> {
         let Some(question) = turn.question.clone() else {
             answer.outcome = QueryOutcome::SignInNotSeen;
             return Ok(Step::Done(answer.into_result()));
@@ -773,7 +773,7 @@ fn conversation_of(answer: &Answer) -> Result<(String, String), ChatError> {
 }
 
 /// Keeps the reviewed action in the final structured result.
-fn with_review(step: Step<State>, form: ReviewForm) -> Step<State> {
+fn with_review(step: Step<Waiting>, form: ReviewForm) -> Step<Waiting> {
     match step {
         Step::Done(mut result) => {
             if let Some(Value::Object(map)) = result.structured_content.as_mut()

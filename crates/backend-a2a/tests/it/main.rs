@@ -4,7 +4,7 @@
 //! - `emulator`: every scripted skill of the A2A emulator through the job,
 //!   every request checked against the vendored a2a.proto;
 //! - `engine`: the tools in agentgate's real scheduler and SQLite store;
-//! - `follow`: streams, polling and push notifications through the runtime;
+//! - `streams`: streams, polling and push notifications through the runtime;
 //! - `hostile`: agents whose cards try to steer agentgate's credentials and
 //!   requests, and (`hostile::limits`) agents whose answers never end.
 //!
@@ -13,5 +13,5 @@
 mod common;
 mod emulator;
 mod engine;
-mod follow;
 mod hostile;
+mod streams;
