@@ -53,8 +53,13 @@ pub enum Step<S> {
         /// The questions, by key (the Tasks extension's `inputRequests`).
         requests: InputRequests,
     },
-    /// The job honoured a cancel request.
-    Cancelled,
+    /// The job honoured a cancel request. `status` is the task's last
+    /// `statusMessage` when there is more to say than "cancelled" (work
+    /// the upstream goes on with, which agentgate cannot stop).
+    Cancelled {
+        /// Replaces the default "cancelled".
+        status: Option<String>,
+    },
 }
 
 /// Why a step is running again.
@@ -179,7 +184,7 @@ pub trait Job: Send + Sync + 'static {
         cx: &JobContext,
     ) -> impl Future<Output = StepResult<Self::State>> + Send {
         let _ = (state, cx);
-        std::future::ready(Ok(Step::Cancelled))
+        std::future::ready(Ok(Step::cancelled()))
     }
 }
 
@@ -231,11 +236,23 @@ impl<J: Job> DynJob for J {
 }
 
 impl<S> Step<S> {
+    /// [`Step::Cancelled`] with the default status, "cancelled".
+    pub fn cancelled() -> Self {
+        Step::Cancelled { status: None }
+    }
+
+    /// [`Step::Cancelled`] saying what the upstream still does.
+    pub fn cancelled_saying(status: impl Into<String>) -> Self {
+        Step::Cancelled {
+            status: Some(status.into()),
+        }
+    }
+
     fn try_map_state<T, E>(self, f: impl FnOnce(S) -> Result<T, E>) -> Result<Step<T>, E> {
         Ok(match self {
             Step::Done(r) => Step::Done(r),
             Step::Fail(e) => Step::Fail(e),
-            Step::Cancelled => Step::Cancelled,
+            Step::Cancelled { status } => Step::Cancelled { status },
             Step::Wait {
                 state,
                 status,

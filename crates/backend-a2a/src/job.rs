@@ -441,7 +441,7 @@ impl AgentJob {
             TaskState::Rejected => {
                 Step::Done(result::unsuccessful(name, "rejected the request", snapshot))
             }
-            TaskState::Canceled => Step::Cancelled,
+            TaskState::Canceled => Step::cancelled(),
             TaskState::InputRequired | TaskState::AuthRequired if refused.is_some() => {
                 Step::Done(result::unsuccessful(
                     name,
@@ -849,7 +849,7 @@ impl Job for AgentJob {
             }
             Err(CallError::Rpc { code, .. }) if code == TASK_NOT_FOUND => {
                 self.shared.follower.forget(&cx.task_id);
-                Ok(Step::Cancelled)
+                Ok(Step::cancelled())
             }
             Err(e) => Err(e.into_job_error(self.name(), "CancelTask")),
         }

@@ -137,7 +137,7 @@ fn check_step<S>(step: &Result<Step<S>, JobError>) -> Result<(), TestCaseError> 
         }
         Ok(Step::Fail(e)) => prop_assert!(!e.message.trim().is_empty()),
         Ok(Step::Ask { requests, .. }) => prop_assert!(!requests.is_empty()),
-        Ok(Step::Wait { .. } | Step::Cancelled) => {}
+        Ok(Step::Wait { .. } | Step::Cancelled { .. }) => {}
         Err(e) => prop_assert!(!e.to_string().trim().is_empty()),
     }
     Ok(())

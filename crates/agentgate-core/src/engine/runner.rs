@@ -199,7 +199,7 @@ impl Engine {
             });
         };
         let input = match (&task.job_state, task.cancel_requested) {
-            (None, true) => return Some(Outcome::Cancelled),
+            (None, true) => return Some(Outcome::cancelled()),
             (Some(state), true) => Input::Cancel(state.clone()),
             (None, false) => Input::Start(task.args.clone()),
             (Some(state), false) => {
@@ -421,7 +421,7 @@ fn stored_bytes(outcome: &Outcome) -> usize {
             .saturating_add(text(status_message))
             .saturating_add(json(requests)),
         Outcome::Retry { status_message, .. } => text(status_message),
-        Outcome::Cancelled | Outcome::Interrupted => 0,
+        Outcome::Cancelled { .. } | Outcome::Interrupted => 0,
     }
 }
 
@@ -435,7 +435,7 @@ fn outcome_label(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Completed { .. } => "completed",
         Outcome::Failed { .. } => "failed",
-        Outcome::Cancelled => "cancelled",
+        Outcome::Cancelled { .. } => "cancelled",
         Outcome::Waiting { .. } => "waiting",
         Outcome::InputRequired { .. } => "input_required",
         Outcome::Interrupted => "interrupted",
@@ -458,7 +458,9 @@ fn into_outcome(step: Step<Value>, now: Millis) -> Outcome {
         Step::Fail(error) => Outcome::Failed {
             error: to_json(&error),
         },
-        Step::Cancelled => Outcome::Cancelled,
+        Step::Cancelled { status } => Outcome::Cancelled {
+            status_message: status,
+        },
         Step::Wait {
             state,
             status,

@@ -185,7 +185,7 @@ pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(store: 
         "runnable again when the lease runs out"
     );
     store
-        .checkpoint(&id, "creator", task.fence, Outcome::Cancelled, at(2))
+        .checkpoint(&id, "creator", task.fence, Outcome::cancelled(), at(2))
         .await
         .expect("the creator saves its first step");
 
@@ -206,7 +206,7 @@ pub async fn a_task_created_claimed_is_its_creators_until_the_lease_ends(store: 
             &orphan,
             "dead",
             Fence::from_raw(1),
-            Outcome::Cancelled,
+            Outcome::cancelled(),
             at(2),
         )
         .await;
@@ -262,7 +262,7 @@ pub async fn claims_take_the_earliest_runnable_tasks_first(store: &dyn TaskStore
             &first[1].id,
             "w",
             first[1].fence,
-            Outcome::Cancelled,
+            Outcome::cancelled(),
             at(200),
         )
         .await
@@ -425,7 +425,7 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
     assert_eq!(saved.status, TaskPhase::Completed);
     assert_eq!(saved.lease_owner, None);
     let again = store
-        .checkpoint(&id, "w2", Fence::from_raw(2), Outcome::Cancelled, later)
+        .checkpoint(&id, "w2", Fence::from_raw(2), Outcome::cancelled(), later)
         .await;
     assert!(
         matches!(again, Err(StoreError::LeaseLost { .. })),
@@ -612,15 +612,32 @@ pub async fn cancel_flags_a_live_task_and_makes_it_due(store: &dyn TaskStore) {
     );
     assert!(claimed[0].cancel_requested);
     let done = store
-        .checkpoint(&id, "w", claimed[0].fence, Outcome::Cancelled, at(6))
+        .checkpoint(&id, "w", claimed[0].fence, Outcome::cancelled(), at(6))
         .await
         .expect("save");
     assert_eq!(done.status, TaskPhase::Cancelled);
+    assert_eq!(done.status_message.as_deref(), Some("cancelled"));
     assert!(done.input_requests.is_empty());
     store
         .request_cancel(&alice(), &id, at(7))
         .await
         .expect("cancel of ended task is a no-op");
+
+    // A job that says what goes on upstream keeps its words.
+    let said = new_task(store, None).await;
+    let t = &store.claim("w", 1, LEASE, at(8)).await.expect("claim")[0];
+    let outcome = Outcome::Cancelled {
+        status_message: Some("cancelled; the agent's run goes on upstream".to_owned()),
+    };
+    let done = store
+        .checkpoint(&said, "w", t.fence, outcome, at(9))
+        .await
+        .expect("save");
+    assert_eq!(done.status, TaskPhase::Cancelled);
+    assert_eq!(
+        done.status_message.as_deref(),
+        Some("cancelled; the agent's run goes on upstream")
+    );
     let foreign = store
         .request_cancel(&Owner::new("mallory"), &id, at(7))
         .await;
@@ -633,7 +650,7 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
     let claimed = store.claim("w", 10, LEASE, T0).await.expect("claim");
     let fence = |id: &TaskId| claimed.iter().find(|t| &t.id == id).expect("claimed").fence;
     store
-        .checkpoint(&ended, "w", fence(&ended), Outcome::Cancelled, T0)
+        .checkpoint(&ended, "w", fence(&ended), Outcome::cancelled(), T0)
         .await
         .expect("save");
     let short = new_task(store, Some(1_000)).await;
@@ -678,7 +695,7 @@ pub async fn sweep_expires_overdue_tasks_and_deletes_old_ended_ones(store: &dyn 
             &short,
             "w2",
             cancelling.fence,
-            Outcome::Cancelled,
+            Outcome::cancelled(),
             at(2_000),
         )
         .await
@@ -843,7 +860,7 @@ pub async fn absurd_durations_saturate(store: &dyn TaskStore) {
         "the lease still holds a year later"
     );
     store
-        .checkpoint(&ended, "w", task.fence, Outcome::Cancelled, T0)
+        .checkpoint(&ended, "w", task.fence, Outcome::cancelled(), T0)
         .await
         .expect("save");
     let report = store
@@ -877,7 +894,7 @@ pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
     let taken = store.claim("w2", 10, LEASE, at(1)).await.expect("claim");
     let fence = taken.iter().find(|t| t.id == id).expect("taken over").fence;
     store
-        .checkpoint(&id, "w2", fence, Outcome::Cancelled, at(1))
+        .checkpoint(&id, "w2", fence, Outcome::cancelled(), at(1))
         .await
         .expect("save");
     let report = store
@@ -886,7 +903,7 @@ pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
         .expect("sweep");
     assert_eq!(report.deleted, 1);
     let saved = store
-        .checkpoint(&id, "w", stale, Outcome::Cancelled, at(40_000))
+        .checkpoint(&id, "w", stale, Outcome::cancelled(), at(40_000))
         .await;
     assert!(matches!(saved, Err(StoreError::NotFound)), "{saved:?}");
     let other = store
@@ -894,7 +911,7 @@ pub async fn checkpoint_of_a_deleted_task_is_not_found(store: &dyn TaskStore) {
             &TaskId::generate(),
             "w",
             Fence::from_raw(1),
-            Outcome::Cancelled,
+            Outcome::cancelled(),
             T0,
         )
         .await;
@@ -1648,7 +1665,7 @@ pub async fn stored_usage_follows_creates_checkpoints_answers_and_sweeps(store: 
             &short_lived,
             "w",
             fence(&short_lived),
-            Outcome::Cancelled,
+            Outcome::cancelled(),
             at(2_000),
         )
         .await

@@ -99,7 +99,8 @@ pub(crate) fn storable_outcome(outcome: &mut Outcome) {
             storable_map(requests);
         }
         Outcome::Retry { status_message, .. } => status_message.iter_mut().for_each(storable_text),
-        Outcome::Cancelled | Outcome::Interrupted => {}
+        Outcome::Cancelled { status_message } => status_message.iter_mut().for_each(storable_text),
+        Outcome::Interrupted => {}
     }
 }
 
@@ -202,16 +203,14 @@ pub(crate) fn apply(task: &mut TaskRecord, mut outcome: Outcome, now: Millis) {
             task.error = Some(error);
             finish(task);
         }
-        Outcome::Cancelled => {
+        Outcome::Cancelled { status_message } => {
             task.status = TaskPhase::Cancelled;
-            task.status_message = Some(
-                if expired {
-                    EXPIRED_AND_CANCELLED
-                } else {
-                    "cancelled"
-                }
-                .to_owned(),
-            );
+            task.status_message = Some(match (expired, status_message) {
+                (true, Some(said)) => format!("{EXPIRED_AND_CANCELLED}; {said}"),
+                (true, None) => EXPIRED_AND_CANCELLED.to_owned(),
+                (false, Some(said)) => said,
+                (false, None) => "cancelled".to_owned(),
+            });
             finish(task);
         }
         Outcome::Waiting {

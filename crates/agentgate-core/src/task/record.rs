@@ -32,14 +32,12 @@ impl NewTask {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Ended with a tool result (tool errors are `isError` results).
-    Completed {
-        result: Value,
-    },
+    Completed { result: Value },
     /// Ended with a protocol-level error object.
-    Failed {
-        error: Value,
-    },
-    Cancelled,
+    Failed { error: Value },
+    /// Ended by a cancel; `status_message` replaces the default
+    /// "cancelled" (what the upstream goes on with).
+    Cancelled { status_message: Option<String> },
     /// Still working; run again at `due_at` (sooner if cancel is requested).
     Waiting {
         state: Value,
@@ -60,4 +58,13 @@ pub enum Outcome {
         status_message: Option<String>,
         due_at: Millis,
     },
+}
+
+impl Outcome {
+    /// [`Outcome::Cancelled`] with the default status, "cancelled".
+    pub fn cancelled() -> Self {
+        Outcome::Cancelled {
+            status_message: None,
+        }
+    }
 }

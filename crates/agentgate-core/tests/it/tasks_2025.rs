@@ -45,7 +45,7 @@ impl Job for Echo {
     }
 
     async fn resume(&self, _: (), _: Event, _: &JobContext) -> StepResult<()> {
-        Ok(Step::Cancelled)
+        Ok(Step::cancelled())
     }
 }
 
@@ -66,7 +66,7 @@ impl Job for Broken {
     }
 
     async fn resume(&self, _: (), _: Event, _: &JobContext) -> StepResult<()> {
-        Ok(Step::Cancelled)
+        Ok(Step::cancelled())
     }
 }
 
@@ -95,7 +95,7 @@ impl Job for Slow {
     }
 
     async fn cancel(&self, _: (), _: &JobContext) -> StepResult<()> {
-        Ok(Step::Cancelled)
+        Ok(Step::cancelled())
     }
 }
 

@@ -92,7 +92,7 @@ impl Job for Agent {
     async fn cancel(&self, _: u32, _: &JobContext) -> StepResult<u32> {
         self.cancels.fetch_add(1, Ordering::SeqCst);
         self.cancelled.notify_one();
-        Ok(Step::Cancelled)
+        Ok(Step::cancelled())
     }
 }
 

@@ -279,7 +279,7 @@ async fn cancel_cancels_the_agent_task() {
     let mut driver = started(&tool, "long-running").await;
     let state = driver.state.clone().expect("checkpoint");
     let step = driver.step(Input::Cancel(state)).await.expect("cancel");
-    assert!(matches!(step, Step::Cancelled), "{step:?}");
+    assert!(matches!(step, Step::Cancelled { .. }), "{step:?}");
     assert_eq!(emulator.sent_of("CancelTask").len(), 1);
     emulator.assert_requests_conform();
 }

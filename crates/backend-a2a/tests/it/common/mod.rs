@@ -373,7 +373,7 @@ impl<'a> Driver<'a> {
             let state = || self.state.clone().expect("a checkpoint");
             input = match step {
                 Step::Done(result) => return Ending::Done(result),
-                Step::Cancelled => return Ending::Cancelled,
+                Step::Cancelled { .. } => return Ending::Cancelled,
                 Step::Fail(e) => return Ending::Failed(e),
                 Step::Wait { after, .. } => {
                     // Pacing only, as the engine's timer would: nothing waits for a side effect.
