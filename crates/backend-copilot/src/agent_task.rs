@@ -139,9 +139,27 @@ impl Job for CreatePullRequest {
         follow(&self.shared, state, cx).await
     }
 
-    async fn cancel(&self, _state: CreateState, cx: &JobContext) -> StepResult<CreateState> {
+    /// Stops following; the agent task itself goes on, since agentgate
+    /// cannot stop it, and the status says so with where it is.
+    async fn cancel(&self, state: CreateState, cx: &JobContext) -> StepResult<CreateState> {
         self.shared.watcher.forget(&cx.task_id);
-        Ok(Step::Cancelled)
+        let repository = format!("{}/{}", state.owner, state.repo);
+        Ok(Step::cancelled_saying(
+            match (&state.agent_task, &state.html_url) {
+                (Some(_), Some(url)) => format!(
+                    "cancelled; the Copilot agent task goes on on GitHub (agentgate cannot stop it): \
+                 {url}"
+                ),
+                (Some(id), None) => format!(
+                    "cancelled; the Copilot agent task {id} in {repository} goes on on GitHub \
+                 (agentgate cannot stop it)"
+                ),
+                (None, _) => format!(
+                    "cancelled; if GitHub started the agent task, it goes on: look for it among \
+                 {repository}'s agent tasks (agentgate cannot stop it)"
+                ),
+            },
+        ))
     }
 }
 

@@ -178,6 +178,7 @@ impl Job for AssignCopilot {
     async fn cancel(&self, state: AssignState, cx: &JobContext) -> StepResult<AssignState> {
         self.shared.watcher.forget(&cx.task_id);
         let assigned = !matches!(state.phase, Phase::Assign { .. });
+        let mut unassigned = false;
         if assigned && !state.had_copilot && self.shared.config.unassign_on_cancel {
             let input = json!({"input": {
                 "assignableId": state.issue_id,
@@ -187,7 +188,7 @@ impl Job for AssignCopilot {
                 Ok(github) => github,
                 Err(refused) => {
                     tracing::warn!(task = %cx.task_id, reason = %refused, "not removing Copilot from the assignees on cancel");
-                    return Ok(Step::Cancelled);
+                    return Ok(Step::cancelled_saying(cancelled_status(&state, false)));
                 }
             };
             let response = github
@@ -197,6 +198,7 @@ impl Job for AssignCopilot {
             match response {
                 Ok(_) => {
                     tracing::info!(task = %cx.task_id, "removed Copilot from the assignees on cancel");
+                    unassigned = true;
                 }
                 Err(e) if e.is_transient() => {
                     return Err(e.into_job_error("removing Copilot from the assignees"));
@@ -207,8 +209,34 @@ impl Job for AssignCopilot {
                 ),
             }
         }
-        Ok(Step::Cancelled)
+        Ok(Step::cancelled_saying(cancelled_status(&state, unassigned)))
     }
+}
+
+/// What a cancelled assignment leaves on GitHub: agentgate stops following,
+/// but nothing in GitHub's API stops a Copilot run, so the client is told
+/// it may go on (and where to stop it) instead of just "cancelled".
+fn cancelled_status(state: &AssignState, unassigned: bool) -> String {
+    let issue = format!("{}/{}#{}", state.owner, state.repo, state.issue_number);
+    let mut status = match (&state.phase, &state.pull_request) {
+        (Phase::Assign { .. }, _) => format!(
+            "cancelled; if the assignment reached GitHub, Copilot may be working on {issue}: \
+             agentgate cannot stop its run"
+        ),
+        (_, Some(pull)) => format!(
+            "cancelled; Copilot's run on {issue} goes on on GitHub (agentgate cannot stop it; \
+             stop it from its pull request {})",
+            pull.url
+        ),
+        (_, None) => format!(
+            "cancelled; Copilot's run on {issue} goes on on GitHub (agentgate cannot stop it; \
+             stop it from its pull request once one is open)"
+        ),
+    };
+    if unassigned {
+        status.push_str("; Copilot was removed from the issue's assignees");
+    }
+    status
 }
 
 impl AssignCopilot {

@@ -164,9 +164,22 @@ impl Job for RequestChanges {
         follow(&self.shared, state, cx).await
     }
 
-    async fn cancel(&self, _state: ChangesState, cx: &JobContext) -> StepResult<ChangesState> {
+    /// Stops following; Copilot's work on the request goes on, since
+    /// agentgate cannot stop it, and the status says so.
+    async fn cancel(&self, state: ChangesState, cx: &JobContext) -> StepResult<ChangesState> {
         self.shared.watcher.forget(&cx.task_id);
-        Ok(Step::Cancelled)
+        let pull = &state.pull_request.url;
+        Ok(Step::cancelled_saying(if state.comment.is_some() {
+            format!(
+                "cancelled; the request was posted, and Copilot may go on working on it on \
+                 GitHub (agentgate cannot stop it): {pull}"
+            )
+        } else {
+            format!(
+                "cancelled; if the request reached GitHub, Copilot may work on it (agentgate \
+                 cannot stop it): {pull}"
+            )
+        }))
     }
 }
 
