@@ -6,6 +6,9 @@
 #
 # - Python: a virtualenv in interop/python/.venv with interop/python/requirements.txt
 #   (every package pinned), with the upstream Q Business MCP server agentgate is compared with;
+# - Python SDK 1.x: mcp 1.30.0 in interop/python-1x/.venv with interop/python-1x/requirements.txt
+#   (every package pinned; apart from interop/python, whose fastmcp needs mcp 2.x), for the
+#   2025-11-25 task wire test;
 # - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci);
 # - A2A: the official A2A Python SDK (a2a-sdk 1.3.0) in its own virtualenv
 #   interop/a2a/.venv with interop/a2a/requirements.txt (every package pinned; kept apart
@@ -25,6 +28,13 @@ fi
 python/.venv/bin/pip install --quiet --disable-pip-version-check -r python/requirements.txt
 python/.venv/bin/python -c 'import fastmcp, fastmcp_tasks, mcp; print("  fastmcp", fastmcp.__version__)'
 python/.venv/bin/python -c 'import importlib.metadata as m; print("  upstream Q Business server", m.version("awslabs.amazon-qbusiness-anonymous-mcp-server"))'
+
+echo "interop-setup: the Python SDK 1.x (interop/python-1x/.venv)"
+if [ ! -x python-1x/.venv/bin/python ]; then
+    python3 -m venv python-1x/.venv
+fi
+python-1x/.venv/bin/pip install --quiet --disable-pip-version-check -r python-1x/requirements.txt
+python-1x/.venv/bin/python -c 'import importlib.metadata as m; print("  mcp", m.version("mcp"))'
 
 echo "interop-setup: A2A SDK (interop/a2a/.venv)"
 if [ ! -x a2a/.venv/bin/python ]; then

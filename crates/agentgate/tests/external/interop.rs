@@ -593,28 +593,67 @@ async fn a_hostile_sdk_card_gets_nothing_sent_elsewhere() {
 /// while it works. Over Streamable HTTP and over stdio.
 async fn the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire() {
     for transport in [Transport::Http, Transport::Stdio] {
-        sdk_1x_tasks_client(transport).await;
+        sdk_1x_tasks_client(Sdk1x::TypeScript, transport).await;
     }
 }
 
-async fn sdk_1x_tasks_client(transport: Transport) {
-    let node_modules = interop_dir().join("typescript/node_modules/@modelcontextprotocol/sdk");
-    if !node_modules.exists() {
-        harness::skip(
-            harness::Need::Interop,
-            &format!(
-                "the TypeScript SDK 1.x is not installed ({} is missing): run \
-                 scripts/interop-setup.sh",
-                node_modules.display()
-            ),
-        );
+/// The same scenarios with the official Python SDK 1.x (`mcp` 1.30.0,
+/// `session.experimental`; `interop/python-1x/tasks_2025.py`), the other
+/// 1.x client of the 2025-11-25 task wire, under the same assertions.
+async fn the_python_sdk_1x_tasks_client_on_the_2025_11_25_task_wire() {
+    for transport in [Transport::Http, Transport::Stdio] {
+        sdk_1x_tasks_client(Sdk1x::Python, transport).await;
     }
-    let what = &format!("sdk 1.x tasks client over {transport:?}");
+}
+
+/// An official SDK's 1.x client of the 2025-11-25 task wire, driven by a
+/// script that prints one JSON line per scenario.
+#[derive(Debug, Clone, Copy)]
+enum Sdk1x {
+    TypeScript,
+    Python,
+}
+
+impl Sdk1x {
+    /// The driver, or the skip reason when it is not installed.
+    fn command(self) -> Result<Command, String> {
+        let (installed, program, script) = match self {
+            Sdk1x::TypeScript => (
+                interop_dir().join("typescript/node_modules/@modelcontextprotocol/sdk"),
+                PathBuf::from("node"),
+                interop_dir().join("typescript/tasks-2025.mjs"),
+            ),
+            Sdk1x::Python => {
+                let python = interop_dir().join("python-1x/.venv/bin/python");
+                (
+                    python.clone(),
+                    python,
+                    interop_dir().join("python-1x/tasks_2025.py"),
+                )
+            }
+        };
+        if !installed.exists() {
+            return Err(format!(
+                "the {self:?} SDK 1.x is not installed ({} is missing): run \
+                 scripts/interop-setup.sh",
+                installed.display()
+            ));
+        }
+        let mut cmd = Command::new(program);
+        cmd.arg(script);
+        Ok(cmd)
+    }
+}
+
+async fn sdk_1x_tasks_client(sdk: Sdk1x, transport: Transport) {
+    let mut cmd = match sdk.command() {
+        Ok(cmd) => cmd,
+        Err(why) => harness::skip(harness::Need::Interop, &why),
+    };
+    let what = &format!("{sdk:?} sdk 1.x tasks client over {transport:?}");
     let dir = tempfile::tempdir().expect("tempdir");
     let up = start_upstreams().await;
-    let mut cmd = Command::new("node");
-    cmd.arg(interop_dir().join("typescript/tasks-2025.mjs"))
-        .stdout(Stdio::piped())
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     server_env(&mut cmd, &up, dir.path());
@@ -750,6 +789,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire",
             the_sdk_1x_tasks_client_on_the_2025_11_25_task_wire,
+        )
+        .multi_thread(
+            "the_python_sdk_1x_tasks_client_on_the_2025_11_25_task_wire",
+            the_python_sdk_1x_tasks_client_on_the_2025_11_25_task_wire,
         )
         .multi_thread(
             "the_upstream_qbusiness_server_and_agentgate_answer_alike",
