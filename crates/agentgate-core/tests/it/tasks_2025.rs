@@ -243,6 +243,15 @@ fn result(message: &Value) -> &Value {
     &message["result"]
 }
 
+/// `message`'s result, which must be a `name` of the vendored 2025-11-25
+/// schema (`contracts/mcp/2025-11-25/schema.json`).
+fn result_as<'a>(name: &str, message: &'a Value) -> &'a Value {
+    let result = result(message);
+    let problems = agentgate_testkit::contracts::mcp_2025_11_25().problems(name, result);
+    assert!(problems.is_empty(), "{problems:#?}\nin {message}");
+    result
+}
+
 fn error(message: &Value) -> (i64, String) {
     let error = &message["error"];
     assert!(error.is_object(), "not an error: {message}");
@@ -263,7 +272,11 @@ async fn a_2025_11_25_client_gets_a_task_at_once_and_its_result() {
         "{}",
         client.init
     );
+    let problems = agentgate_testkit::contracts::mcp_2025_11_25()
+        .problems("InitializeResult", &client.init["result"]);
+    assert!(problems.is_empty(), "{problems:#?}");
     let tools = client.request("tools/list", json!({})).await;
+    result_as("ListToolsResult", &tools);
     let support = |name: &str| {
         result(&tools)["tools"]
             .as_array()
@@ -279,7 +292,7 @@ async fn a_2025_11_25_client_gets_a_task_at_once_and_its_result() {
             json!({"name": "echo", "arguments": {"word": "hello"}, "task": {"ttl": 60000}}),
         )
         .await;
-    let task = &result(&created)["task"];
+    let task = &result_as("CreateTaskResult", &created)["task"];
     let id = task["taskId"].as_str().expect("taskId").to_owned();
     assert_eq!(task["status"], "working", "{created}");
     assert!(task["createdAt"].is_string() && task["lastUpdatedAt"].is_string());
@@ -289,17 +302,29 @@ async fn a_2025_11_25_client_gets_a_task_at_once_and_its_result() {
     );
 
     let got = client.request("tasks/get", json!({"taskId": id})).await;
-    assert_eq!(result(&got)["taskId"], id.as_str(), "{got}");
+    assert_eq!(
+        result_as("GetTaskResult", &got)["taskId"],
+        id.as_str(),
+        "{got}"
+    );
 
     let answer = client.request("tasks/result", json!({"taskId": id})).await;
-    let answer = result(&answer);
+    // tasks/result answers what the request would have: a CallToolResult.
+    let answer = result_as("CallToolResult", &answer);
     assert_eq!(answer["content"][0]["text"], "hello", "{answer}");
     assert_eq!(
         answer["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         id.as_str()
     );
     let ended = client.request("tasks/get", json!({"taskId": id})).await;
-    assert_eq!(result(&ended)["status"], "completed", "{ended}");
+    assert_eq!(
+        result_as("GetTaskResult", &ended)["status"],
+        "completed",
+        "{ended}"
+    );
+    let listed = client.request("tasks/list", json!({})).await;
+    let listed = result_as("ListTasksResult", &listed);
+    assert_eq!(listed["tasks"][0]["taskId"], id.as_str(), "{listed}");
 
     // Cancelling an ended task is refused, as 2025-11-25 requires.
     let (code, message) = error(&client.request("tasks/cancel", json!({"taskId": id})).await);
@@ -329,13 +354,21 @@ async fn another_owners_task_is_answered_like_an_unknown_one() {
     let cancelled = anonymous
         .request("tasks/cancel", json!({"taskId": id}))
         .await;
-    assert_eq!(result(&cancelled)["taskId"], id.as_str(), "{cancelled}");
+    assert_eq!(
+        result_as("CancelTaskResult", &cancelled)["taskId"],
+        id.as_str(),
+        "{cancelled}"
+    );
     let answer = anonymous
         .request("tasks/result", json!({"taskId": id}))
         .await;
     assert_eq!(result(&answer)["isError"], true, "{answer}");
     let ended = anonymous.request("tasks/get", json!({"taskId": id})).await;
-    assert_eq!(result(&ended)["status"], "cancelled", "{ended}");
+    assert_eq!(
+        result_as("GetTaskResult", &ended)["status"],
+        "cancelled",
+        "{ended}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
