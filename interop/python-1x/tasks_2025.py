@@ -3,8 +3,8 @@
 the TypeScript SDK's (interop/typescript/tasks-2025.mjs), whose scenarios and
 output this mirrors line for line.
 
-    python tasks_2025.py --url http://127.0.0.1:PORT/mcp
-    python tasks_2025.py --stdio PROGRAM [ARG ...]
+    python tasks_2025.py [--start-only | --attach TASK_ID] --url http://127.0.0.1:PORT/mcp
+    python tasks_2025.py [--start-only | --attach TASK_ID] --stdio PROGRAM [ARG ...]
 
 Decides as VS Code does: a tool is called as a task only when the server's
 capabilities have `tasks.requests.tools.call` and the tool's
@@ -12,6 +12,11 @@ capabilities have `tasks.requests.tools.call` and the tool's
 no rule of its own: `call_tool_as_task` is the caller's choice). Prints one JSON
 line per scenario (qbusiness, approval, copilot, cancel, list) for
 crates/agentgate/tests/external/interop.rs.
+
+Re-attaching after a restart takes two runs: `--start-only` starts Copilot on
+acme/widgets#2 as a task, prints its id (scenario `started`) and ends its
+session; after the server restarts, `--attach TASK_ID` opens a new session and
+follows that task to its result (scenario `attached`).
 """
 
 import json
@@ -29,6 +34,7 @@ TICKET_PLUGIN_ID = "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f"
 QUESTION = {"query": "Where is the Berlin office?"}
 TICKET = {"query": "Open a ticket: my laptop does not boot", "plugin_id": TICKET_PLUGIN_ID}
 FINISHES = {"owner": "acme", "repo": "widgets", "issue_number": 1}
+OUTLIVES_A_RESTART = {"owner": "acme", "repo": "widgets", "issue_number": 2}
 SLOW = {"owner": "acme", "repo": "widgets", "issue_number": 5}
 TERMINAL = {"completed", "failed", "cancelled"}
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -57,7 +63,7 @@ def error_of(error):
     return {"code": None, "message": str(error)}
 
 
-async def main(how, rest):
+async def main(mode, how, rest):
     forms = []
     notified = []
 
@@ -173,7 +179,30 @@ async def main(how, rest):
                  listCapability=dump(capability.list) if capability else None,
                  pages=pages, taskIds=task_ids, statuses=statuses, badCursor=bad_cursor)
 
+        async def start_only(scenario, tool, args):
+            created = await tasks.call_tool_as_task(tool, args)
+            task = await tasks.get_task(created.task.taskId)
+            emit(scenario, protocol=protocol, asTask=as_task(tool), taskId=task.taskId,
+                 status=task.status, statusMessage=task.statusMessage)
+
+        async def attach(scenario, task_id):
+            before = await tasks.get_task(task_id)
+            result = error = None
+            try:
+                result = dump(await tasks.get_task_result(task_id, types.CallToolResult))
+            except McpError as e:
+                error = e.error.message
+            task = await tasks.get_task(task_id)
+            emit(scenario, protocol=protocol, taskId=task_id, before=before.status,
+                 status=task.status, result=result, error=error)
+
         with anyio.fail_after(120):
+            if mode == "--start-only":
+                await start_only("started", "assign_copilot_to_issue", OUTLIVES_A_RESTART)
+                return
+            if mode is not None:
+                await attach("attached", mode)
+                return
             await run("qbusiness", "QBusinessQueryTool", QUESTION)
             await run("approval", "QBusinessQueryTool", TICKET)
             await run("copilot", "assign_copilot_to_issue", FINISHES)
@@ -182,8 +211,18 @@ async def main(how, rest):
 
 
 if __name__ == "__main__":
-    how, rest = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 2 else (None, [])
+    argv = sys.argv[1:]
+    mode = None
+    if argv[:1] == ["--start-only"]:
+        mode, argv = "--start-only", argv[1:]
+    elif argv[:1] == ["--attach"] and len(argv) > 1:
+        mode, argv = argv[1], argv[2:]
+    how, rest = (argv[0], argv[1:]) if len(argv) > 1 else (None, [])
     if how not in ("--url", "--stdio"):
-        print("usage: python tasks_2025.py --url URL | --stdio PROGRAM [ARG ...]", file=sys.stderr)
+        print(
+            "usage: python tasks_2025.py [--start-only | --attach TASK_ID] "
+            "--url URL | --stdio PROGRAM [ARG ...]",
+            file=sys.stderr,
+        )
         sys.exit(2)
-    anyio.run(main, how, rest)
+    anyio.run(main, mode, how, rest)

@@ -606,6 +606,87 @@ async fn the_python_sdk_1x_tasks_client_on_the_2025_11_25_task_wire() {
     }
 }
 
+/// The Python SDK 1.x client starts Copilot on an issue as a task and ends
+/// its session; the server restarts (a graceful stop over HTTP; over stdio
+/// the client's own server process ends with it and a new one starts on the
+/// same store); a new session of a new client process finds the task by id
+/// and takes its result from `tasks/result`: a task handle outlives the
+/// session and the process that made it, and the agent was assigned once.
+async fn the_python_sdk_1x_client_reattaches_after_a_restart() {
+    for transport in [Transport::Http, Transport::Stdio] {
+        python_reattach(transport).await;
+    }
+}
+
+async fn python_reattach(transport: Transport) {
+    let what = &format!("Python sdk 1.x re-attach over {transport:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let up = start_upstreams().await;
+    let store = format!("sqlite://{}", dir.path().join("tasks.db").display());
+    let run = async |mode: &[&str]| -> Value {
+        let mut cmd = match Sdk1x::Python.command() {
+            Ok(cmd) => cmd,
+            Err(why) => harness::skip(harness::Need::Interop, &why),
+        };
+        cmd.args(mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        server_env(&mut cmd, &up, dir.path());
+        let server = match transport {
+            Transport::Http => {
+                let (server, url) = serve_http(&up, dir.path()).await;
+                cmd.args(["--url", &url]);
+                Some(server)
+            }
+            Transport::Stdio => {
+                cmd.args(["--stdio", BIN, "serve", "--stdio", "--store", &store]);
+                None
+            }
+        };
+        let output = tokio::time::timeout(DRIVER_TIMEOUT, cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: the driver did not finish"))
+            .expect("driver output");
+        if let Some(mut server) = server {
+            // A restart: SIGTERM ends the server and releases its leases.
+            server.terminate();
+            server.wait().await;
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{what}: the driver failed ({})\nstdout:\n{stdout}\nstderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{what}: not a JSON line ({e}): {stdout}"))
+    };
+    let started = run(&["--start-only"]).await;
+    assert_eq!(started["scenario"], "started", "{what}: {started}");
+    assert_eq!(started["asTask"], true, "{what}: {started}");
+    assert_eq!(started["status"], "working", "{what}: {started}");
+    let id = started["taskId"].as_str().expect("a task id").to_owned();
+
+    let attached = run(&["--attach", &id]).await;
+    assert_eq!(attached["scenario"], "attached", "{what}: {attached}");
+    assert_eq!(attached["taskId"], id.as_str(), "{what}: {attached}");
+    assert_eq!(attached["status"], "completed", "{what}: {attached}");
+    assert!(attached["error"].is_null(), "{what}: {attached}");
+    let result = &attached["result"];
+    assert_ne!(result["isError"], true, "{what}: {attached}");
+    assert_eq!(
+        result["structuredContent"]["outcome"], "finished",
+        "{what}: {attached}"
+    );
+    assert_eq!(
+        up.github.sim.stats().assignments_for("acme/widgets", 2),
+        1,
+        "{what}: Copilot assigned once, across the restart"
+    );
+}
+
 /// An official SDK's 1.x client of the 2025-11-25 task wire, driven by a
 /// script that prints one JSON line per scenario.
 #[derive(Debug, Clone, Copy)]
@@ -793,6 +874,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "the_python_sdk_1x_tasks_client_on_the_2025_11_25_task_wire",
             the_python_sdk_1x_tasks_client_on_the_2025_11_25_task_wire,
+        )
+        .multi_thread(
+            "the_python_sdk_1x_client_reattaches_after_a_restart",
+            the_python_sdk_1x_client_reattaches_after_a_restart,
         )
         .multi_thread(
             "the_upstream_qbusiness_server_and_agentgate_answer_alike",
