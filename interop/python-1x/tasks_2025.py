@@ -10,7 +10,8 @@ Decides as VS Code does: a tool is called as a task only when the server's
 capabilities have `tasks.requests.tools.call` and the tool's
 `execution.taskSupport` is "optional" or "required" (the 1.x Python client has
 no rule of its own: `call_tool_as_task` is the caller's choice). Prints one JSON
-line per scenario (qbusiness, approval, copilot, cancel, list) for
+line per scenario (qbusiness, approval, copilot, cancel, list, and a2a when
+the server has the `helper` agent) for
 crates/agentgate/tests/external/interop.rs.
 
 Re-attaching after a restart takes two runs: `--start-only` starts Copilot on
@@ -208,6 +209,10 @@ async def main(mode, how, rest):
             await run("copilot", "assign_copilot_to_issue", FINISHES)
             await cancel("cancel", "assign_copilot_to_issue", SLOW)
             await list_all("list")
+            # An A2A agent behind agentgate, when the server has one (after
+            # the list, whose test expects exactly the tasks above).
+            if "helper_send_message" in task_support:
+                await run("a2a", "helper_send_message", {"message": "quick-answer"})
 
 
 if __name__ == "__main__":

@@ -734,18 +734,31 @@ async fn sdk_1x_tasks_client(sdk: Sdk1x, transport: Transport) {
     let what = &format!("{sdk:?} sdk 1.x tasks client over {transport:?}");
     let dir = tempfile::tempdir().expect("tempdir");
     let up = start_upstreams().await;
+    // An A2A agent too, served as `helper_send_message`.
+    let agent = emulators::a2a(agentgate_sim::a2a::A2aConfig::default())
+        .start()
+        .await;
+    let config = dir.path().join("agentgate-a2a.toml");
+    std::fs::write(&config, agent.a2a_agent("helper", "")).expect("write the config");
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     server_env(&mut cmd, &up, dir.path());
     let _server = match transport {
         Transport::Http => {
-            let (server, url) = serve_http(&up, dir.path()).await;
-            cmd.args(["--url", &url]);
+            let server = GateBuilder::agentgate(BIN, dir.path())
+                .upstream(&up.qbusiness)
+                .upstream(&up.github)
+                .config_file(&config)
+                .start()
+                .await;
+            cmd.args(["--url", &server.url]);
             Some(server)
         }
         Transport::Stdio => {
-            cmd.args(["--stdio", BIN, "serve", "--stdio", "--store"])
+            cmd.args(["--stdio", BIN, "--config"])
+                .arg(&config)
+                .args(["serve", "--stdio", "--store"])
                 .arg(format!(
                     "sqlite://{}",
                     dir.path().join("tasks.db").display()
@@ -846,6 +859,25 @@ async fn sdk_1x_tasks_client(sdk: Sdk1x, transport: Transport) {
     assert_eq!(listed, created, "{what}: {list}");
     assert_eq!(list["statuses"][0], "cancelled", "{what}: {list}");
     assert_eq!(list["badCursor"]["code"], -32602, "{what}: {list}");
+    // The Python driver also asks the A2A agent, after the list.
+    if let Sdk1x::Python = sdk {
+        let a2a = get("a2a");
+        assert_eq!(a2a["taskSupport"], "optional", "{what}: {a2a}");
+        assert_eq!(a2a["asTask"], true, "{what}: {a2a}");
+        assert_eq!(a2a["created"], "working", "{what}: {a2a}");
+        assert_eq!(a2a["status"], "completed", "{what}: {a2a}");
+        assert_ne!(a2a["result"]["isError"], true, "{what}: {a2a}");
+        assert!(!text(&a2a["result"]).is_empty(), "{what}: {a2a}");
+        let stats = agent.sim.stats();
+        assert_eq!(
+            (
+                stats.effects_by_message_id_count(),
+                stats.max_effects_per_message_id()
+            ),
+            (1, 1),
+            "{what}: one message reached the agent, acted on once"
+        );
+    }
 }
 
 /// This file's tests, for the binary's `main`.
