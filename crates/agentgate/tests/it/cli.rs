@@ -500,19 +500,12 @@ async fn a_tool_selection_serves_only_what_it_names() {
         .arg("--store")
         .arg(format!("sqlite://{}", dir.path().join("t.db").display()))
         .envs(CONFIGURED);
-    let transport = TokioChildProcess::new(command).expect("spawn");
-    let client = ClientConfig::new(
+    let client = agentgate_testkit::TestClient::new(
         ClientCapabilities::default(),
-        Implementation::new("cli-test", "0"),
+        ProtocolVersion::V_2026_07_28,
     )
-    .serve_with_lifecycle(
-        transport,
-        ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-    )
-    .await
-    .expect("discover over stdio");
+    .stdio(command)
+    .await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
     assert_eq!(
@@ -525,14 +518,10 @@ async fn a_tool_selection_serves_only_what_it_names() {
         ]
     );
     let refused = client
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("assign_copilot_to_issue").with_arguments(
-                serde_json::json!({"owner": "acme", "repo": "widgets", "issue_number": 1})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-            ),
-        )
+        .call_tool(agentgate_testkit::call(
+            "assign_copilot_to_issue",
+            serde_json::json!({"owner": "acme", "repo": "widgets", "issue_number": 1}),
+        ))
         .await;
     let text = match refused {
         Err(e) => e.to_string(),
