@@ -21,6 +21,14 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
+/// `contracts/{relative}` at the repository root, read as JSON.
+fn vendored_json(relative: &str) -> Value {
+    let path = format!("{}/../../contracts/{relative}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading the vendored contract {path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
+}
+
 /// The REST operations of `contracts/github/rest/operations.json`, keyed by
 /// route label (`GET /repos/{owner}/{repo}/pulls/{pull_number}`).
 #[derive(Debug)]
@@ -33,13 +41,7 @@ pub struct GithubRest {
 pub fn github_rest() -> &'static GithubRest {
     static REST: OnceLock<GithubRest> = OnceLock::new();
     REST.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../contracts/github/rest/operations.json"
-        );
-        let text = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("reading the vendored REST contract {path}: {e}"));
-        let doc: Value = serde_json::from_str(&text).expect("operations.json is JSON");
+        let doc = vendored_json("github/rest/operations.json");
         let mut operations = BTreeMap::new();
         for (path, item) in doc["paths"].as_object().expect("paths") {
             for (method, operation) in item.as_object().expect("a path item") {
@@ -190,13 +192,7 @@ pub struct QBusinessModel {
 pub fn qbusiness_model() -> &'static QBusinessModel {
     static MODEL: OnceLock<QBusinessModel> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../contracts/aws/qbusiness/service-2.json"
-        );
-        let text = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("reading the vendored service model {path}: {e}"));
-        let mut doc: Value = serde_json::from_str(&text).expect("service-2.json is JSON");
+        let mut doc = vendored_json("aws/qbusiness/service-2.json");
         let take = |doc: &mut Value, key: &str| match doc.get_mut(key).map(Value::take) {
             Some(Value::Object(map)) => map,
             _ => panic!("service-2.json has no {key}"),

@@ -18,13 +18,7 @@ pub struct Mcp2025Schema {
 pub fn mcp_2025_11_25() -> &'static Mcp2025Schema {
     static SCHEMA: OnceLock<Mcp2025Schema> = OnceLock::new();
     SCHEMA.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../contracts/mcp/2025-11-25/schema.json"
-        );
-        let text = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("reading the vendored MCP schema {path}: {e}"));
-        let doc: Value = serde_json::from_str(&text).expect("schema.json is JSON");
+        let doc = super::vendored_json("mcp/2025-11-25/schema.json");
         Mcp2025Schema {
             defs: doc["$defs"].clone(),
         }
