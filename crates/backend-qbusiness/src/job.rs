@@ -104,14 +104,18 @@ impl QBusinessQuery {
         }
     }
 
+    /// The settings it was given, else those of the environment.
+    fn settings(&self) -> Result<Settings, SettingsError> {
+        match &self.settings {
+            Some(settings) => Ok(settings.clone()),
+            None => Settings::from_env(),
+        }
+    }
+
     /// Whether `AWS_REGION` and `QBUSINESS_APPLICATION_ID` name an
     /// application, read without asking AWS anything.
     pub fn configured(&self) -> Health {
-        let settings = match &self.settings {
-            Some(settings) => Ok(settings.clone()),
-            None => Settings::from_env(),
-        };
-        match settings {
+        match self.settings() {
             Ok(settings) => Health::Ready(format!(
                 "application {} in {}{}",
                 settings.application_id,
@@ -216,12 +220,9 @@ impl QBusinessQuery {
     async fn client(&self) -> Result<&(Settings, Client), ChatError> {
         self.client
             .get_or_try_init(|| async {
-                let settings = match &self.settings {
-                    Some(s) => s.clone(),
-                    None => {
-                        Settings::from_env().map_err(|e| ChatError::Final(format!("Error: {e}")))?
-                    }
-                };
+                let settings = self
+                    .settings()
+                    .map_err(|e| ChatError::Final(format!("Error: {e}")))?;
                 let client = settings.client_counted(self.upstream.clone()).await;
                 Ok((settings, client))
             })
