@@ -9,7 +9,7 @@
 //! at a time, so a task survives restarts and moves between instances:
 //!
 //! ```text
-//! tools/call ─▶ engine.create ─▶ Job::start(args)       ─▶ Step::Wait / Ask / Done / Fail
+//! tools/call ─▶ tasks.create ─▶ Job::start(args)       ─▶ Step::Wait / Ask / Done / Fail
 //!               scheduler     ─▶ Job::resume(state, ev) ─▶ … (state saved after every step)
 //!               tasks/cancel  ─▶ Job::cancel(state)     ─▶ Step::Cancelled
 //! ```

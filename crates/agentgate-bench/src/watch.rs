@@ -11,9 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::clock::SystemClock;
-use agentgate_core::engine::{Engine, EngineConfig};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::runtime::Runtime;
 use agentgate_core::task::{PollPolicy, TaskId};
 use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario};
 use anyhow::Context as _;
@@ -82,16 +80,11 @@ pub(crate) async fn measure(n: usize, cycles: u64) -> anyhow::Result<WatchMeasur
             Duration::ZERO,
         );
     }
-    // The watcher nudges through an engine; an empty in-memory one will do
+    // The watcher nudges through a runtime; an empty in-memory one will do
     // (nothing changes upstream, so nothing is nudged).
     let store = agentgate_core::store::open("sqlite::memory:").await?;
-    let engine = Engine::new(
-        store,
-        ToolRegistry::new(),
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-    );
-    let run = tokio::spawn(watcher.clone().run(engine.nudger(), shutdown.clone()));
+    let runtime = Runtime::builder(store).start()?;
+    let run = tokio::spawn(watcher.clone().run(runtime.nudger(), shutdown.clone()));
 
     // Each task's step takes its first observation (as the Copilot jobs do),
     // after which a target is polled every cycle; an observation left
@@ -123,6 +116,7 @@ pub(crate) async fn measure(n: usize, cycles: u64) -> anyhow::Result<WatchMeasur
     shutdown.cancel();
     run.await.ok();
     taker.await.ok();
+    runtime.stop().await?;
 
     let cycles = ticks1.saturating_sub(ticks0).max(1);
     Ok(WatchMeasured {

@@ -7,11 +7,13 @@
 //! - [`job`]: the [`job::Job`] trait, work as checkpointed steps (the backend
 //!   SDK's, [`agentgate_backend`], re-exported).
 //! - [`registry`]: the tools a gateway serves.
-//! - [`engine`]: the [`engine::Engine`], which claims due tasks under a
-//!   lease, runs one step each, and saves the result; and its task service
-//!   (create, get, answer, cancel, watch), the one door for task changes.
+//! - [`engine`]: the engine (crate-private), which claims due tasks under a
+//!   lease, runs one step each, and saves the result; and its task service,
+//!   [`engine::Tasks`] (create, get, answer, cancel, watch), the one door
+//!   for task changes.
 //! - [`runtime`]: [`runtime::Runtime`], the engine with every backend's
-//!   background work under one shutdown tree, and the gateways serving it.
+//!   background work under one shutdown tree, the gateways serving it, its
+//!   [`engine::Tasks`] and its [`runtime::Probes`] (readiness, metrics).
 //! - [`mcp`]: the MCP side, an rmcp `ServerHandler` (the [`mcp::Gateway`]) and
 //!   the stdio / Streamable HTTP entry points; every JSON-RPC error code is
 //!   chosen in `mcp/error.rs`.
@@ -21,8 +23,7 @@
 //! - [`docs`]: the project's pages under `docs/` (user guide, operations,
 //!   architecture, backends, conformance), compiled so their examples are checked.
 //!
-//! A request flows transport → [`mcp::Gateway`] → [`engine::Engine`]'s
-//! task service → [`store::TaskStore`]; the scheduler runs the tool's job.
+//! A request flows transport → [`mcp::Gateway`] → [`engine::Tasks`] → [`store::TaskStore`]; the scheduler runs the tool's job.
 
 pub mod auth;
 pub mod clock;

@@ -6,6 +6,8 @@
 //!   start: tools of every backend ─▶ ToolRegistry (a name served twice is refused)
 //!          spawn Engine::run       (scheduler, sweeper, change relay; steps)
 //!          spawn Backend::run      (each backend's watcher / refresh), with a Nudge
+//! runtime.tasks()                  ─▶ Tasks: create, get, answer, cancel, watch (the one door)
+//! runtime.probes()                 ─▶ Probes: is the store answering; the metrics page
 //! runtime.gateway(transport)       ─▶ Gateway with the limits and the backends ─▶ stdio or HTTP
 //! runtime.webhook_router()         ─▶ POST /hooks/{backend}/…   ─▶ each backend's Webhook
 //! runtime.stop()                   ─▶ cancel the tree, wait for every task:
@@ -25,13 +27,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, SystemClock};
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{Engine, EngineConfig, Tasks};
 use crate::job::{BoxFuture, ToolSpec};
 use crate::mcp::{Gateway, Limits, TransportKind};
 use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
-use crate::store::TaskStore;
 use crate::store::seal::SealError;
+use crate::store::{StoreResult, TaskStore};
 use crate::task::TaskId;
 
 /// Why a runtime did not start or did not stop cleanly.
@@ -76,6 +78,7 @@ pub struct RuntimeBuilder {
     selection: Option<Vec<String>>,
     backends: Vec<Arc<dyn Backend>>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
+    run_steps: bool,
 }
 
 /// The tools of `tools` that `names` select (see
@@ -187,6 +190,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether this instance claims and runs steps (default: yes). One
+    /// that does not still serves every request: its tasks wait for an
+    /// instance that runs steps (on PostgreSQL, another one), and tests
+    /// see a task exactly as it was created.
+    pub fn run_steps(mut self, run: bool) -> Self {
+        self.run_steps = run;
+        self
+    }
+
     /// Serves one more tool, outside any backend.
     pub fn tool(mut self, spec: ToolSpec) -> Self {
         self.tools.push(Served {
@@ -227,13 +239,15 @@ impl RuntimeBuilder {
                 registry.with_unlisted(spec)
             };
         }
-        let engine =
-            Engine::with_metrics(self.store, registry, self.clock, self.config, self.metrics);
+        let engine = Engine::new(self.store, registry, self.clock, self.config, self.metrics);
         let shutdown = CancellationToken::new();
-        let mut tasks = vec![(
-            "scheduler".to_owned(),
-            tokio::spawn(engine.clone().run(shutdown.clone())),
-        )];
+        let mut tasks = Vec::new();
+        if self.run_steps {
+            tasks.push((
+                "scheduler".to_owned(),
+                tokio::spawn(engine.clone().run(shutdown.clone())),
+            ));
+        }
         for backend in &self.backends {
             let nudge = Nudge::new(EngineNudge(engine.clone()));
             let work = backend.run(nudge, shutdown.child_token());
@@ -292,11 +306,28 @@ impl Runtime {
             selection: None,
             backends: Vec::new(),
             webhooks: Vec::new(),
+            run_steps: true,
         }
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    /// The task service: the one way to create, read, answer, cancel and
+    /// watch tasks from outside the crate.
+    pub fn tasks(&self) -> Tasks {
+        Tasks::new(self.engine.clone())
+    }
+
+    /// What `/readyz` and `/metrics` read.
+    pub fn probes(&self) -> Probes {
+        Probes {
+            engine: self.engine.clone(),
+        }
+    }
+
+    /// A [`Nudge`] on this runtime's engine, for a backend whose
+    /// background work a test or a benchmark drives by hand (the runtime
+    /// gives each backend it runs its own).
+    pub fn nudger(&self) -> Nudge {
+        Nudge::new(EngineNudge(self.engine.clone()))
     }
 
     /// The root of the shutdown tree: cancel it (say, on a signal) and
@@ -313,7 +344,7 @@ impl Runtime {
     /// A gateway over this runtime's engine for `transport`, with the
     /// builder's limits.
     pub async fn gateway(&self, transport: TransportKind) -> Result<Gateway, SealError> {
-        let gateway = Gateway::new(self.engine.clone(), transport)
+        let gateway = Gateway::new(self.tasks(), transport)
             .await?
             .with_backends(self.backends.clone());
         Ok(match &self.limits {
@@ -483,10 +514,30 @@ impl NudgeTasks for EngineNudge {
     }
 }
 
-impl Engine {
-    /// A [`Nudge`] handle on this engine, for a backend driven by hand
-    /// (the runtime gives every backend its own).
-    pub fn nudger(&self) -> Nudge {
-        Nudge::new(EngineNudge(self.clone()))
+/// What an operator's probes read from a running runtime: whether the task
+/// store answers, and the metrics. Cheap to clone into a route.
+#[derive(Debug, Clone)]
+pub struct Probes {
+    engine: Engine,
+}
+
+impl Probes {
+    /// Whether the task store answers a query (one indexed read).
+    pub async fn store_answers(&self) -> StoreResult<()> {
+        self.engine.store().next_due().await.map(drop)
+    }
+
+    /// The Prometheus metrics in the OpenMetrics text format; the task
+    /// gauge is read from the store now.
+    pub async fn metrics(&self) -> StoreResult<String> {
+        let tools = self
+            .engine
+            .tools()
+            .iter()
+            .map(|spec| spec.tool.name.as_ref());
+        self.engine
+            .metrics()
+            .render(&**self.engine.store(), tools)
+            .await
     }
 }

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use agentgate_core::auth::client::TrustedProxies;
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
-use agentgate_core::engine::{Engine, EngineConfig};
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::mcp::{
     ConnectionLimits, Gateway, HttpOptions, TransportKind, http_router, serve_http_with,
     serve_stdio,
 };
 use agentgate_core::metrics;
-use agentgate_core::runtime::Runtime;
+use agentgate_core::runtime::{Probes, Runtime};
 use agentgate_core::store;
 use agentgate_core::store::Durability;
 use agentgate_core::store::seal::SealKey;
@@ -399,7 +399,8 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         }
         serve_http_with(
             listener,
-            router(gateway, http, shutdown.clone()).merge(runtime.webhook_router()),
+            router(gateway, runtime.probes(), http, shutdown.clone())
+                .merge(runtime.webhook_router()),
             connections,
             shutdown.clone(),
         )
@@ -471,14 +472,14 @@ fn refuse_open_listen(addr: SocketAddr, auth: &AuthConfig, allowed: bool) -> Res
 /// counts everyone's tasks); the probes stay open for orchestrators.
 pub(crate) fn router(
     gateway: Gateway,
+    probes: Probes,
     http: HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
-    let engine = gateway.engine().clone();
-    let store = engine.store().clone();
+    let ready = probes.clone();
     let mut metrics = axum::Router::new().route(
         "/metrics",
-        axum::routing::get(move || metrics_page(engine.clone())),
+        axum::routing::get(move || metrics_page(probes.clone())),
     );
     if let Some(auth) = &http.auth {
         metrics = auth.protect_routes(metrics);
@@ -486,17 +487,16 @@ pub(crate) fn router(
     http_router(gateway, http, shutdown)
         .route(
             "/readyz",
-            axum::routing::get(move || readiness(store.clone())),
+            axum::routing::get(move || readiness(ready.clone())),
         )
         .merge(metrics)
 }
 
 /// `/metrics`: Prometheus metrics in the OpenMetrics text format (the task
 /// gauge is read from the store now; 503 when the store does not answer).
-async fn metrics_page(engine: Engine) -> axum::response::Response {
+async fn metrics_page(probes: Probes) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    let tools = engine.tools().iter().map(|spec| spec.tool.name.as_ref());
-    match engine.metrics().render(&**engine.store(), tools).await {
+    match probes.metrics().await {
         Ok(text) => (
             [(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
             text,
@@ -518,9 +518,9 @@ async fn metrics_page(engine: Engine) -> axum::response::Response {
 /// unauthenticated, so the answer names a code, never the driver's message
 /// (which can carry the database user, host and login failure); that is
 /// logged at warn.
-async fn readiness(store: Arc<dyn store::TaskStore>) -> axum::response::Response {
+async fn readiness(probes: Probes) -> axum::response::Response {
     use axum::response::IntoResponse as _;
-    match tokio::time::timeout(READINESS_TIMEOUT, store.next_due()).await {
+    match tokio::time::timeout(READINESS_TIMEOUT, probes.store_answers()).await {
         Ok(Ok(_)) => (axum::http::StatusCode::OK, "ready\n").into_response(),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "/readyz: the task store did not answer");

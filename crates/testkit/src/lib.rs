@@ -11,7 +11,7 @@
 //! - [`pg`]: a PostgreSQL database per test, dropped even on panic, and the
 //!   visible skip when no server answers;
 //! - [`poll`]: waiting for a predicate instead of sleeping;
-//! - [`engine`]: an engine on a manual clock, driven through a task's waits;
+//! - [`engine`]: a runtime on a manual clock, driven through a task's waits;
 //! - [`spy`]: a counting wrapper of any `TaskStore`;
 //! - [`sse`]: JSON-RPC messages off an SSE response;
 //! - [`prop`]: the property tests' config, generators and canned upstream;

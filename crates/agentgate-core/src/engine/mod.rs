@@ -27,10 +27,10 @@
 //! saved again and again, and the step is not run again for it.
 
 mod runner;
-mod service;
+mod tasks;
 mod upstream_ids;
 
-pub use service::{Changed, StorageQuota, TaskError, TaskQuota, TaskWatch};
+pub use tasks::{Changed, StorageQuota, TaskError, TaskQuota, TaskWatch, Tasks};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -123,8 +123,10 @@ impl Default for EngineConfig {
 }
 
 /// The engine: store, tools and scheduler, shared by every transport.
+/// Crate-private: outside the crate, a task changes only through [`Tasks`]
+/// and the engine runs only inside a [`Runtime`](crate::runtime::Runtime).
 #[derive(Debug, Clone)]
-pub struct Engine {
+pub(crate) struct Engine {
     inner: Arc<Inner>,
 }
 
@@ -140,12 +142,12 @@ struct Inner {
     /// Steps running in this process, to interrupt one when its task is
     /// cancelled.
     running: Mutex<HashMap<TaskId, CancellationToken>>,
-    /// Per-owner locks of [`Engine::create`]'s live-task cap.
+    /// Per-owner locks of [`Tasks::create`]'s live-task cap.
     admissions: Vec<tokio::sync::Mutex<()>>,
     /// This process's step slots (`concurrency` permits): a step holds one
     /// from its claim (or hand-off) until it is saved.
     slots: Arc<Semaphore>,
-    /// Where [`Engine::create`] hands the claim loop a task it leased to
+    /// Where [`Tasks::create`] hands the claim loop a task it leased to
     /// this process; `Some` while [`Engine::run`] runs.
     handoff: Mutex<Option<mpsc::UnboundedSender<Handoff>>>,
     /// Which principal owns each upstream conversation and context, for
@@ -154,18 +156,9 @@ struct Inner {
 }
 
 impl Engine {
-    pub fn new(
-        store: Arc<dyn TaskStore>,
-        tools: ToolRegistry,
-        clock: Arc<dyn Clock>,
-        config: EngineConfig,
-    ) -> Self {
-        Self::with_metrics(store, tools, clock, config, Metrics::new())
-    }
-
     /// An engine that counts into `metrics`, made beforehand so the backends
     /// in `tools` could be handed their upstream counters.
-    pub fn with_metrics(
+    pub(crate) fn new(
         store: Arc<dyn TaskStore>,
         tools: ToolRegistry,
         clock: Arc<dyn Clock>,
@@ -189,46 +182,42 @@ impl Engine {
                 wake: Notify::new(),
                 changes,
                 running: Mutex::new(HashMap::new()),
-                admissions: service::admission_stripes(),
+                admissions: tasks::admission_stripes(),
                 slots,
                 handoff: Mutex::new(None),
             }),
         }
     }
 
-    pub fn store(&self) -> &Arc<dyn TaskStore> {
+    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
         &self.inner.store
     }
 
-    pub fn tools(&self) -> &ToolRegistry {
+    pub(crate) fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
     }
 
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.inner.clock
-    }
-
-    pub fn config(&self) -> &EngineConfig {
+    pub(crate) fn config(&self) -> &EngineConfig {
         &self.inner.config
     }
 
-    pub fn metrics(&self) -> &Metrics {
+    pub(crate) fn metrics(&self) -> &Metrics {
         &self.inner.metrics
     }
 
     /// The engine clock's time.
-    pub fn now(&self) -> crate::clock::Millis {
+    pub(crate) fn now(&self) -> crate::clock::Millis {
         self.inner.clock.now()
     }
 
     /// Tells the scheduler that a task may have become due.
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.inner.wake.notify_one();
     }
 
     /// Makes a task that waits for its next step due now (a watcher saw its
     /// upstream change). Returns whether it was waiting.
-    pub async fn nudge(&self, id: &TaskId) -> crate::store::StoreResult<bool> {
+    pub(crate) async fn nudge(&self, id: &TaskId) -> crate::store::StoreResult<bool> {
         let nudged = self.inner.store.nudge(id, self.inner.clock.now()).await?;
         if nudged {
             self.wake();
@@ -238,19 +227,19 @@ impl Engine {
 
     /// Announces that a task changed (a step was saved, input or a cancel
     /// arrived), for inline waiters and long polls in this process.
-    pub fn publish(&self, id: &TaskId) {
+    pub(crate) fn publish(&self, id: &TaskId) {
         // No receivers is fine: nobody is waiting on this task.
         let _ = self.inner.changes.send(id.clone());
     }
 
     /// Changes to any task, as they happen in this process.
-    pub fn subscribe(&self) -> broadcast::Receiver<TaskId> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<TaskId> {
         self.inner.changes.subscribe()
     }
 
     /// Interrupts the step running for `id` in this process, if any, so a
     /// cancel is delivered without waiting for a long step to end.
-    pub fn interrupt(&self, id: &TaskId) {
+    pub(crate) fn interrupt(&self, id: &TaskId) {
         if let Some(token) = self.running().get(id) {
             token.cancel();
         }
@@ -337,8 +326,11 @@ impl Engine {
     /// wind up, and releases every lease still held.
     ///
     /// From the call on (before the future is first polled), tasks
-    /// [`create`](Self::create)d here are handed to this scheduler.
-    pub fn run(self, shutdown: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+    /// [`Tasks::create`]d here are handed to this scheduler.
+    pub(crate) fn run(
+        self,
+        shutdown: CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let (handoff, handoffs) = mpsc::unbounded_channel();
         *self.handoff_sender() = Some(handoff);
         self.run_scheduler(shutdown, handoffs)

@@ -26,7 +26,7 @@ use super::error::GatewayError;
 use super::limits::{self, Guard, Limits, Poll};
 use super::render;
 use crate::auth::Principal;
-use crate::engine::{Engine, TaskQuota};
+use crate::engine::{TaskQuota, Tasks};
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
 use crate::task::{Owner, TaskId, TaskRecord};
@@ -43,7 +43,7 @@ pub enum TransportKind {
 /// agentgate's MCP server.
 #[derive(Clone)]
 pub struct Gateway {
-    pub(super) engine: Engine,
+    pub(super) tasks: Tasks,
     transport: TransportKind,
     pub(super) sealer: Arc<RequestStateCodec>,
     info: Implementation,
@@ -65,18 +65,20 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// Builds a gateway over `engine`. The MRTR signing key comes from the
-    /// store (sealed with the engine's store key), so every instance on one
-    /// store accepts the others' states.
-    pub async fn new(engine: Engine, transport: TransportKind) -> Result<Self, SealError> {
+    /// Builds a gateway over `tasks` (see [`Runtime::gateway`]). The MRTR
+    /// signing key comes from the store (sealed with the engine's store
+    /// key), so every instance on one store accepts the others' states.
+    ///
+    /// [`Runtime::gateway`]: crate::runtime::Runtime::gateway
+    pub(crate) async fn new(tasks: Tasks, transport: TransportKind) -> Result<Self, SealError> {
         let key = seal::shared_secret(
-            &**engine.store(),
-            &engine.config().store_key,
+            &**tasks.engine().store(),
+            &tasks.engine().config().store_key,
             "mrtr-request-state",
         )
         .await?;
         Ok(Self {
-            engine,
+            tasks,
             transport,
             sealer: Arc::new(
                 RequestStateCodec::try_new(key).map_err(|e| StoreError::Corrupt {
@@ -95,7 +97,7 @@ impl Gateway {
     /// gateway enforces none, which suits embedded and benchmark use.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         if let Some(max) = limits.max_ttl {
-            for spec in self.engine.tools().iter() {
+            for spec in self.tasks.tools().iter() {
                 if spec.policy.ttl.is_none_or(|ttl| ttl > max) {
                     // Said once at start: the tool's tasks expire (fail)
                     // sooner than the tool was built for.
@@ -108,11 +110,13 @@ impl Gateway {
                 }
             }
         }
-        self.guard = Some(Arc::new(Guard::new(limits, self.engine.subscribe())));
+        self.guard = Some(Arc::new(Guard::new(
+            limits,
+            self.tasks.engine().subscribe(),
+        )));
         self
     }
 
-    /// The limits enforced, if any.
     /// Tells `backends` of every request made with an OAuth access token
     /// ([`agentgate_backend::Backend::principal_request`]).
     pub fn with_backends(mut self, backends: Arc<[Arc<dyn agentgate_backend::Backend>]>) -> Self {
@@ -120,6 +124,7 @@ impl Gateway {
         self
     }
 
+    /// The limits enforced, if any.
     pub fn limits(&self) -> Option<&Limits> {
         self.guard.as_deref().map(|g| &g.limits)
     }
@@ -127,7 +132,7 @@ impl Gateway {
     /// Charges one request to the owner's rate limit.
     pub(super) fn admit(&self, owner: &Owner) -> Result<(), ErrorData> {
         match &self.guard {
-            Some(guard) => guard.admit(owner, self.engine.now()),
+            Some(guard) => guard.admit(owner, self.tasks.now()),
             None => Ok(()),
         }
     }
@@ -151,8 +156,9 @@ impl Gateway {
         self
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    /// The task service this gateway serves.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// Where this gateway's clients come from.
@@ -221,7 +227,7 @@ impl Gateway {
     /// order: a backend that is not set up has its tools left out.
     pub fn tools(&self) -> Vec<Tool> {
         let mut tools: Vec<Tool> = self
-            .engine
+            .tasks
             .tools()
             .listed()
             .map(|spec| spec.tool.clone())
@@ -244,7 +250,7 @@ impl Gateway {
             .unwrap_or_default()
     }
 
-    /// Creates a task for `tool` (see [`Engine::create`]) under this
+    /// Creates a task for `tool` (see [`Tasks::create`](crate::engine::Tasks::create)) under this
     /// gateway's limits. The row is committed before this returns, so the id
     /// resolves at once.
     pub async fn create_task(
@@ -254,17 +260,17 @@ impl Gateway {
         args: serde_json::Map<String, Value>,
     ) -> Result<TaskRecord, ErrorData> {
         let spec = self
-            .engine
+            .tasks
             .tools()
             .get(tool)
             .ok_or_else(|| GatewayError::UnknownTool(tool.to_owned()))?;
-        Ok(self.engine.create(owner, spec, args, &self.quota()).await?)
+        Ok(self.tasks.create(owner, spec, args, &self.quota()).await?)
     }
 
     /// The `CreateTaskResult` for a freshly created task.
     pub fn task_handle(&self, record: &TaskRecord) -> CreateTaskResult {
-        let now = self.engine.now();
-        CreateTaskResult::new(render::task_fields(record, self.engine.tools(), now))
+        let now = self.tasks.now();
+        CreateTaskResult::new(render::task_fields(record, self.tasks.tools(), now))
     }
 
     async fn call_job_tool(
@@ -274,7 +280,7 @@ impl Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let spec = self
-            .engine
+            .tasks
             .tools()
             .get(&name)
             .ok_or_else(|| GatewayError::UnknownTool(name.clone()))?;
@@ -284,7 +290,7 @@ impl Gateway {
             let id = self.open_request_state(state, &owner, &name)?;
             let responses = request.input_responses.clone().unwrap_or_default();
             self.check_input_size(&responses)?;
-            self.engine.answer(&owner, &id, responses).await?;
+            self.tasks.answer(&owner, &id, responses).await?;
             return self.follow_inline(&id, &owner, spec, &cx).await;
         }
         let args = request.arguments.clone().unwrap_or_default();
@@ -296,7 +302,7 @@ impl Gateway {
             .into());
         }
         if Self::wants_task(&cx) {
-            let record = self.engine.create(owner, spec, args, &self.quota()).await?;
+            let record = self.tasks.create(owner, spec, args, &self.quota()).await?;
             return Ok(self.task_handle(&record).into());
         }
         if !spec.policy.sync_fallback {
@@ -305,7 +311,7 @@ impl Gateway {
             ));
         }
         let record = self
-            .engine
+            .tasks
             .create(owner.clone(), spec, args, &self.quota())
             .await?;
         self.follow_inline(&record.id, &owner, spec, &cx).await
@@ -343,7 +349,7 @@ impl ServerHandler for Gateway {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        match self.engine.tools().get(name) {
+        match self.tasks.tools().get(name) {
             Some(spec) => Some(spec.tool.clone()),
             None => self.tools().into_iter().find(|t| t.name == name),
         }
@@ -373,13 +379,13 @@ impl ServerHandler for Gateway {
         request: GetTaskParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.engine.metrics().task_get();
+        self.tasks.engine().metrics().task_get();
         let owner = self.enter(&cx).await?;
         let id = TaskId::from_client(request.task_id);
-        let now = self.engine.now();
-        let tools = self.engine.tools();
+        let now = self.tasks.now();
+        let tools = self.tasks.tools();
         let detailed = match &self.guard {
-            None => render::to_detailed_task(&self.engine.get(&owner, &id).await?, tools, now)?,
+            None => render::to_detailed_task(&self.tasks.get(&owner, &id).await?, tools, now)?,
             Some(guard) => match guard.polls.poll(&owner, &id, now) {
                 Poll::Cached(answer) => DetailedTask::clone(&answer),
                 Poll::TooFast { interval, polls } => {
@@ -387,7 +393,7 @@ impl ServerHandler for Gateway {
                 }
                 Poll::Read(ticket) => {
                     // Rendered once: the answer also says how long to keep it.
-                    let record = self.engine.get(&owner, &id).await?;
+                    let record = self.tasks.get(&owner, &id).await?;
                     let detailed = render::to_detailed_task(&record, tools, now)?;
                     let interval = detailed.task.poll_interval_ms.map(Duration::from_millis);
                     guard
@@ -408,7 +414,7 @@ impl ServerHandler for Gateway {
         let owner = self.enter(&cx).await?;
         self.check_input_size(&request.input_responses)?;
         let id = TaskId::from_client(request.task_id);
-        self.engine
+        self.tasks
             .answer(&owner, &id, request.input_responses)
             .await?;
         Ok(())
@@ -430,7 +436,7 @@ impl ServerHandler for Gateway {
         let _slot = match &self.guard {
             Some(guard) => {
                 let tasks = self.listen_task_ids(request).map_or(0, |ids| ids.0.len());
-                Some(guard.open_listen(&owner, tasks, self.engine.now())?)
+                Some(guard.open_listen(&owner, tasks, self.tasks.now())?)
             }
             None => None,
         };
@@ -485,6 +491,6 @@ impl ServerHandler for Gateway {
     ) -> Result<(), ErrorData> {
         let owner = self.enter(&cx).await?;
         let id = TaskId::from_client(request.task_id);
-        Ok(self.engine.cancel(&owner, &id).await?)
+        Ok(self.tasks.cancel(&owner, &id).await?)
     }
 }

@@ -91,11 +91,11 @@ impl Gateway {
         cx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if let Some(view) = spec.sync_view() {
-            let watch = self.engine.watch(owner, vec![id.clone()]);
+            let watch = self.tasks.watch(owner, vec![id.clone()]);
             let task = super::inline_task::inline_task(id, watch, cx);
             return view.follow(task).await.map(Into::into);
         }
-        let mut watch = self.engine.watch(owner, vec![id.clone()]);
+        let mut watch = self.tasks.watch(owner, vec![id.clone()]);
         let deadline = Instant::now() + spec.policy.sync_budget;
         let progress_token = cx.meta.get_progress_token();
         let mut progress = 0u32;
@@ -166,7 +166,7 @@ impl Gateway {
             }
         } else if missing.is_empty() && all_elicitations(&requests) {
             let responses = self.elicit_legacy(&requests, cx).await?;
-            self.engine.answer(owner, &record.id, responses).await?;
+            self.tasks.answer(owner, &record.id, responses).await?;
             return Ok(None);
         }
         Ok(Some(needs_input_error(record, &requests).into()))

@@ -270,7 +270,7 @@ impl Gateway {
             Forget(matches!(self.transport(), super::TransportKind::Stdio(_)).then_some(stdio_key));
         let owner = self.owner(&request);
         let ids: Vec<TaskId> = ids.0.into_iter().map(TaskId::from_client).collect();
-        let mut watch = self.engine.watch(&owner, ids.clone());
+        let mut watch = self.tasks.watch(&owner, ids.clone());
         let mut sent: HashMap<TaskId, Value> = HashMap::new();
         for id in &ids {
             if !self.send_if_changed(&request, &watch, id, &mut sent).await {
@@ -304,7 +304,7 @@ impl Gateway {
         id: &TaskId,
         sent: &mut HashMap<TaskId, Value>,
     ) -> bool {
-        let now = self.engine.now();
+        let now = self.tasks.now();
         let record = match watch.read(id).await {
             Ok(record) => record,
             // Unknown, expired or another principal's: nothing to say.
@@ -314,7 +314,7 @@ impl Gateway {
                 return true;
             }
         };
-        let detailed = match render::to_detailed_task(&record, self.engine.tools(), now) {
+        let detailed = match render::to_detailed_task(&record, self.tasks.tools(), now) {
             Ok(detailed) => detailed,
             Err(e) => {
                 tracing::warn!(task = %id, error = %e.message, "task status push: unreadable task");

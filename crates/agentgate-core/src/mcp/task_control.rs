@@ -109,7 +109,7 @@ impl Gateway {
         let id = TaskId::from_client(args.task_id);
         let responses: InputResponses = args.responses.into_iter().collect();
         self.check_input_size(&responses)?;
-        let record = match self.engine.get(&owner, &id).await {
+        let record = match self.tasks.get(&owner, &id).await {
             Ok(record) => record,
             Err(e) => return unknown_or(e, &id),
         };
@@ -123,7 +123,7 @@ impl Gateway {
         if let Err(problem) = check_answers(&requests, &responses) {
             return Ok(error(format!("task `{id}`: {problem}")));
         }
-        let ack = match self.engine.answer(&owner, &id, responses).await {
+        let ack = match self.tasks.answer(&owner, &id, responses).await {
             Ok(ack) => ack,
             Err(e) => return unknown_or(e, &id),
         };
@@ -162,7 +162,7 @@ impl Gateway {
         };
         let owner = self.owner(&cx);
         let id = TaskId::from_client(args.task_id);
-        if let Err(e) = self.engine.cancel(&owner, &id).await {
+        if let Err(e) = self.tasks.cancel(&owner, &id).await {
             return unknown_or(e, &id);
         }
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(

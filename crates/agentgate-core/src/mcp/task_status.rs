@@ -98,7 +98,7 @@ impl Gateway {
         };
         let owner = self.owner(&cx);
         let id = TaskId::from_client(args.task_id);
-        let mut watch = self.engine.watch(&owner, vec![id.clone()]);
+        let mut watch = self.tasks.watch(&owner, vec![id.clone()]);
         let mut record = match watch.read(&id).await {
             Ok(record) => record,
             Err(TaskError::UnknownTask) => {
@@ -125,7 +125,7 @@ impl Gateway {
                 break;
             }
         }
-        let detailed = render::to_detailed_task(&record, self.engine.tools(), self.engine.now())?;
+        let detailed = render::to_detailed_task(&record, self.tasks.tools(), self.tasks.now())?;
         let structured = serde_json::to_value(&detailed)
             .map_err(|e| GatewayError::Internal(format!("rendering task {id}: {e}")))?;
         let mut text = format!("Task {id}: {}", record.status);

@@ -16,14 +16,14 @@
 //!     initialize answered at 2025-11-25 ──▶ + capabilities.tasks
 //!     tools/list ──▶ + execution.taskSupport on every tool
 //!   rmcp ─▶ Gateway::on_custom_request ─▶ Gateway::serve_2025
-//!     tools/call ──▶ Engine::create (the same durable, owned task) ─▶ {task}
-//!     tasks/get ───▶ Engine::get ─▶ Task
-//!     tasks/result ─▶ Engine::watch until the task ends ─▶ CallToolResult
+//!     tools/call ──▶ Tasks::create (the same durable, owned task) ─▶ {task}
+//!     tasks/get ───▶ Tasks::get ─▶ Task
+//!     tasks/result ─▶ Tasks::watch until the task ends ─▶ CallToolResult
 //!                     or its JSON-RPC error (input_required: elicitation/create
-//!                     tied to the task, answers through Engine::answer; each
+//!                     tied to the task, answers through Tasks::answer; each
 //!                     change meanwhile: notifications/tasks/status)
-//!     tasks/cancel ─▶ Engine::cancel ─▶ Task
-//!     tasks/list ──▶ Engine::list (the caller's own, newest first) ─▶ a page
+//!     tasks/cancel ─▶ Tasks::cancel ─▶ Task
+//!     tasks/list ──▶ Tasks::list (the caller's own, newest first) ─▶ a page
 //! ```
 //!
 //! Only the session's declared version selects this wire, so a 2026-07-28
@@ -425,7 +425,7 @@ fn to_value<T: Serialize>(value: &T) -> Result<Value, ErrorData> {
 
 impl Gateway {
     fn task_2025(&self, record: &TaskRecord) -> Task2025 {
-        let task = render::task_fields(record, self.engine.tools(), self.engine.now());
+        let task = render::task_fields(record, self.tasks.tools(), self.tasks.now());
         Task2025 {
             task_id: task.task_id,
             status: record.status.as_str(),
@@ -449,7 +449,7 @@ impl Gateway {
             "tools/call" => {
                 let call: CallParams = params(&request, method)?;
                 let spec = self
-                    .engine
+                    .tasks
                     .tools()
                     .get(&call.name)
                     .ok_or_else(|| GatewayError::UnknownTool(call.name.clone()))
@@ -464,13 +464,13 @@ impl Gateway {
                 // The client's `task.ttl` is a wish; the tool's TTL (under
                 // `limits.max_ttl_seconds`) is what the task gets, and the
                 // answer says so.
-                let record = self.engine.create(owner, spec, args, &self.quota()).await?;
+                let record = self.tasks.create(owner, spec, args, &self.quota()).await?;
                 json!({ "task": to_value(&self.task_2025(&record))? })
             }
             "tasks/get" => {
                 let TaskParams { task_id } = params(&request, method)?;
                 let record = self
-                    .engine
+                    .tasks
                     .get(&owner, &TaskId::from_client(task_id))
                     .await?;
                 to_value(&self.task_2025(&record))?
@@ -478,14 +478,14 @@ impl Gateway {
             "tasks/cancel" => {
                 let TaskParams { task_id } = params(&request, method)?;
                 let id = TaskId::from_client(task_id);
-                let record = self.engine.get(&owner, &id).await?;
+                let record = self.tasks.get(&owner, &id).await?;
                 if record.status.is_terminal() {
                     return Err(GatewayError::TaskEnded(record.status.as_str()).into());
                 }
-                self.engine.cancel(&owner, &id).await?;
+                self.tasks.cancel(&owner, &id).await?;
                 // Cancelling is cooperative: the job decides how it ends, so
                 // the answer is the task as it is now.
-                to_value(&self.task_2025(&self.engine.get(&owner, &id).await?))?
+                to_value(&self.task_2025(&self.tasks.get(&owner, &id).await?))?
             }
             "tasks/result" => {
                 let TaskParams { task_id } = params(&request, method)?;
@@ -536,7 +536,7 @@ impl Gateway {
         };
         // One more than a page: whether another page follows.
         let mut page = self
-            .engine
+            .tasks
             .list(owner, cursor.as_ref().map(|c| &c.0), LIST_PAGE + 1)
             .await?;
         let more = page.len() > LIST_PAGE as usize;
@@ -553,7 +553,7 @@ impl Gateway {
     /// `tools/call` would have: its `CallToolResult` or its JSON-RPC error.
     /// While the task is `input_required`, its questions go to the client
     /// as `elicitation/create` tied to the task, once per question, and the
-    /// answers go to [`Engine::answer`](crate::engine::Engine::answer),
+    /// answers go to [`Tasks::answer`](crate::engine::Tasks::answer),
     /// as `tasks/update` does.
     async fn task_result(
         &self,
@@ -561,7 +561,7 @@ impl Gateway {
         cx: &RequestContext<RoleServer>,
     ) -> Result<Value, ErrorData> {
         let owner = self.owner(cx);
-        let mut watch = self.engine.watch(&owner, vec![id.clone()]);
+        let mut watch = self.tasks.watch(&owner, vec![id.clone()]);
         let mut asked: Vec<String> = Vec::new();
         let mut seen: Option<(TaskPhase, Option<String>)> = None;
         loop {
@@ -615,7 +615,7 @@ impl Gateway {
                         }
                         if !responses.is_empty() {
                             self.check_input_size(&responses)?;
-                            self.engine.answer(&owner, &id, responses).await?;
+                            self.tasks.answer(&owner, &id, responses).await?;
                             continue;
                         }
                     }

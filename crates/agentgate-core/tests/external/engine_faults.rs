@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, ManualClock, Millis, SystemClock};
-use agentgate_core::engine::{Engine, EngineConfig};
+use agentgate_core::clock::{Clock, ManualClock, Millis, SystemClock};
+use agentgate_core::engine::{EngineConfig, TaskError, TaskQuota, Tasks};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::runtime::Runtime;
 use agentgate_core::store::{
     Claimed, InputAck, ListCursor, SqliteStore, StoreError, StoreResult, StoredUsage, SweepReport,
     TaskCount, TaskStore,
@@ -27,7 +27,6 @@ use agentgate_testkit::spy::{StoreSpy, outage};
 use async_trait::async_trait;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// A SQLite store whose next `fail` checkpoints fail the way an outage
 /// would, and the `corrupt` ones after them with an error no retry cures.
@@ -61,79 +60,84 @@ impl Job for Once {
     }
 }
 
-fn engine(store: Arc<StoreSpy<SqliteStore>>, job: Once) -> (Engine, CancellationToken) {
-    let tools = ToolRegistry::new().with(ToolSpec::new("once", "test", ToolPolicy::default(), job));
+/// This instance's name in leases.
+const WORKER: &str = "here";
+
+/// A runtime on `store` on `clock` serving one tool, `spec`.
+fn start(
+    store: Arc<dyn TaskStore>,
+    spec: ToolSpec,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+) -> Runtime {
+    let config = EngineConfig {
+        worker_id: WORKER.to_owned(),
+        ..config
+    };
+    Runtime::builder(store)
+        .clock(clock)
+        .config(config)
+        .tool(spec)
+        .start()
+        .expect("start")
+}
+
+/// [`start`] with `job` as the `once` tool, on the wall clock.
+fn engine(store: Arc<StoreSpy<SqliteStore>>, job: Once) -> Runtime {
     let config = EngineConfig {
         idle_poll: Duration::from_millis(50),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(store, tools, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
-    (engine, shutdown)
+    let spec = ToolSpec::new("once", "test", ToolPolicy::default(), job);
+    start(store, spec, config, Arc::new(SystemClock))
 }
 
-async fn create(engine: &Engine) -> TaskId {
-    let id = TaskId::generate();
-    engine
-        .store()
-        .create(NewTask {
-            id: id.clone(),
-            owner: Owner::new("t"),
-            tool: "once".into(),
-            args: json!({}),
-            status_message: None,
-            ttl_ms: None,
-            now: engine.clock().now(),
-        })
-        .await
-        .expect("create");
-    engine.wake();
-    id
+/// Creates a task of the runtime's one tool for `t`.
+async fn create(tasks: &Tasks) -> Result<TaskId, TaskError> {
+    let spec = tasks.tools().iter().next().expect("a tool");
+    let args = serde_json::Map::new();
+    let task = tasks
+        .create(Owner::new("t"), spec, args, &TaskQuota::default())
+        .await?;
+    Ok(task.id)
 }
 
-/// Waits for the engine's change notices until the task ends (bounded,
-/// well under the 30 s lease, so a lease running out cannot be what ends it).
-async fn until_terminal(engine: &Engine, id: &TaskId) -> TaskRecord {
-    let mut changes = engine.subscribe();
+/// Waits for the task's changes until it ends (bounded, well under the
+/// 30 s lease, so a lease running out cannot be what ends it).
+async fn until_terminal(tasks: &Tasks, id: &TaskId) -> TaskRecord {
+    let mut watch = tasks.watch(&Owner::new("t"), vec![id.clone()]);
     loop {
-        let task = engine
-            .store()
-            .get(&Owner::new("t"), id, engine.clock().now())
-            .await
-            .expect("get")
-            .expect("task");
+        let task = watch.read(id).await.expect("get");
         if task.status.is_terminal() {
             return task;
         }
-        tokio::time::timeout(Duration::from_secs(15), changes.recv())
+        tokio::time::timeout(Duration::from_secs(15), watch.next_change())
             .await
-            .expect("no change within 15 s")
-            .expect("engine alive");
+            .expect("no change within 15 s");
     }
 }
 
 async fn a_save_that_fails_briefly_is_saved_when_the_store_answers_and_the_step_runs_once() {
     let store = faulty(3, 0).await;
     let job = Once::default();
-    let (engine, shutdown) = engine(store.clone(), job.clone());
-    let id = create(&engine).await;
-    let task = until_terminal(&engine, &id).await;
+    let runtime = engine(store.clone(), job.clone());
+    let id = create(&runtime.tasks()).await.expect("create");
+    let task = until_terminal(&runtime.tasks(), &id).await;
     assert_eq!(task.status, TaskPhase::Completed);
     assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
     assert_eq!(store.calls("checkpoint"), 4, "3 failed saves, then one");
     assert_eq!(store.calls("release"), 0);
     assert_eq!(task.fence, Fence::from_raw(1), "never claimed again");
-    shutdown.cancel();
+    runtime.stop().await.expect("stop");
 }
 
 async fn a_save_the_store_refuses_fails_the_task_and_the_step_runs_once() {
     // Not an outage: saving the same result again would be refused again.
     let store = faulty(0, 1).await;
     let job = Once::default();
-    let (engine, shutdown) = engine(store.clone(), job.clone());
-    let id = create(&engine).await;
-    let task = until_terminal(&engine, &id).await;
+    let runtime = engine(store.clone(), job.clone());
+    let id = create(&runtime.tasks()).await.expect("create");
+    let task = until_terminal(&runtime.tasks(), &id).await;
     assert_eq!(task.status, TaskPhase::Failed, "{task:?}");
     let message = task.error.as_ref().and_then(|e| e["message"].as_str());
     assert_eq!(
@@ -144,7 +148,7 @@ async fn a_save_the_store_refuses_fails_the_task_and_the_step_runs_once() {
     assert_eq!(store.calls("checkpoint"), 2, "the result, then the failure");
     assert_eq!(store.calls("release"), 0, "the lease was not given up");
     assert_eq!(task.fence, Fence::from_raw(1), "never claimed again");
-    shutdown.cancel();
+    runtime.stop().await.expect("stop");
 }
 
 /// When even the task's failure cannot be stored, the lease is not given
@@ -153,22 +157,15 @@ async fn a_task_whose_failure_cannot_be_stored_either_waits_out_its_lease() {
     const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
     let store = faulty(0, 2).await;
     let job = Once::default();
-    let tools = ToolRegistry::new().with(ToolSpec::new(
-        "once",
-        "test",
-        ToolPolicy::default(),
-        job.clone(),
-    ));
+    let spec = ToolSpec::new("once", "test", ToolPolicy::default(), job.clone());
     let clock = ManualClock::starting_at(T0);
     let lease = Duration::from_secs(30);
     let config = EngineConfig {
         lease,
         ..EngineConfig::default()
     };
-    let engine = Engine::new(store.clone(), tools, Arc::new(clock.clone()), config);
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
-    let id = create(&engine).await;
+    let runtime = start(store.clone(), spec, config, Arc::new(clock.clone()));
+    let id = create(&runtime.tasks()).await.expect("create");
     let bound = Duration::from_secs(15);
     agentgate_testkit::poll::eventually("the result and the failure refused", bound, || {
         store.calls("checkpoint") >= 2
@@ -179,23 +176,19 @@ async fn a_task_whose_failure_cannot_be_stored_either_waits_out_its_lease() {
         .await
         .expect("get")
         .expect("task");
-    assert_eq!(
-        task.lease_owner.as_deref(),
-        Some(engine.config().worker_id.as_str())
-    );
+    assert_eq!(task.lease_owner.as_deref(), Some(WORKER));
     assert_eq!(store.calls("release"), 0, "the lease was kept");
     assert_eq!(job.0.load(Ordering::SeqCst), 1, "the step ran once");
 
     // Once the lease has run out, the task is claimed again and its step
     // (the store now saving) completes it.
     clock.set(T0.saturating_add(lease));
-    let task = until_terminal(&engine, &id).await;
+    let task = until_terminal(&runtime.tasks(), &id).await;
     assert_eq!(task.status, TaskPhase::Completed, "{task:?}");
     assert_eq!(job.0.load(Ordering::SeqCst), 2, "once per lease");
     assert_eq!(task.fence, Fence::from_raw(2));
     assert_eq!(store.calls("release"), 0, "the lease ran out by itself");
-    shutdown.cancel();
-    running.await.expect("the engine stops");
+    runtime.stop().await.expect("the engine stops");
 }
 
 /// Completes at once with `text` as its result, counting its runs.
@@ -232,14 +225,11 @@ impl Job for Says {
 
 /// Runs a `once` task of `job` on `store` to its end.
 async fn run_says(store: Arc<dyn TaskStore>, job: Says, config: EngineConfig) -> TaskRecord {
-    let tools = ToolRegistry::new().with(ToolSpec::new("once", "test", ToolPolicy::default(), job));
-    let engine = Engine::new(store, tools, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
-    let id = create(&engine).await;
-    let task = until_terminal(&engine, &id).await;
-    shutdown.cancel();
-    running.await.expect("the engine stops");
+    let spec = ToolSpec::new("once", "test", ToolPolicy::default(), job);
+    let runtime = start(store, spec, config, Arc::new(SystemClock));
+    let id = create(&runtime.tasks()).await.expect("create");
+    let task = until_terminal(&runtime.tasks(), &id).await;
+    runtime.stop().await.expect("the engine stops");
     task
 }
 
@@ -332,22 +322,15 @@ async fn a_step_whose_lease_cannot_be_renewed_stops_before_the_lease_ends() {
     let store = faulty(0, 0).await;
     store.fail_next("heartbeat", 1_000, outage);
     let job = Hangs::default();
-    let tools = ToolRegistry::new().with(ToolSpec::new(
-        "once",
-        "test",
-        ToolPolicy::default(),
-        job.clone(),
-    ));
+    let spec = ToolSpec::new("once", "test", ToolPolicy::default(), job.clone());
     let clock = ManualClock::starting_at(T0);
     let lease = Duration::from_secs(30);
     let config = EngineConfig {
         lease,
         ..EngineConfig::default()
     };
-    let engine = Engine::new(store.clone(), tools, Arc::new(clock.clone()), config);
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
-    let id = create(&engine).await;
+    let runtime = start(store.clone(), spec, config, Arc::new(clock.clone()));
+    let id = create(&runtime.tasks()).await.expect("create");
     let bound = Duration::from_secs(15);
     tokio::time::timeout(bound, job.started.notified())
         .await
@@ -390,8 +373,7 @@ async fn a_step_whose_lease_cannot_be_renewed_stops_before_the_lease_ends() {
         Some(T0.saturating_add(lease)),
         "no heartbeat reached the store"
     );
-    shutdown.cancel();
-    running.await.expect("the engine stops");
+    runtime.stop().await.expect("the engine stops");
 }
 
 /// A store on which every claim fails while reads say a task is overdue,
@@ -514,28 +496,16 @@ impl TaskStore for Full {
 
 async fn failing_claims_back_off_instead_of_spinning() {
     let store = Arc::new(Full::default());
-    let tools = ToolRegistry::new().with(ToolSpec::new(
-        "once",
-        "test",
-        ToolPolicy::default(),
-        Once::default(),
-    ));
-    let engine = Engine::new(
-        store.clone(),
-        tools,
-        Arc::new(SystemClock),
-        EngineConfig::default(),
-    );
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn(engine.run(shutdown.clone()));
+    let spec = ToolSpec::new("once", "test", ToolPolicy::default(), Once::default());
+    let config = EngineConfig::default();
+    let runtime = start(store.clone(), spec, config, Arc::new(SystemClock));
     // Ten seconds of virtual time with every claim failing and a task
     // overdue: the loop waits 100 ms doubling to 5 s between tries, so it
     // tries at 0, 0.1, 0.3, 0.7, 1.5, 3.1 and 6.3 s. Spinning would be
     // thousands.
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(store.claims.load(Ordering::SeqCst), 7);
-    shutdown.cancel();
-    running.await.expect("the engine stops");
+    runtime.stop().await.expect("the engine stops");
 }
 
 /// A task is overdue but cannot be claimed (here: every step slot is
@@ -577,28 +547,20 @@ async fn a_due_task_that_cannot_be_claimed_does_not_make_the_claim_loop_spin() {
         ..Full::default()
     });
     let job = Hangs::default();
-    let tools = ToolRegistry::new().with(ToolSpec::new(
-        "hang",
-        "test",
-        ToolPolicy::default(),
-        job.clone(),
-    ));
+    let spec = ToolSpec::new("hang", "test", ToolPolicy::default(), job.clone());
     let config = EngineConfig {
         concurrency: 1,
         idle_poll: Duration::from_secs(1),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(store.clone(), tools, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn(engine.run(shutdown.clone()));
+    let runtime = start(store.clone(), spec, config, Arc::new(SystemClock));
     job.started.notified().await;
     // Ten seconds of virtual time with the one slot busy and a task
     // overdue: a look a second, not thousands.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let looks = store.next_dues.load(Ordering::SeqCst);
     assert!(looks <= 15, "the claim loop looked {looks} times in 10 s");
-    shutdown.cancel();
-    running.await.expect("the engine stops");
+    runtime.stop().await.expect("the engine stops");
 }
 
 /// Does its side effect (counted per task) in its first step, waits, then
@@ -641,20 +603,13 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
             .expect("open"),
     );
     let job = Effect::default();
-    let tools = ToolRegistry::new().with(ToolSpec::new(
-        "effect",
-        "test",
-        ToolPolicy::default(),
-        job.clone(),
-    ));
+    let spec = ToolSpec::new("effect", "test", ToolPolicy::default(), job.clone());
     let config = EngineConfig {
         idle_poll: Duration::from_millis(50),
         concurrency: 16,
         ..EngineConfig::default()
     };
-    let engine = Engine::new(store.clone(), tools, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
-    let running = tokio::spawn(engine.clone().run(shutdown.clone()));
+    let runtime = start(store.clone(), spec, config, Arc::new(SystemClock));
 
     // Four clients create tasks throughout; the database is stopped
     // one second in and started again 3.5 s later (longer than the pool's 2 s
@@ -662,34 +617,19 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut creators = Vec::new();
     for _ in 0..4 {
-        let (engine, stop) = (engine.clone(), stop.clone());
+        let (tasks, stop) = (runtime.tasks(), stop.clone());
         creators.push(tokio::spawn(async move {
             let mut acked = Vec::new();
             let mut refused = 0u32;
             while !stop.load(Ordering::Relaxed) {
-                let id = TaskId::generate();
-                let created = engine
-                    .store()
-                    .create(NewTask {
-                        id: id.clone(),
-                        owner: Owner::new("t"),
-                        tool: "effect".into(),
-                        args: json!({}),
-                        status_message: None,
-                        ttl_ms: None,
-                        now: engine.clock().now(),
-                    })
-                    .await;
-                match created {
-                    Ok(_) => {
-                        engine.wake();
-                        acked.push(id);
-                    }
-                    Err(e) => {
+                match create(&tasks).await {
+                    Ok(id) => acked.push(id),
+                    Err(TaskError::Store(e)) => {
                         assert!(e.outage().is_some(), "a refusal names the outage: {e}");
                         refused += 1;
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
+                    Err(other) => panic!("a create was refused for another reason: {other}"),
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -727,7 +667,7 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
     for id in &acked {
         loop {
             let task = store
-                .get(&Owner::new("t"), id, engine.clock().now())
+                .get(&Owner::new("t"), id, SystemClock.now())
                 .await
                 .expect("get")
                 .unwrap_or_else(|| panic!("acknowledged task {id} was lost"));
@@ -752,8 +692,7 @@ async fn postgres_stopped_and_restarted_under_load_loses_no_task_and_repeats_no_
     }
     let repeated: Vec<_> = effects.iter().filter(|(_, n)| **n > 1).collect();
     assert!(repeated.is_empty(), "side effects repeated: {repeated:?}");
-    shutdown.cancel();
-    running.await.expect("engine");
+    runtime.stop().await.expect("engine");
 }
 
 /// This file's tests, for the binary's `main`.

@@ -6,18 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, ManualClock, Millis};
-use agentgate_core::engine::{Engine, EngineConfig};
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
-use agentgate_core::registry::ToolRegistry;
-use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{NewTask, Owner, RetryPolicy, TaskId, TaskPhase, ToolPolicy};
-use agentgate_testkit::engine::{Driven, drive_to_end};
+use agentgate_core::task::{Owner, RetryPolicy, TaskPhase, ToolPolicy};
+use agentgate_testkit::engine::{Driven, ManualRuntime};
 use rmcp::model::{CallToolResult, ContentBlock};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct Args {
@@ -59,42 +55,27 @@ impl Job for Flaky {
     }
 }
 
-const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
-
-/// An engine running on an in-memory store and a clock that stands still
-/// until the test moves it.
-struct Running {
-    engine: Engine,
-    clock: ManualClock,
-    shutdown: CancellationToken,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
+/// An engine on an in-memory store and a clock that stands still until
+/// the test moves it, serving the `flaky` tool.
+struct Running(ManualRuntime);
 
 async fn engine(job: Flaky, max_retries: i64) -> Running {
     engine_with(job, max_retries, ToolPolicy::default()).await
 }
 
 async fn engine_with(job: Flaky, max_retries: i64, policy: ToolPolicy) -> Running {
-    let store = SqliteStore::open("sqlite::memory:").await.expect("store");
-    let tools = ToolRegistry::new().with(ToolSpec::new("flaky", "test", policy, job));
     let config = EngineConfig {
         max_retries,
         ..EngineConfig::default()
     };
-    let clock = ManualClock::starting_at(T0);
-    let engine = Engine::new(Arc::new(store), tools, Arc::new(clock.clone()), config);
-    let shutdown = CancellationToken::new();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
-    Running {
-        engine,
-        clock,
-        shutdown,
-    }
+    Running(
+        ManualRuntime::start(|runtime| {
+            runtime
+                .config(config)
+                .tool(ToolSpec::new("flaky", "test", policy, job))
+        })
+        .await,
+    )
 }
 
 impl Running {
@@ -104,23 +85,10 @@ impl Running {
     }
 
     async fn run_with(&self, failures: usize, retry_after_ms: Option<u64>) -> Driven {
-        let id = TaskId::generate();
         let owner = Owner::new("t");
-        self.engine
-            .store()
-            .create(NewTask {
-                id: id.clone(),
-                owner: owner.clone(),
-                tool: "flaky".into(),
-                args: json!({ "failures": failures, "retry_after_ms": retry_after_ms }),
-                status_message: None,
-                ttl_ms: None,
-                now: self.clock.now(),
-            })
-            .await
-            .expect("create");
-        self.engine.wake();
-        drive_to_end(&self.engine, &self.clock, &owner, &id).await
+        let args = json!({ "failures": failures, "retry_after_ms": retry_after_ms });
+        let task = self.0.create(&owner, "flaky", args).await;
+        self.0.drive_to_end(&owner, &task.id).await
     }
 }
 

@@ -3,7 +3,7 @@
 //! a manual clock (time moves by the test, never by sleeping), and two
 //! principals, each on its own route.
 //!
-//! The engine is not started, so created tasks stay `working` until the
+//! The runtime runs no steps (unless a test asks), so created tasks stay `working` until the
 //! clock passes their TTL: what is counted and cached is fixed by the test.
 
 use std::collections::BTreeMap;
@@ -11,14 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_core::auth::Principal;
-use agentgate_core::clock::{ManualClock, Millis};
-use agentgate_core::engine::{Engine, EngineConfig};
+use agentgate_core::clock::ManualClock;
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::limits::LIMITED;
-use agentgate_core::mcp::{Gateway, HttpOptions, Limits, TransportKind, http_router};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::mcp::{HttpOptions, Limits, TransportKind, http_router};
 use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_core::task::{Owner, ToolPolicy};
+use agentgate_testkit::engine::{ManualRuntime, T0};
 use agentgate_testkit::spy::StoreSpy;
 use agentgate_testkit::{Client, TestClient, call, start_task};
 use rmcp::model::{
@@ -32,7 +32,6 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 /// `PollPolicy::default()`'s interval for a young `working` task.
 const WORKING_POLL_MS: u64 = 500;
 
@@ -103,7 +102,8 @@ struct Setup {
     anonymous: Client,
     /// Authenticated as `bob` by a layer, as the auth middleware would.
     bob: Client,
-    _stop: tokio_util::sync::DropGuard,
+    /// Stops the runtime and the servers when the test ends.
+    _runtime: ManualRuntime,
 }
 
 impl Setup {
@@ -118,37 +118,32 @@ async fn setup(limits: Limits) -> Setup {
 
 /// `run`: also run the scheduler, so tasks make progress.
 async fn setup_with(limits: Limits, run: bool) -> Setup {
-    let clock = ManualClock::starting_at(T0);
     let store = Arc::new(StoreSpy::new(
         SqliteStore::open("sqlite::memory:").await.expect("store"),
     ));
-    let tools = ToolRegistry::new()
-        .with(ToolSpec::new(
-            "idle",
-            "a task that stays working",
-            ToolPolicy::default(),
-            Idle,
-        ))
-        .with(ToolSpec::new(
-            "ask",
-            "asks for a note",
-            ToolPolicy::default(),
-            Ask,
-        ));
-    let engine = Engine::new(
-        store.clone(),
-        tools,
-        Arc::new(clock.clone()),
-        EngineConfig::default(),
-    );
-    let gateway = Gateway::new(engine, TransportKind::Http)
+    let runtime = ManualRuntime::on(store.clone(), |runtime| {
+        runtime
+            .tool(ToolSpec::new(
+                "idle",
+                "a task that stays working",
+                ToolPolicy::default(),
+                Idle,
+            ))
+            .tool(ToolSpec::new(
+                "ask",
+                "asks for a note",
+                ToolPolicy::default(),
+                Ask,
+            ))
+            .limits(limits)
+            .run_steps(run)
+    });
+    let gateway = runtime
+        .runtime()
+        .gateway(TransportKind::Http)
         .await
-        .expect("gateway")
-        .with_limits(limits);
-    let stop = CancellationToken::new();
-    if run {
-        tokio::spawn(gateway.engine().clone().run(stop.clone()));
-    }
+        .expect("gateway");
+    let stop = runtime.runtime().shutdown_token().clone();
     let anonymous = http_router(gateway.clone(), HttpOptions::default(), stop.clone());
     let bob = http_router(gateway, HttpOptions::default(), stop.clone()).layer(
         axum::middleware::from_fn(
@@ -163,12 +158,12 @@ async fn setup_with(limits: Limits, run: bool) -> Setup {
     let anonymous = serve(anonymous, stop.clone()).await;
     let bob = serve(bob, stop.clone()).await;
     Setup {
-        clock,
+        clock: runtime.clock().clone(),
         store,
         anonymous: TestClient::tasks().http(&anonymous).await,
         anonymous_url: anonymous,
         bob: TestClient::tasks().http(&bob).await,
-        _stop: stop.drop_guard(),
+        _runtime: runtime,
     }
 }
 

@@ -20,11 +20,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::clock::SystemClock;
-use agentgate_core::engine::{Engine, EngineConfig};
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::mcp::{HttpOptions, TransportKind, http_router};
+use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{PollPolicy, ToolPolicy};
 use agentgate_testkit::prop::{self as shared, config};
@@ -177,8 +176,7 @@ fn harness() -> Harness {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let shutdown = CancellationToken::new();
-    let router = rt.block_on(async {
+    let (router, shutdown) = rt.block_on(async {
         let store = SqliteStore::open("sqlite::memory:").await.expect("store");
         let policy = ToolPolicy::default()
             .ttl(Some(Duration::from_secs(3600)))
@@ -186,19 +184,21 @@ fn harness() -> Harness {
             .sync_budget(Duration::from_secs(2))
             .step_timeout(Duration::from_secs(10))
             .sync_fallback(true);
-        let tools = ToolRegistry::new()
-            .with(ToolSpec::new("echo", "Echoes text.", policy.clone(), Echo))
-            .with(ToolSpec::new("ask", "Asks for confirmation.", policy, Ask));
         let config = EngineConfig {
             idle_poll: Duration::from_millis(50),
             ..EngineConfig::default()
         };
-        let engine = Engine::new(Arc::new(store), tools, Arc::new(SystemClock), config);
-        tokio::spawn(engine.clone().run(shutdown.clone()));
-        let gateway = Gateway::new(engine, TransportKind::Http)
-            .await
-            .expect("gateway");
-        http_router(gateway, HttpOptions::default(), shutdown.clone())
+        let runtime = Runtime::builder(Arc::new(store))
+            .config(config)
+            .tool(ToolSpec::new("echo", "Echoes text.", policy.clone(), Echo))
+            .tool(ToolSpec::new("ask", "Asks for confirmation.", policy, Ask))
+            .start()
+            .expect("start");
+        let gateway = runtime.gateway(TransportKind::Http).await.expect("gateway");
+        // Stopped by cancelling its token when the harness is dropped.
+        let stop = runtime.shutdown_token().clone();
+        let router = http_router(gateway, HttpOptions::default(), stop.clone());
+        (router, stop)
     });
     Harness {
         rt,

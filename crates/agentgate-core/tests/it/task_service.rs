@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{Backend, BoxFuture, Nudge};
-use agentgate_core::clock::{ManualClock, Millis};
-use agentgate_core::engine::{Changed, Engine, EngineConfig, TaskError, TaskQuota};
+use agentgate_core::clock::ManualClock;
+use agentgate_core::engine::{Changed, EngineConfig, TaskError, TaskQuota, Tasks};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::registry::ToolRegistry;
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy};
+use agentgate_testkit::engine::{ManualRuntime, T0};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
 };
@@ -102,50 +102,39 @@ impl Job for Probe {
 }
 
 struct Fixture {
-    engine: Engine,
+    /// Stops the runtime when the fixture is dropped.
+    _runtime: ManualRuntime,
+    tasks: Tasks,
     probe: Probe,
-    shutdown: CancellationToken,
 }
 
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
+/// This worker's name in leases.
+const WORKER: &str = "here";
 
-/// An engine whose tool has a 2-hour TTL and an hour-long step timeout (so
-/// only an interrupt ends a hanging step); `run` starts its scheduler.
-const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
-
+/// A runtime whose tool has a 2-hour TTL and an hour-long step timeout (so
+/// only an interrupt ends a hanging step); `run` says whether it runs steps.
 async fn fixture(run: bool) -> Fixture {
     fixture_with(run, EngineConfig::default().concurrency).await
 }
 
 /// [`fixture`] with `concurrency` step slots.
 async fn fixture_with(run: bool, concurrency: usize) -> Fixture {
-    let store = SqliteStore::open("sqlite::memory:").await.expect("store");
     let probe = Probe::default();
     let policy = ToolPolicy::default()
         .ttl(Some(Duration::from_secs(7200)))
         .step_timeout(Duration::from_secs(3600));
-    let tools = ToolRegistry::new().with(ToolSpec::new("probe", "test", policy, probe.clone()));
-    let engine = Engine::new(
-        Arc::new(store),
-        tools,
-        Arc::new(ManualClock::starting_at(T0)),
-        EngineConfig {
-            concurrency,
-            ..EngineConfig::default()
-        },
-    );
-    let shutdown = CancellationToken::new();
-    if run {
-        tokio::spawn(engine.clone().run(shutdown.clone()));
-    }
+    let spec = ToolSpec::new("probe", "test", policy, probe.clone());
+    let config = EngineConfig {
+        worker_id: WORKER.to_owned(),
+        concurrency,
+        ..EngineConfig::default()
+    };
+    let runtime =
+        ManualRuntime::start(|runtime| runtime.config(config).tool(spec).run_steps(run)).await;
     Fixture {
-        engine,
+        tasks: runtime.tasks(),
+        _runtime: runtime,
         probe,
-        shutdown,
     }
 }
 
@@ -155,22 +144,22 @@ fn args(mode: &str) -> Map<String, serde_json::Value> {
     args
 }
 
-async fn create(engine: &Engine, owner: &str, mode: &str, quota: &TaskQuota) -> TaskRecord {
-    let spec = engine.tools().get("probe").expect("probe tool");
-    engine
+async fn create(tasks: &Tasks, owner: &str, mode: &str, quota: &TaskQuota) -> TaskRecord {
+    let spec = tasks.tools().get("probe").expect("probe tool");
+    tasks
         .create(Owner::new(owner), spec, args(mode), quota)
         .await
         .expect("create")
 }
 
-/// Follows `id` through the engine's own watch until `done` holds.
+/// Follows `id` through the task service's watch until `done` holds.
 async fn until(
-    engine: &Engine,
+    tasks: &Tasks,
     owner: &str,
     id: &TaskId,
     done: impl Fn(&TaskRecord) -> bool,
 ) -> TaskRecord {
-    let mut watch = engine.watch(&Owner::new(owner), vec![id.clone()]);
+    let mut watch = tasks.watch(&Owner::new(owner), vec![id.clone()]);
     let wait = async {
         loop {
             let record = watch.read(id).await.expect("read");
@@ -193,13 +182,13 @@ async fn create_enforces_the_live_task_cap_per_owner_and_clamps_the_ttl() {
         max_ttl: Some(Duration::from_secs(60)),
         ..TaskQuota::default()
     };
-    let first = create(&f.engine, "alice", "ask", &quota).await;
+    let first = create(&f.tasks, "alice", "ask", &quota).await;
     assert_eq!(first.ttl_ms, Some(60_000), "the tool's 2 h TTL is clamped");
     assert_eq!(first.status_message.as_deref(), Some("queued"));
-    create(&f.engine, "alice", "ask", &quota).await;
-    let spec = f.engine.tools().get("probe").expect("probe tool");
+    create(&f.tasks, "alice", "ask", &quota).await;
+    let spec = f.tasks.tools().get("probe").expect("probe tool");
     let refused = f
-        .engine
+        .tasks
         .create(Owner::new("alice"), spec, args("ask"), &quota)
         .await
         .expect_err("a third live task is over the cap");
@@ -214,22 +203,22 @@ async fn create_enforces_the_live_task_cap_per_owner_and_clamps_the_ttl() {
         "{refused:?}"
     );
     // Another owner has a cap of its own; no quota caps nothing.
-    create(&f.engine, "bob", "ask", &quota).await;
-    let free = create(&f.engine, "alice", "ask", &TaskQuota::default()).await;
+    create(&f.tasks, "bob", "ask", &quota).await;
+    let free = create(&f.tasks, "alice", "ask", &TaskQuota::default()).await;
     assert_eq!(free.ttl_ms, Some(7_200_000), "the tool's own TTL");
 }
 
 #[tokio::test]
 async fn another_owners_task_is_an_unknown_one_for_every_operation() {
     let f = fixture(false).await;
-    let task = create(&f.engine, "alice", "ask", &TaskQuota::default()).await;
+    let task = create(&f.tasks, "alice", "ask", &TaskQuota::default()).await;
     let mallory = Owner::new("mallory");
     assert!(matches!(
-        f.engine.get(&mallory, &task.id).await,
+        f.tasks.get(&mallory, &task.id).await,
         Err(TaskError::UnknownTask)
     ));
     assert!(matches!(
-        f.engine.cancel(&mallory, &task.id).await,
+        f.tasks.cancel(&mallory, &task.id).await,
         Err(TaskError::UnknownTask)
     ));
     let answer = [(
@@ -239,17 +228,17 @@ async fn another_owners_task_is_an_unknown_one_for_every_operation() {
     .into_iter()
     .collect();
     assert!(matches!(
-        f.engine.answer(&mallory, &task.id, answer).await,
+        f.tasks.answer(&mallory, &task.id, answer).await,
         Err(TaskError::UnknownTask)
     ));
     let unknown = TaskId::from_client("no-such-task".to_owned());
     assert!(matches!(
-        f.engine.get(&Owner::new("alice"), &unknown).await,
+        f.tasks.get(&Owner::new("alice"), &unknown).await,
         Err(TaskError::UnknownTask)
     ));
     // Alice's task is untouched.
     let still = f
-        .engine
+        .tasks
         .get(&Owner::new("alice"), &task.id)
         .await
         .expect("get");
@@ -259,14 +248,14 @@ async fn another_owners_task_is_an_unknown_one_for_every_operation() {
 #[tokio::test]
 async fn answer_publishes_and_wakes_so_the_task_finishes() {
     let f = fixture(true).await;
-    let task = create(&f.engine, "alice", "ask", &TaskQuota::default()).await;
-    until(&f.engine, "alice", &task.id, |r| {
+    let task = create(&f.tasks, "alice", "ask", &TaskQuota::default()).await;
+    until(&f.tasks, "alice", &task.id, |r| {
         r.status == TaskPhase::InputRequired
     })
     .await;
-    let mut watch = f.engine.watch(&Owner::new("alice"), vec![task.id.clone()]);
+    let mut watch = f.tasks.watch(&Owner::new("alice"), vec![task.id.clone()]);
     let ack = f
-        .engine
+        .tasks
         .answer(
             &Owner::new("alice"),
             &task.id,
@@ -286,7 +275,7 @@ async fn answer_publishes_and_wakes_so_the_task_finishes() {
         watch.changed(Duration::from_secs(3600)).await,
         Changed::Task(task.id.clone())
     );
-    let done = until(&f.engine, "alice", &task.id, |r| r.status.is_terminal()).await;
+    let done = until(&f.tasks, "alice", &task.id, |r| r.status.is_terminal()).await;
     assert_eq!(done.status, TaskPhase::Completed);
     assert_eq!(
         done.result.expect("result")["content"][0]["text"],
@@ -294,7 +283,7 @@ async fn answer_publishes_and_wakes_so_the_task_finishes() {
     );
     // A second answer to the same request counts for nothing.
     let again = f
-        .engine
+        .tasks
         .answer(
             &Owner::new("alice"),
             &task.id,
@@ -311,34 +300,41 @@ async fn answer_publishes_and_wakes_so_the_task_finishes() {
 async fn cancel_interrupts_a_running_step() {
     let f = fixture(true).await;
     let started = f.probe.started.notified();
-    let task = create(&f.engine, "alice", "hang", &TaskQuota::default()).await;
+    let task = create(&f.tasks, "alice", "hang", &TaskQuota::default()).await;
     started.await;
-    f.engine
+    f.tasks
         .cancel(&Owner::new("alice"), &task.id)
         .await
         .expect("cancel");
     // The step would hang for its hour-long timeout; only the interrupt
     // lets the cancel step run.
-    let done = until(&f.engine, "alice", &task.id, |r| r.status.is_terminal()).await;
+    let done = until(&f.tasks, "alice", &task.id, |r| r.status.is_terminal()).await;
     assert_eq!(done.status, TaskPhase::Cancelled);
 }
 
 #[tokio::test]
 async fn a_watch_wakes_for_its_own_tasks_only() {
     let f = fixture(false).await;
-    let mine = create(&f.engine, "alice", "ask", &TaskQuota::default()).await;
-    let other = create(&f.engine, "alice", "ask", &TaskQuota::default()).await;
-    let mut watch = f.engine.watch(&Owner::new("alice"), vec![mine.id.clone()]);
-    // Virtual time from here: the recheck below passes without waiting.
+    let mine = create(&f.tasks, "alice", "ask", &TaskQuota::default()).await;
+    let other = create(&f.tasks, "alice", "ask", &TaskQuota::default()).await;
+    let mut watch = f.tasks.watch(&Owner::new("alice"), vec![mine.id.clone()]);
+    let alice = Owner::new("alice");
+    // The change is announced before the wait starts; the watch keeps it.
+    f.tasks.cancel(&alice, &other.id).await.expect("cancel");
+    // Virtual time for the wait only (the store's pool would time out on
+    // it): the recheck passes without waiting.
     tokio::time::pause();
-    f.engine.publish(&other.id);
     assert_eq!(
         watch.changed(Duration::from_secs(3600)).await,
         Changed::Any,
         "another task's change does not end the wait; the recheck does"
     );
-    f.engine.publish(&other.id);
-    f.engine.publish(&mine.id);
+    tokio::time::resume();
+    f.tasks
+        .cancel(&alice, &other.id)
+        .await
+        .expect("cancel again");
+    f.tasks.cancel(&alice, &mine.id).await.expect("cancel");
     assert_eq!(
         watch.changed(Duration::from_secs(3600)).await,
         Changed::Task(mine.id.clone())
@@ -399,9 +395,9 @@ async fn stopping_a_runtime_interrupts_its_steps_and_frees_their_leases_at_once(
         .start()
         .expect("start");
     ran.notified().await;
-    let engine = runtime.engine().clone();
-    let spec = engine.tools().get("probe").expect("probe tool");
-    let task = engine
+    let tasks = runtime.tasks();
+    let spec = tasks.tools().get("probe").expect("probe tool");
+    let task = tasks
         .create(
             Owner::new("alice"),
             spec,
@@ -419,7 +415,7 @@ async fn stopping_a_runtime_interrupts_its_steps_and_frees_their_leases_at_once(
     // Another worker claims the task at once, from where it was: the
     // interrupted step left no checkpoint, so it starts again.
     let claimed = store
-        .claim("second", 10, Duration::from_secs(30), engine.now())
+        .claim("second", 10, Duration::from_secs(30), tasks.now())
         .await
         .expect("claim");
     let again = claimed
@@ -474,9 +470,9 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
         .backend(backend)
         .start()
         .expect("start");
-    let engine = runtime.engine().clone();
-    let spec = engine.tools().get("probe").expect("probe tool");
-    let task = engine
+    let tasks = runtime.tasks();
+    let spec = tasks.tools().get("probe").expect("probe tool");
+    let task = tasks
         .create(
             Owner::new("alice"),
             spec,
@@ -488,7 +484,7 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
     started.notified().await;
     // Two hours later, as another worker sees it, the lease has run out:
     // it takes the task over.
-    let later = engine.now().saturating_add(Duration::from_secs(2 * 3600));
+    let later = tasks.now().saturating_add(Duration::from_secs(2 * 3600));
     let taken = store
         .claim("thief", 10, Duration::from_secs(30), later)
         .await
@@ -526,45 +522,40 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
 #[tokio::test]
 async fn a_task_created_here_starts_at_once_unless_the_slots_are_taken() {
     let idle = fixture(false).await;
-    let queued = create(&idle.engine, "alice", "ask", &TaskQuota::default()).await;
+    let queued = create(&idle.tasks, "alice", "ask", &TaskQuota::default()).await;
     assert_eq!(queued.lease_owner, None, "no scheduler: queued for a claim");
 
     let f = fixture_with(true, 4).await;
-    let worker = f.engine.config().worker_id.clone();
-    let first = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    let first = create(&f.tasks, "alice", "gate", &TaskQuota::default()).await;
     assert_eq!(
         first.lease_owner.as_deref(),
-        Some(worker.as_str()),
+        Some(WORKER),
         "created leased to this worker"
     );
     assert_eq!(first.fence, agentgate_core::task::Fence::from_raw(1));
     f.probe.started.notified().await;
     // 3 of 4 slots free is more than a quarter: this one starts at once too.
-    let second = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    let second = create(&f.tasks, "alice", "gate", &TaskQuota::default()).await;
     assert!(second.lease_owner.is_some());
     f.probe.started.notified().await;
     // 2 of 4 free: still more than a quarter.
-    let third = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    let third = create(&f.tasks, "alice", "gate", &TaskQuota::default()).await;
     assert!(third.lease_owner.is_some());
     f.probe.started.notified().await;
     // 1 of 4 free is a quarter: the slot stays with the claim loop, which
     // claims the queued task itself.
-    let fourth = create(&f.engine, "alice", "gate", &TaskQuota::default()).await;
+    let fourth = create(&f.tasks, "alice", "gate", &TaskQuota::default()).await;
     assert_eq!(fourth.lease_owner, None, "queued: {fourth:?}");
     f.probe.started.notified().await;
     let claimed = f
-        .engine
+        .tasks
         .get(&Owner::new("alice"), &fourth.id)
         .await
         .expect("get");
-    assert_eq!(
-        claimed.lease_owner.as_deref(),
-        Some(worker.as_str()),
-        "claimed"
-    );
+    assert_eq!(claimed.lease_owner.as_deref(), Some(WORKER), "claimed");
     for task in [&first, &second, &third, &fourth] {
         f.probe.release.notify_one();
-        let done = until(&f.engine, "alice", &task.id, |t| t.status.is_terminal()).await;
+        let done = until(&f.tasks, "alice", &task.id, |t| t.status.is_terminal()).await;
         assert_eq!(done.status, TaskPhase::Completed, "{done:?}");
     }
 }

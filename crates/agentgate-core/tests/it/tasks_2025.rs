@@ -11,11 +11,9 @@
 use std::sync::Arc;
 
 use agentgate_core::auth::Principal;
-use agentgate_core::clock::SystemClock;
-use agentgate_core::engine::{Engine, EngineConfig};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::mcp::{Gateway, HttpOptions, TransportKind, http_router};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::mcp::{HttpOptions, TransportKind, http_router};
+use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{Owner, ToolPolicy};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorCode, ErrorData};
@@ -111,21 +109,20 @@ async fn setup() -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("tasks.db").display());
     let store = Arc::new(SqliteStore::open(&url).await.expect("store"));
-    let tools = ToolRegistry::new()
-        .with(ToolSpec::new("echo", "echoes", ToolPolicy::default(), Echo))
-        .with(ToolSpec::new(
+    let runtime = Runtime::builder(store)
+        .tool(ToolSpec::new("echo", "echoes", ToolPolicy::default(), Echo))
+        .tool(ToolSpec::new(
             "broken",
             "fails",
             ToolPolicy::default(),
             Broken,
         ))
-        .with(ToolSpec::new("slow", "waits", ToolPolicy::default(), Slow));
-    let engine = Engine::new(store, tools, Arc::new(SystemClock), EngineConfig::default());
-    let gateway = Gateway::new(engine, TransportKind::Http)
-        .await
-        .expect("gateway");
-    let stop = CancellationToken::new();
-    tokio::spawn(gateway.engine().clone().run(stop.clone()));
+        .tool(ToolSpec::new("slow", "waits", ToolPolicy::default(), Slow))
+        .start()
+        .expect("start");
+    let gateway = runtime.gateway(TransportKind::Http).await.expect("gateway");
+    // The setup's drop guard stops the runtime with the servers.
+    let stop = runtime.shutdown_token().clone();
     let anonymous = http_router(gateway.clone(), HttpOptions::default(), stop.clone());
     let bob = http_router(gateway, HttpOptions::default(), stop.clone()).layer(
         axum::middleware::from_fn(

@@ -8,13 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, ManualClock, Millis};
-use agentgate_core::engine::{Engine, EngineConfig};
+use agentgate_core::clock::{Clock as _, Millis};
 use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_core::registry::ToolRegistry;
-use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{NewTask, Owner, TaskId, TaskPhase, ToolPolicy};
-use agentgate_testkit::engine::drive_to_end;
+use agentgate_core::store::{SqliteStore, TaskStore as _};
+use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy};
+use agentgate_testkit::engine::{ManualRuntime, T0};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
 };
@@ -22,9 +20,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
-const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 const TTL: Duration = Duration::from_secs(3600);
 /// Each step of a working task comes this long after the last: longer than
 /// half the TTL, so three of them outlast it.
@@ -96,59 +92,36 @@ impl Job for Agent {
     }
 }
 
+/// The `agent` tool on a manual clock, with the store kept to read tasks
+/// as they were (an expired task is hidden from the task service).
 struct Running {
-    engine: Engine,
-    clock: ManualClock,
+    runtime: ManualRuntime,
+    store: Arc<SqliteStore>,
     agent: Agent,
-    shutdown: CancellationToken,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
 }
 
 async fn running() -> Running {
-    let store = SqliteStore::open("sqlite::memory:").await.expect("store");
+    let store = Arc::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
     let agent = Agent::default();
     let policy = ToolPolicy::default().ttl(Some(TTL));
-    let tools = ToolRegistry::new().with(ToolSpec::new("agent", "test", policy, agent.clone()));
-    let clock = ManualClock::starting_at(T0);
-    let engine = Engine::new(
-        Arc::new(store),
-        tools,
-        Arc::new(clock.clone()),
-        EngineConfig::default(),
-    );
-    let shutdown = CancellationToken::new();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
+    let spec = ToolSpec::new("agent", "test", policy, agent.clone());
+    let runtime = ManualRuntime::on(store.clone(), |runtime| runtime.tool(spec));
     Running {
-        engine,
-        clock,
+        runtime,
+        store,
         agent,
-        shutdown,
     }
 }
 
 impl Running {
     async fn create(&self, owner: &Owner, steps: u32) -> TaskId {
-        let id = TaskId::generate();
-        self.engine
-            .store()
-            .create(NewTask {
-                id: id.clone(),
-                owner: owner.clone(),
-                tool: "agent".into(),
-                args: json!({ "steps": steps }),
-                status_message: None,
-                ttl_ms: Some(3_600_000),
-                now: self.clock.now(),
-            })
-            .await
-            .expect("create");
-        self.engine.wake();
-        id
+        let args = json!({ "steps": steps });
+        self.runtime.create(owner, "agent", args).await.id
+    }
+
+    /// `owner`'s task `id` as the store holds it at `at`.
+    async fn stored(&self, owner: &Owner, id: &TaskId, at: Millis) -> Option<TaskRecord> {
+        self.store.get(owner, id, at).await.expect("get")
     }
 }
 
@@ -158,7 +131,7 @@ async fn a_task_that_keeps_making_progress_outlives_its_first_ttl() {
     let owner = Owner::new("alice");
     let id = r.create(&owner, 4).await;
     // Read at every change, as a client polls: the task must stay visible.
-    let driven = drive_to_end(&r.engine, &r.clock, &owner, &id).await;
+    let driven = r.runtime.drive_to_end(&owner, &id).await;
     let lived = driven.task.updated_at.since(driven.task.created_at);
     assert!(
         lived > TTL * 2,
@@ -187,21 +160,15 @@ async fn a_task_that_keeps_making_progress_outlives_its_first_ttl() {
 async fn an_expired_task_runs_its_backends_cancel() {
     let r = running().await;
     let owner = Owner::new("alice");
-    let mut changes = r.engine.subscribe();
     let id = r.create(&owner, 0).await;
+    let mut changes = r.runtime.tasks().watch(&owner, vec![id.clone()]);
     let asked = async {
         loop {
-            let task = r
-                .engine
-                .store()
-                .get(&owner, &id, r.clock.now())
-                .await
-                .expect("get")
-                .expect("the task");
+            let task = (r.stored(&owner, &id, r.runtime.clock().now()).await).expect("the task");
             if task.status == TaskPhase::InputRequired {
                 return task;
             }
-            changes.recv().await.expect("the engine runs");
+            changes.next_change().await;
         }
     };
     let asked = tokio::time::timeout(Duration::from_secs(30), asked)
@@ -210,33 +177,23 @@ async fn an_expired_task_runs_its_backends_cancel() {
     assert_eq!(asked.expires_at, Some(T0.saturating_add(TTL)));
     // Nobody answers. Past the TTL the sweeper (every 30 s on this clock)
     // expires the task and the agent's cancel runs.
-    r.clock
+    r.runtime
+        .clock()
         .set(T0.saturating_add(TTL + Duration::from_secs(60)));
     tokio::time::timeout(Duration::from_secs(30), r.agent.cancelled.notified())
         .await
         .expect("the backend's cancel ran");
     assert_eq!(r.agent.cancels.load(Ordering::SeqCst), 1);
-    let gone = r
-        .engine
-        .store()
-        .get(&owner, &id, r.clock.now())
-        .await
-        .expect("get");
+    let gone = r.stored(&owner, &id, r.runtime.clock().now()).await;
     assert!(gone.is_none(), "an expired task answers as unknown");
     // Read as of before its expiry: the store kept why.
     let ended = async {
         loop {
-            let task = r
-                .engine
-                .store()
-                .get(&owner, &id, T0)
-                .await
-                .expect("get")
-                .expect("still stored");
+            let task = r.stored(&owner, &id, T0).await.expect("still stored");
             if task.status.is_terminal() {
                 return task;
             }
-            changes.recv().await.expect("the engine runs");
+            changes.next_change().await;
         }
     };
     let ended = tokio::time::timeout(Duration::from_secs(30), ended)

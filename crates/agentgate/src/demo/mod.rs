@@ -145,6 +145,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         listener,
         router(
             gateway,
+            runtime.probes(),
             HttpOptions::default(),
             runtime.shutdown_token().clone(),
         ),

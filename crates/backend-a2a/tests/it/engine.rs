@@ -6,28 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::ToolSpec;
-use agentgate_core::clock::SystemClock;
-use agentgate_core::engine::{Engine, EngineConfig, TaskQuota};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::engine::{EngineConfig, TaskQuota, Tasks};
+use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
 use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
 
 struct Running {
-    engine: Engine,
+    tasks: Tasks,
     tool: ToolSpec,
     owner: Owner,
-    shutdown: CancellationToken,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
+    /// Stops the runtime when the test ends.
+    _stop: tokio_util::sync::DropGuard,
 }
 
 async fn running(emulator: &Emulator) -> Running {
@@ -35,19 +28,20 @@ async fn running(emulator: &Emulator) -> Running {
     let store = SqliteStore::open("sqlite::memory:")
         .await
         .expect("an in-memory store");
-    let registry = ToolRegistry::new().with(tool.clone());
     let config = EngineConfig {
         idle_poll: Duration::from_millis(20),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(Arc::new(store), registry, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
+    let runtime = Runtime::builder(Arc::new(store))
+        .config(config)
+        .tool(tool.clone())
+        .start()
+        .expect("start");
     Running {
-        engine,
+        tasks: runtime.tasks(),
         tool,
         owner: Owner::new("a2a-test"),
-        shutdown,
+        _stop: runtime.shutdown_token().clone().drop_guard(),
     }
 }
 
@@ -56,7 +50,7 @@ impl Running {
         let Value::Object(args) = args else {
             panic!("arguments are an object")
         };
-        self.engine
+        self.tasks
             .create(
                 self.owner.clone(),
                 &self.tool,
@@ -75,7 +69,7 @@ impl Running {
         what: &str,
         done: impl Fn(&TaskRecord) -> bool,
     ) -> TaskRecord {
-        let mut watch = self.engine.watch(&self.owner, vec![id.clone()]);
+        let mut watch = self.tasks.watch(&self.owner, vec![id.clone()]);
         let wait = async {
             loop {
                 let record = watch.read(id).await.expect("the task");
@@ -122,7 +116,7 @@ async fn a_question_is_answered_through_the_engine_and_the_result_is_stored() {
     )]
     .into_iter()
     .collect();
-    run.engine
+    run.tasks
         .answer(&run.owner, &id, responses)
         .await
         .expect("answer recorded");
@@ -153,7 +147,7 @@ async fn a_refused_cancel_through_the_engine_ends_with_the_agents_answer() {
         .await;
     run.until(&id, "working at the agent", |r| r.job_state.is_some())
         .await;
-    run.engine
+    run.tasks
         .cancel(&run.owner, &id)
         .await
         .expect("cancel requested");
@@ -183,7 +177,7 @@ async fn a_cancel_through_the_engine_cancels_the_agent_task() {
         .await;
     run.until(&id, "working at the agent", |r| r.job_state.is_some())
         .await;
-    run.engine
+    run.tasks
         .cancel(&run.owner, &id)
         .await
         .expect("cancel requested");

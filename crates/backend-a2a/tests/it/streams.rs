@@ -67,7 +67,7 @@ impl Running {
             panic!("arguments are an object")
         };
         self.runtime()
-            .engine()
+            .tasks()
             .create(
                 self.owner.clone(),
                 &self.tool,
@@ -81,7 +81,7 @@ impl Running {
 
     /// Waits, on the engine's change notifications, until the task ends.
     async fn finished(&self, id: &TaskId, limit: Duration) -> TaskRecord {
-        let mut watch = self.runtime().engine().watch(&self.owner, vec![id.clone()]);
+        let mut watch = self.runtime().tasks().watch(&self.owner, vec![id.clone()]);
         let wait = async {
             loop {
                 let record = watch.read(id).await.expect("the task");

@@ -32,11 +32,10 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use agentgate_core::clock::SystemClock;
-use agentgate_core::engine::{Engine, EngineConfig};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::engine::{EngineConfig, TaskQuota};
+use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{NewTask, Owner, TaskId};
+use agentgate_core::task::{Owner, TaskId};
 use apollo_compiler::diagnostic::ToCliReport;
 use apollo_compiler::request::coerce_variable_values;
 use apollo_compiler::response::JsonMap;
@@ -46,7 +45,6 @@ use backend_copilot::github::model;
 use backend_copilot::watcher::{self, Target};
 use backend_copilot::{Copilot, CopilotConfig, Endpoint, Token};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const GRAPHQL_DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -704,30 +702,20 @@ async fn every_graphql_request_the_assign_tool_sends_is_valid_against_the_publis
     let store = SqliteStore::open("sqlite::memory:")
         .await
         .expect("an in-memory store");
-    let registry = copilot
-        .tools()
-        .into_iter()
-        .fold(ToolRegistry::new(), ToolRegistry::with);
     let engine_config = EngineConfig {
         idle_poll: Duration::from_millis(20),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(
-        Arc::new(store),
-        registry,
-        Arc::new(SystemClock),
-        engine_config,
-    );
-    let shutdown = CancellationToken::new();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
-    {
-        let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
-        tokio::spawn(agentgate_backend::Backend::run(
-            &copilot,
-            engine.nudger(),
-            shutdown,
-        ));
-    }
+    let runtime = Runtime::builder(Arc::new(store))
+        .config(engine_config)
+        .backend(copilot)
+        .start()
+        .expect("start");
+    let service = runtime.tasks();
+    let assign = service
+        .tools()
+        .get(backend_copilot::ASSIGN_TOOL)
+        .expect("the assign tool");
 
     // One task with every optional argument (the preview `model` included),
     // one with none.
@@ -741,23 +729,13 @@ async fn every_graphql_request_the_assign_tool_sends_is_valid_against_the_publis
         }),
         json!({"owner": OWNER, "repo": REPO, "issue_number": 2}),
     ] {
-        let id = TaskId::generate();
-        engine
-            .store()
-            .create(NewTask {
-                id: id.clone(),
-                owner: owner.clone(),
-                tool: backend_copilot::ASSIGN_TOOL.to_owned(),
-                args,
-                status_message: Some("queued".to_owned()),
-                ttl_ms: None,
-                now: engine.clock().now(),
-            })
+        let args = args.as_object().cloned().expect("arguments are an object");
+        let task = service
+            .create(owner.clone(), assign, args, &TaskQuota::default())
             .await
             .expect("create the assign task");
-        tasks.push(id);
+        tasks.push(task.id);
     }
-    engine.wake();
 
     // Both assigned, Copilot's pull request found and watched ...
     wait_for(&fake, "both assignments and a pull request watch", |sent| {
@@ -766,20 +744,16 @@ async fn every_graphql_request_the_assign_tool_sends_is_valid_against_the_publis
     .await;
     // ... then cancelled: Copilot is unassigned (`unassign_on_cancel`).
     for id in &tasks {
-        engine
-            .store()
-            .request_cancel(&owner, id, engine.clock().now())
+        service
+            .cancel(&owner, id)
             .await
             .expect("cancel the assign task");
-        engine.interrupt(id);
-        engine.publish(id);
     }
-    engine.wake();
     wait_for(&fake, "both unassignments on cancel", |sent| {
         count(sent, model::REMOVE_ASSIGNEES) >= 2
     })
     .await;
-    shutdown.cancel();
+    runtime.stop().await.expect("stop");
 
     let sent = fake.sent();
     for (document, name) in [

@@ -24,11 +24,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentgate_core::clock::SystemClock;
-use agentgate_core::engine::{Engine, EngineConfig};
-use agentgate_core::registry::ToolRegistry;
+use agentgate_core::engine::{EngineConfig, TaskQuota};
+use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{NewTask, Owner, TaskId, TaskPhase};
+use agentgate_core::task::{Owner, TaskPhase};
 use agentgate_testkit::prop::{self as shared, Canned, CannedUpstream, config};
 use backend_copilot::github::GitHub;
 use backend_copilot::github::model;
@@ -36,7 +35,6 @@ use backend_copilot::{Copilot, CopilotConfig, Endpoint, Token};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// A request or step that takes longer than this counts as a hang.
 const CASE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -522,45 +520,30 @@ async fn run_first_step(
     let store = SqliteStore::open("sqlite::memory:")
         .await
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let registry = copilot
-        .tools()
-        .into_iter()
-        .fold(ToolRegistry::new(), ToolRegistry::with);
     let config = EngineConfig {
         idle_poll: Duration::from_millis(20),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(Arc::new(store), registry, Arc::new(SystemClock), config);
-    let shutdown = CancellationToken::new();
+    let runtime = Runtime::builder(Arc::new(store))
+        .config(config)
+        .backend(copilot)
+        .start()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     // However the case ends (a failure returned early, or dropped by the
     // harness's time bound), its engine and watcher stop: left running,
     // each polls every 20 ms, and a few hundred of them starve the rest.
-    let _stop = shutdown.clone().drop_guard();
-    tokio::spawn(engine.clone().run(shutdown.clone()));
-    {
-        let (copilot, engine, shutdown) = (copilot.clone(), engine.clone(), shutdown.clone());
-        tokio::spawn(agentgate_backend::Backend::run(
-            &copilot,
-            engine.nudger(),
-            shutdown,
-        ));
-    }
+    let _stop = runtime.shutdown_token().clone().drop_guard();
+    let tasks = runtime.tasks();
     let owner = Owner::new("prop");
-    let id = TaskId::generate();
-    let created = engine
-        .store()
-        .create(NewTask {
-            id: id.clone(),
-            owner: owner.clone(),
-            tool: tool.to_owned(),
-            args: Value::Object(args),
-            status_message: Some("queued".to_owned()),
-            ttl_ms: None,
-            now: engine.clock().now(),
-        })
+    let spec = tasks
+        .tools()
+        .get(tool)
+        .ok_or_else(|| TestCaseError::fail(format!("no tool {tool}")))?;
+    let created = tasks
+        .create(owner.clone(), spec, args, &TaskQuota::default())
         .await
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    engine.wake();
+    let id = created.id.clone();
     let outcome = |t: &agentgate_backend::TaskRecord| {
         (
             t.status,
@@ -571,20 +554,18 @@ async fn run_first_step(
         )
     };
     let before = outcome(&created);
-    let mut changes = engine.subscribe();
+    let mut watch = tasks.watch(&owner, vec![id.clone()]);
     let task = loop {
-        let task = engine
-            .store()
-            .get(&owner, &id, engine.clock().now())
+        let task = watch
+            .read(&id)
             .await
-            .map_err(|e| TestCaseError::fail(e.to_string()))?
-            .ok_or_else(|| TestCaseError::fail("task vanished"))?;
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         if outcome(&task) != before {
             break task;
         }
         // Woken by the engine's change feed; the timeout only bounds a
         // missed notification.
-        let _ = tokio::time::timeout(Duration::from_millis(200), changes.recv()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), watch.next_change()).await;
     };
     let shown = format!("{:?}", outcome(&task));
     prop_assert!(!shown.contains(TOKEN), "the task leaks the token: {shown}");

@@ -1,8 +1,10 @@
-//! The engine's task service: the one door through which a task is created,
-//! read, answered, cancelled and watched.
+//! [`Tasks`], the task service: the one door through which a task is
+//! created, read, answered, cancelled and watched. The engine's plumbing
+//! (its store, wake-ups, change announcements, interrupts) is crate-private;
+//! everything outside the crate changes a task through here.
 //!
 //! ```text
-//! caller (MCP gateway, task tools, a sync view)
+//! caller (MCP gateway, task tools, a sync view, a test)
 //!   create(owner, spec, args, quota) ─▶ count live (cap) ─▶ count stored (quota)
 //!                                     ─▶ store.create ─▶ wake
 //!   get(owner, id)                    ─▶ store.get
@@ -23,7 +25,9 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
 
 use super::Engine;
+use crate::clock::Millis;
 use crate::job::ToolSpec;
+use crate::registry::ToolRegistry;
 use crate::store::{InputAck, StoreError, StoredUsage};
 use crate::task::{NewTask, Owner, TaskId, TaskRecord};
 
@@ -130,7 +134,34 @@ impl TaskQuota {
 /// one forever.
 const ADMISSION_STRIPES: usize = 64;
 
-impl Engine {
+/// The task service of one engine: cheap to clone, every clone the same
+/// engine. Got from [`Runtime::tasks`](crate::runtime::Runtime::tasks).
+#[derive(Debug, Clone)]
+pub struct Tasks {
+    engine: Engine,
+}
+
+impl Tasks {
+    pub(crate) fn new(engine: Engine) -> Self {
+        Self { engine }
+    }
+
+    /// The engine behind the service, for the crate's own plumbing
+    /// (metrics, the MRTR key, change subscriptions).
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The tools the engine runs.
+    pub fn tools(&self) -> &ToolRegistry {
+        self.engine.tools()
+    }
+
+    /// The engine clock's time.
+    pub fn now(&self) -> Millis {
+        self.engine.now()
+    }
+
     /// Creates a task of `spec`'s tool for `owner` and wakes the scheduler.
     /// The row is committed before this returns, so the id resolves at once
     /// on every instance.
@@ -151,8 +182,8 @@ impl Engine {
             let guard = self.admission(&owner).await;
             if quota.max_live > 0 {
                 let active = self
-                    .inner
-                    .store
+                    .engine
+                    .store()
                     .count_active(&owner, now, quota.max_live)
                     .await?;
                 if active >= quota.max_live {
@@ -182,16 +213,16 @@ impl Engine {
         // With a step slot free here, the task is created leased to this
         // process and its first step starts at once; otherwise it is queued
         // for the next claim, here or on another instance.
-        let Some((handoff, slot)) = self.handoff() else {
-            let record = self.inner.store.create(task).await?;
+        let Some((handoff, slot)) = self.engine.handoff() else {
+            let record = self.engine.store().create(task).await?;
             tracing::info!(task = %record.id, tool = %spec.tool.name, "task created");
-            self.wake();
+            self.engine.wake();
             return Ok(record);
         };
-        let config = &self.inner.config;
+        let config = &self.engine.config();
         let record = self
-            .inner
-            .store
+            .engine
+            .store()
             .create_claimed(task, &config.worker_id, config.lease)
             .await?;
         tracing::info!(task = %record.id, tool = %spec.tool.name, "task created; first step starting");
@@ -200,7 +231,7 @@ impl Engine {
         {
             // The scheduler stopped meanwhile: give the lease up so another
             // instance (or this one, restarted) need not wait for it.
-            self.release(&unstarted).await;
+            self.engine.release(&unstarted).await;
         }
         Ok(record)
     }
@@ -212,13 +243,13 @@ impl Engine {
         &self,
         owner: &Owner,
         quota: &TaskQuota,
-        now: crate::clock::Millis,
+        now: Millis,
     ) -> Result<(), TaskError> {
         let at_most = match quota.max_stored_tasks {
             0 => u64::MAX,
             cap => cap,
         };
-        let usage = self.inner.store.stored_usage(owner, at_most).await?;
+        let usage = self.engine.store().stored_usage(owner, at_most).await?;
         let Some((what, limit, seen)) = quota.exceeded_by(usage) else {
             return Ok(());
         };
@@ -234,9 +265,9 @@ impl Engine {
     /// task is past the retention window, at the sweep after that. With no
     /// ended task (all live), a full retention window from now is the
     /// earliest a task ended now would go.
-    async fn storage_freed_in(&self, owner: &Owner, now: crate::clock::Millis) -> Duration {
-        let config = &self.inner.config;
-        let oldest = match self.inner.store.oldest_ended(owner).await {
+    async fn storage_freed_in(&self, owner: &Owner, now: Millis) -> Duration {
+        let config = &self.engine.config();
+        let oldest = match self.engine.store().oldest_ended(owner).await {
             Ok(oldest) => oldest,
             Err(e) => {
                 // Only the hint is lost: the refusal stands without it.
@@ -260,16 +291,16 @@ impl Engine {
         limit: u32,
     ) -> Result<Vec<TaskRecord>, TaskError> {
         Ok(self
-            .inner
-            .store
+            .engine
+            .store()
             .list(owner, self.now(), after, limit)
             .await?)
     }
 
     /// `owner`'s task as it is now.
     pub async fn get(&self, owner: &Owner, id: &TaskId) -> Result<TaskRecord, TaskError> {
-        self.inner
-            .store
+        self.engine
+            .store()
             .get(owner, id, self.now())
             .await?
             .ok_or(TaskError::UnknownTask)
@@ -285,14 +316,14 @@ impl Engine {
         responses: rmcp::model::InputResponses,
     ) -> Result<InputAck, TaskError> {
         let ack = self
-            .inner
-            .store
+            .engine
+            .store()
             .record_input(owner, id, responses, self.now())
             .await?;
         if !ack.accepted.is_empty() {
-            self.publish(id);
+            self.engine.publish(id);
             if ack.complete {
-                self.wake();
+                self.engine.wake();
             }
         }
         Ok(ack)
@@ -303,13 +334,13 @@ impl Engine {
     /// (which runs the job's cancel step). Cancelling an ended task changes
     /// nothing.
     pub async fn cancel(&self, owner: &Owner, id: &TaskId) -> Result<(), TaskError> {
-        self.inner
-            .store
+        self.engine
+            .store()
             .request_cancel(owner, id, self.now())
             .await?;
-        self.interrupt(id);
-        self.publish(id);
-        self.wake();
+        self.engine.interrupt(id);
+        self.engine.publish(id);
+        self.engine.wake();
         Ok(())
     }
 
@@ -317,9 +348,9 @@ impl Engine {
     /// read, so no change slips in between.
     pub fn watch(&self, owner: &Owner, ids: Vec<TaskId>) -> TaskWatch {
         TaskWatch {
-            engine: self.clone(),
+            tasks: self.clone(),
             owner: owner.clone(),
-            changes: self.subscribe(),
+            changes: self.engine.subscribe(),
             ids,
         }
     }
@@ -329,7 +360,7 @@ impl Engine {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         owner.as_str().hash(&mut hasher);
         let stripe = usize::try_from(hasher.finish() % ADMISSION_STRIPES as u64).unwrap_or(0);
-        self.inner.admissions[stripe].lock().await
+        self.engine.inner.admissions[stripe].lock().await
     }
 }
 
@@ -339,10 +370,10 @@ pub(super) fn admission_stripes() -> Vec<tokio::sync::Mutex<()>> {
         .collect()
 }
 
-/// Some of an owner's tasks, watched for changes (see [`Engine::watch`]).
+/// Some of an owner's tasks, watched for changes (see [`Tasks::watch`]).
 #[derive(Debug)]
 pub struct TaskWatch {
-    engine: Engine,
+    tasks: Tasks,
     owner: Owner,
     ids: Vec<TaskId>,
     changes: broadcast::Receiver<TaskId>,
@@ -367,7 +398,7 @@ impl TaskWatch {
 
     /// The watched task `id` as it is now.
     pub async fn read(&self, id: &TaskId) -> Result<TaskRecord, TaskError> {
-        self.engine.get(&self.owner, id).await
+        self.tasks.get(&self.owner, id).await
     }
 
     /// Waits until a watched task changes in this process, or `recheck`
