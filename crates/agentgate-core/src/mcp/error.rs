@@ -195,6 +195,63 @@ fn store_error(e: StoreError) -> ErrorData {
     }
 }
 
+/// A request argument the caller must change: `-32602` naming `field`, with
+/// `data` saying what was wrong (`field` is added to it).
+pub(crate) fn invalid_field(
+    field: &str,
+    message: String,
+    data: Option<serde_json::Value>,
+) -> ErrorData {
+    let mut data = data.unwrap_or_else(|| json!({}));
+    if let Some(object) = data.as_object_mut() {
+        object.insert("field".into(), json!(field));
+    }
+    ErrorData::invalid_params(message, Some(data))
+}
+
+/// A request only a client with the tasks extension may make: `-32021`,
+/// rmcp's missing-capability error, naming the extension; `message`
+/// replaces rmcp's generic text where the request needs a word of its own.
+pub(crate) fn tasks_extension_required(message: Option<String>) -> ErrorData {
+    let mut error = ErrorData::missing_required_client_capability(
+        rmcp::model::ClientCapabilities::builder()
+            .enable_tasks()
+            .build(),
+    );
+    if let Some(message) = message {
+        error.message = message.into();
+    }
+    error
+}
+
+/// Why a message was refused before rmcp read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// Not JSON (or not UTF-8): `-32700`.
+    NotJson,
+    /// Not a message this server will read: too large, too slow to arrive:
+    /// `-32600`.
+    Invalid,
+    /// The server is too busy to read it now: `-32603` (the HTTP status
+    /// and `Retry-After` say when to retry).
+    Busy,
+}
+
+/// The JSON-RPC response to a message refused unread: `"id": null`, since
+/// the id of a message that was not read whole cannot be trusted.
+pub(crate) fn unread_refusal(why: Unread, message: &str) -> serde_json::Value {
+    let code = match why {
+        Unread::NotJson => ErrorCode::PARSE_ERROR,
+        Unread::Invalid => ErrorCode::INVALID_REQUEST,
+        Unread::Busy => ErrorCode::INTERNAL_ERROR,
+    };
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code.0, "message": message }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +301,34 @@ mod tests {
         assert_eq!(data["active"], 3);
         assert_eq!(data["configKey"], "limits.max_active_tasks");
         assert_eq!(data["retryAfterMs"], 1000);
+    }
+
+    #[test]
+    fn a_message_refused_unread_has_a_null_id_and_the_code_of_its_reason() {
+        for (why, code) in [
+            (Unread::NotJson, ErrorCode::PARSE_ERROR),
+            (Unread::Invalid, ErrorCode::INVALID_REQUEST),
+            (Unread::Busy, ErrorCode::INTERNAL_ERROR),
+        ] {
+            let body = unread_refusal(why, "why");
+            assert_eq!(body["id"], serde_json::Value::Null, "{why:?}");
+            assert_eq!(body["error"]["code"], code.0, "{why:?}");
+            assert_eq!(body["error"]["message"], "why");
+        }
+    }
+
+    #[test]
+    fn an_invalid_field_names_the_field_beside_its_data() {
+        let e = invalid_field(
+            "inputResponses",
+            "too big".to_owned(),
+            Some(json!({"limit": 1})),
+        );
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        let data = e.data.expect("data");
+        assert_eq!(data["field"], "inputResponses");
+        assert_eq!(data["limit"], 1);
+        let bare = invalid_field("x", "bad".to_owned(), None);
+        assert_eq!(bare.data.expect("data")["field"], "x");
     }
 }

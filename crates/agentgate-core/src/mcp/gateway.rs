@@ -14,10 +14,10 @@ use std::time::Duration;
 use rmcp::ServerHandler;
 use rmcp::model::RequestStateCodec;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ContentBlock, CreateTaskResult, DetailedTask, ErrorData, GetTaskParams, GetTaskResult,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, DetailedTask, ErrorData, GetTaskParams, GetTaskResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
@@ -306,9 +306,7 @@ impl Gateway {
             return Ok(self.task_handle(&record).into());
         }
         if !spec.policy.sync_fallback {
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
+            return Err(super::error::tasks_extension_required(None));
         }
         let record = self
             .tasks

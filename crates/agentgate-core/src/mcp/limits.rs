@@ -172,13 +172,14 @@ pub(crate) fn storage_full(
 
 /// The refusal for `inputResponses` over the cap.
 pub(crate) fn input_too_large(size: usize, limit: usize) -> ErrorData {
-    ErrorData::invalid_params(
+    super::error::invalid_field(
+        "inputResponses",
         format!(
             "field `inputResponses` is {size} bytes of JSON, over the {limit}-byte limit \
              (limits.max_input_response_bytes); send smaller answers, or fewer keys per request \
              (partial answers are allowed)"
         ),
-        Some(json!({ "field": "inputResponses", "size": size, "limit": limit })),
+        Some(json!({ "size": size, "limit": limit })),
     )
 }
 
@@ -573,16 +574,15 @@ impl Guard {
     ) -> Result<ListenSlot, ErrorData> {
         let cost = u32::try_from(tasks).unwrap_or(u32::MAX).max(1);
         if self.limits.requests_per_second > 0.0 && cost > self.limits.request_burst {
-            return Err(ErrorData::invalid_params(
+            return Err(super::error::invalid_field(
+                "params.notifications.taskIds",
                 format!(
                     "`params.notifications.taskIds` names {tasks} tasks; a listen costs one \
                      request per task and this principal may make at most {} at once \
                      (limits.request_burst): split the ids over several listens",
                     self.limits.request_burst
                 ),
-                Some(
-                    json!({"field": "params.notifications.taskIds", "limit": self.limits.request_burst}),
-                ),
+                Some(json!({"limit": self.limits.request_burst})),
             ));
         }
         self.rate.check_n(owner, now, cost).map_err(|wait| {

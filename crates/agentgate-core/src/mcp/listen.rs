@@ -24,7 +24,7 @@
 //! and on PostgreSQL every other instance's saves, answers and cancels
 //! (LISTEN/NOTIFY). Only the caller's own tasks are reported, so an id of
 //! somebody else's task behaves like an unknown one: it never produces a
-//! notification. Over stdio the stdio guard ([`super::stdio`]) plays the
+//! notification. Over stdio the stdio guard ([`super::transport::stdio`]) plays the
 //! HTTP layer's part: it inspects the line the same way, files the ids in
 //! [`stdio_listens`] under the request's id (one stdio client per process),
 //! and adds them to the acknowledgement on its way out.
@@ -37,15 +37,15 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use futures::StreamExt as _;
 use rmcp::model::{
-    ClientCapabilities, ErrorData, GetMeta as _, Notification, ServerNotification,
-    TaskStatusNotificationParams,
+    ErrorData, GetMeta as _, Notification, ServerNotification, TaskStatusNotificationParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
+use super::error::{invalid_field, tasks_extension_required};
 use super::gateway::Gateway;
 use super::render;
-use super::sse_patch::FirstEventPatch;
+use super::transport::sse_patch::FirstEventPatch;
 use crate::engine::{Changed, TaskError, TaskWatch};
 use crate::task::TaskId;
 
@@ -116,10 +116,8 @@ pub(crate) fn inspect(request: &Value) -> Inspection {
     };
     let id = request.get("id").cloned().unwrap_or(Value::Null);
     let invalid = |message: String| {
-        Inspection::Refuse(
-            StatusCode::OK,
-            error_body(id.clone(), ErrorData::invalid_params(message, None)),
-        )
+        let error = invalid_field("params.notifications.taskIds", message, None);
+        Inspection::Refuse(StatusCode::OK, error_body(id.clone(), error))
     };
     let Some(list) = ids.as_array() else {
         return invalid(
@@ -149,14 +147,10 @@ pub(crate) fn inspect(request: &Value) -> Inspection {
         .and_then(|extensions| extensions.get(TASKS_EXTENSION))
         .is_some();
     if !declares_tasks {
-        let mut error = ErrorData::missing_required_client_capability(
-            ClientCapabilities::builder().enable_tasks().build(),
-        );
-        error.message = format!(
+        let error = tasks_extension_required(Some(format!(
             "`taskIds` in subscriptions/listen needs the {TASKS_EXTENSION} extension: declare \
              it in _meta.io.modelcontextprotocol/clientCapabilities.extensions"
-        )
-        .into();
+        )));
         // rmcp answers -32021 with 400 on the modern path; so do we.
         return Inspection::Refuse(StatusCode::BAD_REQUEST, error_body(id, error));
     }

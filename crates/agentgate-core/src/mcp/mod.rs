@@ -3,10 +3,10 @@
 //! ```text
 //! stdio / Streamable HTTP ──▶ Gateway (ServerHandler)
 //!   tools/call ─┬─ ≥2026-07-28 request declaring the tasks extension:
-//!               │    engine.create (durable) ──▶ CreateTaskResult; scheduler runs it
+//!               │    tasks.create (durable) ──▶ CreateTaskResult; scheduler runs it
 //!               └─ otherwise: same task, followed inline up to the tool's sync
 //!                    budget (progress, MRTR or elicitation for input)
-//!   tasks/get|update|cancel ──▶ engine (create/get/answer/cancel/watch),
+//!   tasks/get|update|cancel ──▶ Tasks (create/get/answer/cancel/watch),
 //!                               scoped to the caller's owner
 //! ```
 //!
@@ -25,13 +25,10 @@
 //! - [`listen`]: `subscriptions/listen` with `taskIds` → `notifications/tasks`.
 //! - [`limits`]: per-principal limits (live tasks, request rate, fast
 //!   `tasks/get` polling) and caps (`inputResponses` size, task TTL).
-//! - [`transport`]: `serve_stdio` and the axum router for `/mcp`.
-//! - [`stdio`]: the guard in front of rmcp on stdio (size limit, parse
-//!   errors answered with `"id": null`).
-//! - [`connections`]: the HTTP accept loop and its bounds (connection cap,
-//!   header read and idle timeouts).
+//! - [`transport`] (a folder): `serve_stdio`, the axum router for `/mcp`, and
+//!   what agentgate puts around rmcp's transports (the stdio guard, the HTTP
+//!   accept loop and its bounds, legacy-session caps, SSE patching).
 
-mod connections;
 mod error;
 mod gateway;
 mod inline;
@@ -39,19 +36,17 @@ mod inline_task;
 pub mod limits;
 mod listen;
 mod render;
-mod sessions;
-mod sse_patch;
-mod stdio;
 mod task_control;
 mod task_status;
 mod tasks_2025;
 mod transport;
 
-pub use connections::{ConnectionLimits, serve_http_with};
 pub use error::GatewayError;
 pub use gateway::{Gateway, TransportKind};
 pub use limits::Limits;
 pub use listen::MAX_LISTEN_TASK_IDS;
 pub use render::to_detailed_task;
-pub use sessions::SessionLimits;
-pub use transport::{HttpOptions, http_router, serve_http, serve_stdio};
+pub use transport::{
+    ConnectionLimits, HttpOptions, SessionLimits, http_router, serve_http, serve_http_with,
+    serve_stdio,
+};

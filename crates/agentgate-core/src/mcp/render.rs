@@ -1,11 +1,12 @@
 //! Stored task records in the Tasks extension's wire shapes.
 
 use rmcp::model::{
-    CallToolResult, DetailedTask, ErrorCode, ErrorData, InputRequests, JsonObject, Task,
-    TaskPayload, TaskStatus as WireStatus,
+    CallToolResult, DetailedTask, ErrorData, InputRequests, JsonObject, Task, TaskPayload,
+    TaskStatus as WireStatus,
 };
 use serde_json::Value;
 
+use super::GatewayError;
 use crate::clock::{Millis, iso8601};
 use crate::registry::ToolRegistry;
 use crate::task::{TaskPhase, TaskRecord};
@@ -87,23 +88,21 @@ pub(crate) fn task_error(record: &TaskRecord) -> ErrorData {
         .error
         .clone()
         .and_then(|raw| serde_json::from_value(raw).ok())
-        .unwrap_or_else(|| ErrorData::internal_error("the task failed without an error", None))
+        .unwrap_or_else(|| {
+            GatewayError::Internal("the task failed without an error".to_owned()).into()
+        })
 }
 
 fn object(value: Option<Value>, what: &str) -> Result<JsonObject, ErrorData> {
     match value {
         Some(Value::Object(map)) => Ok(map),
-        other => Err(ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!("stored task {what} is not an object: {other:?}"),
-            None,
-        )),
+        other => Err(GatewayError::Internal(format!(
+            "stored task {what} is not an object: {other:?}"
+        ))
+        .into()),
     }
 }
 
 fn corrupt(record: &TaskRecord, detail: &str) -> ErrorData {
-    ErrorData::internal_error(
-        format!("stored task {} is unreadable: {detail}", record.id),
-        None,
-    )
+    GatewayError::Internal(format!("stored task {} is unreadable: {detail}", record.id)).into()
 }

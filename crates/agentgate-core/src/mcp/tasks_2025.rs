@@ -46,7 +46,7 @@ use serde_json::{Value, json};
 use super::error::GatewayError;
 use super::gateway::Gateway;
 use super::render;
-use super::sse_patch::FirstEventPatch;
+use super::transport::sse_patch::FirstEventPatch;
 use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
 
 /// The protocol version whose task wire this module serves.
@@ -236,7 +236,7 @@ fn patch_event(event: &[u8], patch: fn(&mut Value)) -> Option<Vec<u8>> {
 
 /// The stdio side of the 2025-11-25 wire: a stdio session has no
 /// `MCP-Protocol-Version` header, so the stdio guard
-/// ([`super::stdio`]) remembers the version `initialize` was answered at and
+/// ([`super::transport::stdio`]) remembers the version `initialize` was answered at and
 /// which answers to patch, and renames and patches as the HTTP layer does.
 #[derive(Default)]
 pub(crate) struct StdioWire {

@@ -13,9 +13,9 @@
 //! parse): `-32700` for bytes that are not JSON, `-32600` for a message over
 //! the size limit. A last message without a newline is still a message; at
 //! end of input the guard waits for rmcp to answer every request it passed
-//! on before closing rmcp's input. In front of a [`super::Gateway`] it also
+//! on before closing rmcp's input. In front of a [`crate::mcp::Gateway`] it also
 //! carries the task wire of MCP 2025-11-25 past rmcp, as the HTTP layer does
-//! ([`super::tasks_2025::StdioWire`]).
+//! ([`crate::mcp::tasks_2025::StdioWire`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +24,9 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, DuplexStream};
 use tokio::sync::{Mutex, watch};
 
-use super::tasks_2025::StdioWire;
+use crate::mcp::error::{Unread, unread_refusal};
+use crate::mcp::listen;
+use crate::mcp::tasks_2025::StdioWire;
 
 /// How long, after end of input, the guard waits for rmcp's last answers.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -146,8 +148,8 @@ async fn check<W: AsyncWrite + Unpin>(
     let Ok(text) = std::str::from_utf8(line) else {
         reply(
             output,
-            error(
-                rmcp::model::ErrorCode::PARSE_ERROR.0,
+            unread_refusal(
+                Unread::NotJson,
                 "Parse error: the message is not valid UTF-8",
             ),
         )
@@ -158,13 +160,13 @@ async fn check<W: AsyncWrite + Unpin>(
         Ok(value) => {
             if value.get("method").and_then(Value::as_str) == Some("subscriptions/listen") {
                 // What the HTTP layer does for a listen with `taskIds`.
-                match super::listen::inspect(&value) {
-                    super::listen::Inspection::PassThrough => {}
-                    super::listen::Inspection::Listen(ids) => {
+                match listen::inspect(&value) {
+                    listen::Inspection::PassThrough => {}
+                    listen::Inspection::Listen(ids) => {
                         let key = value.get("id").map(Value::to_string).unwrap_or_default();
-                        super::listen::stdio_listens().insert(key, ids);
+                        listen::stdio_listens().insert(key, ids);
                     }
-                    super::listen::Inspection::Refuse(_, body) => {
+                    listen::Inspection::Refuse(_, body) => {
                         reply(output, body).await;
                         return None;
                     }
@@ -184,8 +186,8 @@ async fn check<W: AsyncWrite + Unpin>(
         Err(e) => {
             reply(
                 output,
-                error(
-                    rmcp::model::ErrorCode::PARSE_ERROR.0,
+                unread_refusal(
+                    Unread::NotJson,
                     &format!("Parse error: the message is not valid JSON ({e})"),
                 ),
             )
@@ -221,7 +223,7 @@ async fn copy_replies<W: AsyncWrite + Unpin>(
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .outbound(&mut message);
-                if super::listen::acknowledge_stdio(&mut message) || patched {
+                if listen::acknowledge_stdio(&mut message) || patched {
                     line = format!("{message}\n").into_bytes();
                 }
             }
@@ -244,21 +246,13 @@ async fn copy_replies<W: AsyncWrite + Unpin>(
 }
 
 fn too_large(max: usize) -> Value {
-    error(
-        rmcp::model::ErrorCode::INVALID_REQUEST.0,
+    unread_refusal(
+        Unread::Invalid,
         &format!(
             "Invalid Request: the message exceeds the {max}-byte limit for one stdio message; \
              send smaller arguments or input responses"
         ),
     )
-}
-
-fn error(code: i32, message: &str) -> Value {
-    serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": code, "message": message }
-    })
 }
 
 async fn reply<W: AsyncWrite + Unpin>(output: &Mutex<W>, message: Value) {

@@ -1,24 +1,41 @@
-//! Entry points: MCP over stdio, and the axum router serving Streamable HTTP
-//! at `/mcp`. Both take the shutdown token as an argument.
+//! The transports: MCP over stdio, and the axum router serving Streamable
+//! HTTP at `/mcp`, with what agentgate puts around rmcp's (the handlers are
+//! in the folder above). Both take the shutdown token as an argument.
+//!
+//! - [`stdio`]: the guard in front of rmcp on stdio (size limit, parse
+//!   errors answered with `"id": null`).
+//! - [`connections`]: the HTTP accept loop and its bounds (connection cap,
+//!   a peer's share, header read and idle timeouts).
+//! - [`sessions`]: legacy sessions counted per principal and in all.
+//! - [`sse_patch`]: rewriting one event of an SSE stream on its way out.
+
+mod connections;
+mod sessions;
+pub(crate) mod sse_patch;
+pub(crate) mod stdio;
+
+pub use connections::{ConnectionLimits, serve_http_with};
+pub use sessions::SessionLimits;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio_util::sync::CancellationToken;
 
-use super::{listen, tasks_2025};
+use crate::mcp::error::{Unread, unread_refusal};
+use crate::mcp::{Gateway, listen, tasks_2025};
 
 /// Serves one client on this process's stdin/stdout until it disconnects or
-/// `shutdown` fires. `handler` is usually a [`Gateway`](super::Gateway).
-/// Input passes through [`super::stdio`] first, which answers what is not a
+/// `shutdown` fires. `handler` is usually a [`Gateway`].
+/// Input passes through [`stdio`] first, which answers what is not a
 /// JSON message itself.
 pub async fn serve_stdio<H: ServerHandler + 'static>(
     handler: H,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     // Only a `Gateway` serves the 2025-11-25 task wire (see `http_router`).
-    let tasks_2025 = (&handler as &dyn std::any::Any).is::<super::Gateway>();
-    let (input, output, guard) = super::stdio::guard(
+    let tasks_2025 = (&handler as &dyn std::any::Any).is::<Gateway>();
+    let (input, output, guard) = stdio::guard(
         tokio::io::stdin(),
         tokio::io::stdout(),
         MAX_STDIO_MESSAGE_BYTES,
@@ -44,8 +61,8 @@ pub async fn serve_stdio<H: ServerHandler + 'static>(
 pub(super) const MAX_STDIO_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves `router` on `listener` until `shutdown` fires, within the default
-/// [`ConnectionLimits`](super::ConnectionLimits) (see
-/// [`serve_http_with`](super::serve_http_with)).
+/// [`ConnectionLimits`] (see
+/// [`serve_http_with`]).
 ///
 /// Accepted sockets get `TCP_NODELAY`: a Streamable HTTP answer is written
 /// in several small pieces (headers, the SSE event, the end of the stream),
@@ -57,13 +74,7 @@ pub async fn serve_http(
     router: axum::Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    super::serve_http_with(
-        listener,
-        router,
-        super::ConnectionLimits::default(),
-        shutdown,
-    )
-    .await
+    serve_http_with(listener, router, ConnectionLimits::default(), shutdown).await
 }
 
 /// HTTP settings for `/mcp`.
@@ -88,8 +99,8 @@ pub struct HttpOptions {
     /// present must match the body either way.
     pub strict_headers: bool,
     /// How many legacy sessions may be open, per principal and in all
-    /// ([`super::sessions`]).
-    pub sessions: super::SessionLimits,
+    /// ([`sessions`]).
+    pub sessions: SessionLimits,
 }
 
 impl Default for HttpOptions {
@@ -101,7 +112,7 @@ impl Default for HttpOptions {
             max_buffered_body_bytes: 64 * 1024 * 1024,
             auth: None,
             strict_headers: false,
-            sessions: super::SessionLimits::default(),
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -123,8 +134,8 @@ pub(super) fn loopback_origins() -> Vec<String> {
 /// bearer token (checked before anything else reads the request) and, in
 /// OAuth mode, the protected-resource metadata is served; `/healthz` stays
 /// open. `handler` is usually a
-/// [`Gateway`](super::Gateway); only a `Gateway` also serves the task wire
-/// of MCP 2025-11-25 ([`super::tasks_2025`]), which needs its handler's
+/// [`Gateway`]; only a `Gateway` also serves the task wire
+/// of MCP 2025-11-25 ([`tasks_2025`]), which needs its handler's
 /// methods: any other handler (the conformance fixture, the benchmark
 /// baseline) keeps rmcp's wire as it is.
 pub fn http_router<H: ServerHandler + Clone + 'static>(
@@ -133,7 +144,7 @@ pub fn http_router<H: ServerHandler + Clone + 'static>(
     shutdown: CancellationToken,
 ) -> axum::Router {
     let max_body = options.max_body_bytes;
-    let tasks_2025 = (&handler as &dyn std::any::Any).is::<super::Gateway>();
+    let tasks_2025 = (&handler as &dyn std::any::Any).is::<Gateway>();
     let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(
         options
             .max_buffered_body_bytes
@@ -153,7 +164,7 @@ pub fn http_router<H: ServerHandler + Clone + 'static>(
         .with_json_response(true)
         .with_cancellation_token(shutdown);
     let manager = std::sync::Arc::new(LocalSessionManager::default());
-    let sessions = std::sync::Arc::new(super::sessions::Sessions::new(
+    let sessions = std::sync::Arc::new(sessions::Sessions::new(
         std::sync::Arc::clone(&manager),
         options.sessions,
     ));
@@ -202,7 +213,7 @@ pub fn http_router<H: ServerHandler + Clone + 'static>(
 /// method or tool), a message the principal lacks a scope for is answered
 /// 403 `insufficient_scope` (see [`crate::auth::scopes`]). An `initialize`
 /// that would open a legacy session is counted against the caller's and the
-/// server's session caps ([`super::sessions`]). Other requests pass through
+/// server's session caps ([`sessions`]). Other requests pass through
 /// untouched.
 async fn json_rpc_body(
     request: axum::extract::Request,
@@ -210,7 +221,7 @@ async fn json_rpc_body(
     limits: BodyLimits,
     strict_headers: bool,
     call_scopes: Option<std::sync::Arc<crate::auth::Authenticator>>,
-    sessions: std::sync::Arc<super::sessions::Sessions>,
+    sessions: std::sync::Arc<sessions::Sessions>,
     serves_tasks_2025: bool,
 ) -> axum::response::Response {
     use axum::http::{Method, StatusCode};
@@ -241,7 +252,7 @@ async fn json_rpc_body(
                            (server.max_buffered_body_bytes); retry shortly";
             let mut response = (
                 StatusCode::SERVICE_UNAVAILABLE,
-                json_rpc_error(rmcp::model::ErrorCode::INTERNAL_ERROR.0, message),
+                axum::Json(unread_refusal(Unread::Busy, message)),
             )
                 .into_response();
             response.headers_mut().insert(
@@ -259,7 +270,7 @@ async fn json_rpc_body(
             );
             return (
                 StatusCode::REQUEST_TIMEOUT,
-                json_rpc_error(rmcp::model::ErrorCode::INVALID_REQUEST.0, &message),
+                axum::Json(unread_refusal(Unread::Invalid, &message)),
             )
                 .into_response();
         }
@@ -268,7 +279,7 @@ async fn json_rpc_body(
                 format!("request body exceeds the {max_body}-byte limit (server.max_body_bytes)");
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                json_rpc_error(rmcp::model::ErrorCode::INVALID_REQUEST.0, &message),
+                axum::Json(unread_refusal(Unread::Invalid, &message)),
             )
                 .into_response();
         }
@@ -287,7 +298,7 @@ async fn json_rpc_body(
             let message = format!("Parse error: the body is not valid JSON ({e})");
             return (
                 StatusCode::BAD_REQUEST,
-                json_rpc_error(rmcp::model::ErrorCode::PARSE_ERROR.0, &message),
+                axum::Json(unread_refusal(Unread::NotJson, &message)),
             )
                 .into_response();
         }
@@ -346,7 +357,7 @@ async fn json_rpc_body(
 }
 
 /// Whose session an `initialize` opens: the authenticated principal, or
-/// `anonymous` (as [`Gateway::owner`](super::Gateway::owner) decides).
+/// `anonymous` (as [`Gateway::owner`] decides).
 fn session_owner(extensions: &http::Extensions) -> crate::task::Owner {
     extensions
         .get::<crate::auth::Principal>()
@@ -466,12 +477,4 @@ fn supply_task_name(headers: &mut http::HeaderMap, envelope: &Envelope<'_>) {
     if let Ok(value) = http::HeaderValue::from_str(&encoded) {
         headers.insert("mcp-name", value);
     }
-}
-
-fn json_rpc_error(code: i32, message: &str) -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": code, "message": message }
-    }))
 }

@@ -3,20 +3,20 @@
 //! anywhere), each whole event is offered to the patch, and once the patch
 //! has rewritten one, the rest of the stream passes untouched.
 //!
-//! Used by [`super::listen`] (the `subscriptions/listen` acknowledgement)
-//! and [`super::tasks_2025`] (the response of a 2025-11-25 session).
+//! Used by [`crate::mcp::listen`] (the `subscriptions/listen` acknowledgement)
+//! and [`crate::mcp::tasks_2025`] (the response of a 2025-11-25 session).
 
 use axum::body::Bytes;
 
 /// A stream's patch: `patch` gets each whole event (ending in a blank
 /// line) and answers its new bytes, or `None` to leave it as it is.
-pub(super) struct FirstEventPatch<P> {
+pub(crate) struct FirstEventPatch<P> {
     patch: Option<P>,
     pending: Vec<u8>,
 }
 
 impl<P: FnMut(&[u8]) -> Option<Vec<u8>>> FirstEventPatch<P> {
-    pub(super) fn new(patch: P) -> Self {
+    pub(crate) fn new(patch: P) -> Self {
         Self {
             patch: Some(patch),
             pending: Vec::new(),
@@ -24,7 +24,7 @@ impl<P: FnMut(&[u8]) -> Option<Vec<u8>>> FirstEventPatch<P> {
     }
 
     /// The bytes to send for the next chunk `bytes`.
-    pub(super) fn feed(&mut self, bytes: Bytes) -> Bytes {
+    pub(crate) fn feed(&mut self, bytes: Bytes) -> Bytes {
         let Some(patch) = &mut self.patch else {
             return bytes;
         };

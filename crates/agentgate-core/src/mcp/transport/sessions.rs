@@ -5,7 +5,7 @@
 //! rmcp keeps each session (a worker task and its channels) in its
 //! `LocalSessionManager` until the client deletes it or it has been idle
 //! for the keep-alive; nothing bounds how many a caller opens. The body
-//! reader ([`super::transport`]) asks [`Sessions::admit`] before an
+//! reader ([`super`]) asks [`Sessions::admit`] before an
 //! `initialize` that would open one, and hands the answer to
 //! [`Sessions::opened`], which files the new session id under the caller:
 //!
@@ -28,7 +28,7 @@ use axum::response::{IntoResponse as _, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
-use super::error::LIMITED;
+use crate::mcp::error::LIMITED;
 use crate::task::Owner;
 
 /// How many legacy sessions may be open.
