@@ -9,21 +9,20 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::ServerHandler;
 use rmcp::model::RequestStateCodec;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CreateTaskResult, DetailedTask, ErrorData, GetTaskParams, GetTaskResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool, UpdateTaskParams,
+    CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 
 use super::error::GatewayError;
-use super::limits::{self, Guard, Limits, Poll};
+use super::limits::{self, Guard, Limits};
 use super::render;
 use crate::auth::Principal;
 use crate::engine::{TaskQuota, Tasks};
@@ -382,24 +381,14 @@ impl ServerHandler for Gateway {
         let id = TaskId::from_client(request.task_id);
         let now = self.tasks.now();
         let tools = self.tasks.tools();
+        let read = || async {
+            let record = self.tasks.get(&owner, &id).await?;
+            let detailed = render::to_detailed_task(&record, tools, now)?;
+            Ok((record, detailed))
+        };
         let detailed = match &self.guard {
-            None => render::to_detailed_task(&self.tasks.get(&owner, &id).await?, tools, now)?,
-            Some(guard) => match guard.polls.poll(&owner, &id, now) {
-                Poll::Cached(answer) => DetailedTask::clone(&answer),
-                Poll::TooFast { interval, polls } => {
-                    return Err(guard.too_fast(&id, interval, polls));
-                }
-                Poll::Read(ticket) => {
-                    // Rendered once: the answer also says how long to keep it.
-                    let record = self.tasks.get(&owner, &id).await?;
-                    let detailed = render::to_detailed_task(&record, tools, now)?;
-                    let interval = detailed.task.poll_interval_ms.map(Duration::from_millis);
-                    guard
-                        .polls
-                        .remember(&record, &detailed, interval, now, ticket);
-                    detailed
-                }
-            },
+            None => read().await?.1,
+            Some(guard) => guard.poll_task(&owner, &id, now, read).await?,
         };
         Ok(GetTaskResult::new(detailed))
     }

@@ -296,7 +296,7 @@ struct Entry {
 
 /// What the poll cache says about a `tasks/get`.
 #[derive(Debug)]
-pub enum Poll {
+enum Poll {
     /// Within the window of the last store read: this answer, from memory.
     Cached(Arc<DetailedTask>),
     /// Polled more than the burst within one advertised interval.
@@ -309,7 +309,7 @@ pub enum Poll {
 /// Taken before a store read, so [`PollCache::remember`] can tell whether
 /// the task changed while it was read.
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket(u64);
+struct Ticket(u64);
 
 #[derive(Debug)]
 struct CacheState {
@@ -428,7 +428,7 @@ impl PollCache {
     }
 
     /// Decides how to answer `owner`'s `tasks/get` of `id` at `now`.
-    pub fn poll(&self, owner: &Owner, id: &TaskId, now: Millis) -> Poll {
+    fn poll(&self, owner: &Owner, id: &TaskId, now: Millis) -> Poll {
         let mut state = self.state();
         state.forget_changed();
         let ticket = Ticket(state.seen);
@@ -461,7 +461,7 @@ impl PollCache {
     /// `now`, for the interval it advertises (`None` for an ended task),
     /// unless the task changed since `ticket` was taken (the read may
     /// predate the change) or the answer is too big to be worth its room.
-    pub fn remember(
+    fn remember(
         &self,
         record: &TaskRecord,
         answer: &DetailedTask,
@@ -640,8 +640,36 @@ impl Guard {
         })
     }
 
+    /// Answers `owner`'s `tasks/get` of `id` at `now`, reading through
+    /// the poll cache: from memory within the window of the last read,
+    /// refused when polled faster than the burst allows, otherwise by
+    /// `read` (the task as the task service has it, rendered), which is
+    /// kept for the next poll over the interval it advertises.
+    pub(crate) async fn poll_task<F, Fut>(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+        read: F,
+    ) -> Result<DetailedTask, ErrorData>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(TaskRecord, DetailedTask), ErrorData>>,
+    {
+        match self.polls.poll(owner, id, now) {
+            Poll::Cached(answer) => Ok(DetailedTask::clone(&answer)),
+            Poll::TooFast { interval, polls } => Err(self.too_fast(id, interval, polls)),
+            Poll::Read(ticket) => {
+                let (record, answer) = read().await?;
+                let interval = answer.task.poll_interval_ms.map(Duration::from_millis);
+                self.polls.remember(&record, &answer, interval, now, ticket);
+                Ok(answer)
+            }
+        }
+    }
+
     /// The refusal for polling one task too fast.
-    pub(crate) fn too_fast(&self, id: &TaskId, interval: Duration, polls: u32) -> ErrorData {
+    fn too_fast(&self, id: &TaskId, interval: Duration, polls: u32) -> ErrorData {
         let ms = agentgate_backend::time::wire_ms(interval);
         let mut error = limited(
             format!(
