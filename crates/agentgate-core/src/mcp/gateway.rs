@@ -231,8 +231,7 @@ impl Gateway {
             .listed()
             .map(|spec| spec.tool.clone())
             .collect();
-        tools.push(super::task_status::tool());
-        tools.extend(super::task_control::tools());
+        tools.extend(super::builtin::tools());
         tools
     }
 
@@ -358,15 +357,17 @@ impl ServerHandler for Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.enter(&cx).await?;
-        match &*request.name {
-            super::task_status::NAME => return self.task_status(request, cx).await.map(Into::into),
-            super::task_control::ANSWER => {
-                return self.task_answer(request, cx).await.map(Into::into);
-            }
-            super::task_control::CANCEL => {
-                return self.task_cancel(request, cx).await.map(Into::into);
-            }
-            _ => {}
+        if super::builtin::NAMES.contains(&&*request.name) {
+            let caller = super::builtin::Caller {
+                tasks: &self.tasks,
+                owner: self.owner(&cx),
+                max_input_bytes: self
+                    .guard
+                    .as_ref()
+                    .map(|guard| guard.limits.max_input_response_bytes),
+                cancelled: cx.ct.clone(),
+            };
+            return super::builtin::call(caller, request).await.map(Into::into);
         }
         self.call_job_tool(request, cx).await
     }

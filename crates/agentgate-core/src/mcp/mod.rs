@@ -17,9 +17,9 @@
 //! - [`inline_task`]: the gateway's side of a tool's own answer for such
 //!   clients ([`crate::job::SyncView`]), where its upstream had a contract to
 //!   keep ("poll 9 times, then say pending").
-//! - [`task_status`]: the built-in `task_status` tool.
-//! - [`task_control`]: `task_answer` and `task_cancel`, `tasks/update` and
-//!   `tasks/cancel` as tools for clients without the tasks extension.
+//! - [`builtin`]: the built-in tools `task_status`, `task_answer` and
+//!   `task_cancel`: `tasks/get|update|cancel` as tools for clients without
+//!   the tasks extension.
 //! - [`tasks_2025`]: the task wire of MCP 2025-11-25 (`params.task` on
 //!   `tools/call`, `tasks/get|result|cancel`) on the same engine.
 //! - [`listen`]: `subscriptions/listen` with `taskIds` → `notifications/tasks`.
@@ -29,6 +29,7 @@
 //!   what agentgate puts around rmcp's transports (the stdio guard, the HTTP
 //!   accept loop and its bounds, legacy-session caps, SSE patching).
 
+mod builtin;
 mod error;
 mod gateway;
 mod inline;
@@ -36,8 +37,6 @@ mod inline_task;
 pub mod limits;
 mod listen;
 mod render;
-mod task_control;
-mod task_status;
 mod tasks_2025;
 mod transport;
 

@@ -155,14 +155,10 @@ fn patch_tools_list(message: &mut Value) {
         return;
     };
     for tool in tools {
-        let builtin = matches!(
-            tool.get("name").and_then(Value::as_str),
-            Some(
-                super::task_status::NAME
-                    | super::task_control::ANSWER
-                    | super::task_control::CANCEL
-            )
-        );
+        let builtin = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| super::builtin::NAMES.contains(&name));
         let support = if builtin { "forbidden" } else { "optional" };
         if let Some(tool) = tool.as_object_mut() {
             tool.insert("execution".into(), json!({ "taskSupport": support }));

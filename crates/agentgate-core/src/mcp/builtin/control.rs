@@ -11,14 +11,13 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ErrorData,
     InputRequest, InputResponses, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::gateway::Gateway;
-use super::render;
+use super::Caller;
 use crate::engine::TaskError;
+use crate::mcp::render;
 use crate::task::{TaskId, TaskPhase};
 
 pub(super) const ANSWER: &str = "task_answer";
@@ -95,81 +94,79 @@ fn unknown_or(e: TaskError, id: &TaskId) -> Result<CallToolResult, ErrorData> {
     }
 }
 
-impl Gateway {
-    pub(super) async fn task_answer(
-        &self,
-        request: CallToolRequestParams,
-        cx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let args: AnswerArgs = match parse(&request, ANSWER) {
-            Ok(args) => args,
-            Err(result) => return Ok(result),
-        };
-        let owner = self.owner(&cx);
-        let id = TaskId::from_client(args.task_id);
-        let responses: InputResponses = args.responses.into_iter().collect();
-        self.check_input_size(&responses)?;
-        let record = match self.tasks.get(&owner, &id).await {
-            Ok(record) => record,
-            Err(e) => return unknown_or(e, &id),
-        };
-        if record.status != TaskPhase::InputRequired {
-            return Ok(error(format!(
-                "task `{id}` is {} and waits for no input; `task_status` shows it",
-                record.status
-            )));
-        }
-        let requests = render::input_requests(&record)?;
-        if let Err(problem) = check_answers(&requests, &responses) {
-            return Ok(error(format!("task `{id}`: {problem}")));
-        }
-        let ack = match self.tasks.answer(&owner, &id, responses).await {
-            Ok(ack) => ack,
-            Err(e) => return unknown_or(e, &id),
-        };
-        let text = if ack.complete {
-            format!(
-                "Answered ({}). Task {id} continues; call `task_status` with {{\"task_id\": \
-                 \"{id}\", \"wait_seconds\": 30}} to follow it.",
-                ack.accepted.join(", ")
-            )
-        } else if ack.accepted.is_empty() {
-            format!("Task {id} was already answered; `task_status` shows where it is.")
-        } else {
-            format!(
-                "Answered ({}); task {id} still waits for its other input requests \
-                 (`task_status` lists them).",
-                ack.accepted.join(", ")
-            )
-        };
-        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        result.structured_content = Some(serde_json::json!({
-            "taskId": id.as_str(),
-            "accepted": ack.accepted,
-            "complete": ack.complete,
-        }));
-        Ok(result)
+/// Answers a `task_answer` call.
+pub(super) async fn answer(
+    caller: &Caller<'_>,
+    request: CallToolRequestParams,
+) -> Result<CallToolResult, ErrorData> {
+    let args: AnswerArgs = match parse(&request, ANSWER) {
+        Ok(args) => args,
+        Err(result) => return Ok(result),
+    };
+    let owner = caller.owner.clone();
+    let id = TaskId::from_client(args.task_id);
+    let responses: InputResponses = args.responses.into_iter().collect();
+    caller.check_input_size(&responses)?;
+    let record = match caller.tasks.get(&owner, &id).await {
+        Ok(record) => record,
+        Err(e) => return unknown_or(e, &id),
+    };
+    if record.status != TaskPhase::InputRequired {
+        return Ok(error(format!(
+            "task `{id}` is {} and waits for no input; `task_status` shows it",
+            record.status
+        )));
     }
+    let requests = render::input_requests(&record)?;
+    if let Err(problem) = check_answers(&requests, &responses) {
+        return Ok(error(format!("task `{id}`: {problem}")));
+    }
+    let ack = match caller.tasks.answer(&owner, &id, responses).await {
+        Ok(ack) => ack,
+        Err(e) => return unknown_or(e, &id),
+    };
+    let text = if ack.complete {
+        format!(
+            "Answered ({}). Task {id} continues; call `task_status` with {{\"task_id\": \
+             \"{id}\", \"wait_seconds\": 30}} to follow it.",
+            ack.accepted.join(", ")
+        )
+    } else if ack.accepted.is_empty() {
+        format!("Task {id} was already answered; `task_status` shows where it is.")
+    } else {
+        format!(
+            "Answered ({}); task {id} still waits for its other input requests \
+             (`task_status` lists them).",
+            ack.accepted.join(", ")
+        )
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(serde_json::json!({
+        "taskId": id.as_str(),
+        "accepted": ack.accepted,
+        "complete": ack.complete,
+    }));
+    Ok(result)
+}
 
-    pub(super) async fn task_cancel(
-        &self,
-        request: CallToolRequestParams,
-        cx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let args: CancelArgs = match parse(&request, CANCEL) {
-            Ok(args) => args,
-            Err(result) => return Ok(result),
-        };
-        let owner = self.owner(&cx);
-        let id = TaskId::from_client(args.task_id);
-        if let Err(e) = self.tasks.cancel(&owner, &id).await {
-            return unknown_or(e, &id);
-        }
-        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-            "Cancellation of task {id} requested. Call `task_status` with {{\"task_id\": \
-             \"{id}\", \"wait_seconds\": 30}} to see it stop."
-        ))]))
+/// Answers a `task_cancel` call.
+pub(super) async fn cancel(
+    caller: &Caller<'_>,
+    request: CallToolRequestParams,
+) -> Result<CallToolResult, ErrorData> {
+    let args: CancelArgs = match parse(&request, CANCEL) {
+        Ok(args) => args,
+        Err(result) => return Ok(result),
+    };
+    let owner = caller.owner.clone();
+    let id = TaskId::from_client(args.task_id);
+    if let Err(e) = caller.tasks.cancel(&owner, &id).await {
+        return unknown_or(e, &id);
     }
+    Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+        "Cancellation of task {id} requested. Call `task_status` with {{\"task_id\": \
+         \"{id}\", \"wait_seconds\": 30}} to see it stop."
+    ))]))
 }
 
 /// Checks answers against the task's outstanding requests: every key is
