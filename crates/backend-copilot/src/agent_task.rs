@@ -33,7 +33,7 @@ use crate::watcher::{Observation, Target};
 use crate::{AGENT_TASKS_API_VERSION, Shared};
 
 #[derive(Debug, Clone)]
-pub struct CreatePullRequest {
+pub(crate) struct CreatePullRequest {
     shared: Arc<Shared>,
 }
 
@@ -44,7 +44,7 @@ impl CreatePullRequest {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CreateState {
+pub(crate) struct CreateState {
     pub owner: String,
     pub repo: String,
     pub prompt: String,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 /// `assign_copilot_to_issue`'s arguments.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AssignArgs {
+pub(crate) struct AssignArgs {
     pub owner: String,
     pub repo: String,
     #[serde(deserialize_with = "number_or_numeric_string")]
@@ -29,7 +29,7 @@ pub struct AssignArgs {
 /// `request_copilot_changes`'s arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ChangesArgs {
+pub(crate) struct ChangesArgs {
     pub owner: String,
     pub repo: String,
     #[serde(deserialize_with = "number_or_numeric_string")]
@@ -40,7 +40,7 @@ pub struct ChangesArgs {
 /// `create_pull_request_with_copilot`'s arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreatePrArgs {
+pub(crate) struct CreatePrArgs {
     pub owner: String,
     pub repo: String,
     pub problem_statement: String,
@@ -55,10 +55,10 @@ pub struct CreatePrArgs {
 /// Arguments that passed [`Validate`]: a job takes `Valid<Args>`, so bad
 /// input is refused with its field named before any task is created.
 #[derive(Debug, Clone)]
-pub struct Valid<T>(pub T);
+pub(crate) struct Valid<T>(pub T);
 
 /// Checks beyond the JSON shape.
-pub trait Validate {
+pub(crate) trait Validate {
     fn validate(&self) -> Result<(), String>;
 }
 
@@ -81,7 +81,7 @@ impl<T: JsonSchema> JsonSchema for Valid<T> {
 }
 
 /// Longest free text we pass on (GitHub's comment body limit is 65,536).
-pub const MAX_TEXT: usize = 65_000;
+pub(crate) const MAX_TEXT: usize = 65_000;
 
 /// `f` as an integer, if it is a whole number an `i64` holds (upstream
 /// accepts `5.0` for 5).
@@ -112,7 +112,7 @@ fn number_or_numeric_string<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::E
 
 /// Checks an owner login: GitHub allows letters, digits and single hyphens,
 /// up to 39 characters.
-pub fn check_owner(owner: &str) -> Result<(), String> {
+pub(crate) fn check_owner(owner: &str) -> Result<(), String> {
     let ok = !owner.is_empty()
         && owner.len() <= 39
         && owner.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
@@ -127,7 +127,7 @@ pub fn check_owner(owner: &str) -> Result<(), String> {
 }
 
 /// Checks a repository name: letters, digits, `.`, `-`, `_`, up to 100.
-pub fn check_repo(repo: &str) -> Result<(), String> {
+pub(crate) fn check_repo(repo: &str) -> Result<(), String> {
     let ok = !repo.is_empty()
         && repo.len() <= 100
         && repo != "."
@@ -146,7 +146,7 @@ pub fn check_repo(repo: &str) -> Result<(), String> {
 }
 
 /// Checks an optional short token such as a branch, model or agent name.
-pub fn check_word(field: &str, value: &Option<String>) -> Result<(), String> {
+pub(crate) fn check_word(field: &str, value: &Option<String>) -> Result<(), String> {
     match value {
         Some(v) if v.trim().is_empty() => Err(format!(
             "field `{field}`: is empty; leave it out to use the default"
@@ -159,7 +159,7 @@ pub fn check_word(field: &str, value: &Option<String>) -> Result<(), String> {
 }
 
 /// Checks free text: present, not too long.
-pub fn check_text(field: &str, value: &str, required: bool) -> Result<(), String> {
+pub(crate) fn check_text(field: &str, value: &str, required: bool) -> Result<(), String> {
     if required && value.trim().is_empty() {
         return Err(format!("field `{field}`: must not be empty"));
     }
@@ -212,7 +212,7 @@ impl Validate for CreatePrArgs {
 
 /// `assign_copilot_to_issue`'s input schema: upstream's five properties with
 /// their descriptions, plus `custom_agent` and `model`.
-pub fn assign_schema() -> Value {
+pub(crate) fn assign_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -233,7 +233,7 @@ pub fn assign_schema() -> Value {
 /// vendored in `contracts/github/mcp-server/`), plus ours. Upstream refuses
 /// extra properties; ours are documented here, so a client that validates
 /// against this schema accepts them.
-pub fn assign_output_schema() -> Value {
+pub(crate) fn assign_output_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -263,7 +263,7 @@ pub fn assign_output_schema() -> Value {
     })
 }
 
-pub fn changes_schema() -> Value {
+pub(crate) fn changes_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -276,7 +276,7 @@ pub fn changes_schema() -> Value {
     })
 }
 
-pub fn create_pr_schema() -> Value {
+pub(crate) fn create_pr_schema() -> Value {
     json!({
         "type": "object",
         "properties": {

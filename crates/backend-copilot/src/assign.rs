@@ -39,7 +39,7 @@ use crate::report::{self, CycleEnd, PullRequest};
 use crate::watcher::{Observation, Target};
 
 /// Upstream's message when Copilot is not among the suggested actors.
-pub const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
+pub(crate) const NOT_AVAILABLE: &str = "copilot isn't available as an assignee for this issue. Please inform the user to visit https://docs.github.com/en/copilot/concepts/agents/cloud-agent/about-cloud-agent for more information.";
 
 /// The watch's start when Copilot already held the issue: its pull request
 /// may be older than this call.
@@ -50,7 +50,7 @@ const CONFIRM_EVERY: Duration = Duration::from_secs(5 * 60);
 
 /// The job behind `assign_copilot_to_issue`.
 #[derive(Debug, Clone)]
-pub struct AssignCopilot {
+pub(crate) struct AssignCopilot {
     shared: Arc<Shared>,
 }
 
@@ -62,7 +62,7 @@ impl AssignCopilot {
 
 /// The checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AssignState {
+pub(crate) struct AssignState {
     pub owner: String,
     pub repo: String,
     pub issue_number: i64,
@@ -89,7 +89,7 @@ pub struct AssignState {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "phase", rename_all = "snake_case")]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Looked up, not assigned yet. `had_copilot`: Copilot was already an
     /// assignee before we asked.
     Assign {
@@ -684,14 +684,14 @@ fn copilot_comment(items: &[TimelineItem], since: &str) -> Option<Value> {
 /// Upstream's answer for clients without tasks: nine polls one second apart
 /// for the PR, with upstream's progress messages and JSON, plus the task id.
 #[derive(Debug, Clone, Copy)]
-pub struct UpstreamView;
+pub(crate) struct UpstreamView;
 
 /// Upstream's poll: 9 attempts, 1 s apart ("p50 ~5s, p90 ~7s").
-pub const ATTEMPTS: u32 = 9;
+pub(crate) const ATTEMPTS: u32 = 9;
 /// How long a client without tasks waits for the assignment itself.
 const SETUP_BUDGET: Duration = Duration::from_secs(60);
-pub const DELAY: Duration = Duration::from_secs(1);
-pub const PENDING_NOTE: &str = "The pull request may still be in progress. Once created, the PR number can be used to check job status, or check the issue timeline for updates.";
+pub(crate) const DELAY: Duration = Duration::from_secs(1);
+pub(crate) const PENDING_NOTE: &str = "The pull request may still be in progress. Once created, the PR number can be used to check job status, or check the issue timeline for updates.";
 
 impl SyncView for UpstreamView {
     fn follow<'a>(

@@ -31,7 +31,7 @@ use crate::watcher::{Observation, Target};
 const CONFIRM_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
-pub struct RequestChanges {
+pub(crate) struct RequestChanges {
     shared: Arc<Shared>,
 }
 
@@ -42,7 +42,7 @@ impl RequestChanges {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChangesState {
+pub(crate) struct ChangesState {
     pub owner: String,
     pub repo: String,
     pub pull_request: PullRequest,
@@ -59,7 +59,7 @@ pub struct ChangesState {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PostedComment {
+pub(crate) struct PostedComment {
     pub id: i64,
     pub url: String,
     pub created_at: String,

@@ -28,7 +28,7 @@ use crate::{Shared, refresh_after};
 
 /// How far a followed task is in its watch; flattened into its checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// When the watch began (Unix ms).
     #[serde(default)]
     pub watch_started: Option<Millis>,

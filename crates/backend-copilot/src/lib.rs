@@ -9,7 +9,8 @@
 //! - `create_pull_request_with_copilot` starts an agent task (Agent tasks
 //!   REST API) and follows it to its end.
 //!
-//! Layout:
+//! Layout (only [`github`] and [`watcher`] are public, for the contract
+//! tests and the benchmark; the rest is re-exported by name where needed):
 //! - [`settings`]: environment (token, API URL) and the `[copilot]` knobs;
 //! - [`access`]: the repositories each principal may touch, and its own token;
 //! - [`github`]: the HTTP client, GitHub's errors and rate limits, the
@@ -22,15 +23,15 @@
 //! GitHub has no API to stop a running Copilot session: cancelling a task
 //! stops the watch (and, with `unassign_on_cancel`, unassigns Copilot).
 
-pub mod access;
-pub mod agent_task;
-pub mod args;
-pub mod assign;
-pub mod changes;
-pub mod follow;
+mod access;
+mod agent_task;
+mod args;
+mod assign;
+mod changes;
+mod follow;
 pub mod github;
-pub mod report;
-pub mod settings;
+mod report;
+mod settings;
 pub mod watcher;
 
 use std::sync::Arc;

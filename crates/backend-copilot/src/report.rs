@@ -13,7 +13,7 @@ use crate::github::{GitHub, GitHubError};
 
 /// A pull request as the tools report it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullRequest {
+pub(crate) struct PullRequest {
     pub number: i64,
     pub url: String,
     pub title: String,
@@ -23,7 +23,7 @@ pub struct PullRequest {
 }
 
 impl PullRequest {
-    pub fn from_source(source: &CrossReferenceSource) -> Option<Self> {
+    pub(crate) fn from_source(source: &CrossReferenceSource) -> Option<Self> {
         match source {
             CrossReferenceSource::PullRequest {
                 number,
@@ -43,7 +43,7 @@ impl PullRequest {
         }
     }
 
-    pub fn from_watched(pull: &WatchedPull) -> Self {
+    pub(crate) fn from_watched(pull: &WatchedPull) -> Self {
         Self {
             number: pull.number,
             url: pull.url.clone(),
@@ -57,7 +57,7 @@ impl PullRequest {
         }
     }
 
-    pub fn from_rest(pull: &model::RestPull) -> Self {
+    pub(crate) fn from_rest(pull: &model::RestPull) -> Self {
         Self {
             number: pull.number,
             url: pull.html_url.clone(),
@@ -72,14 +72,14 @@ impl PullRequest {
     }
 
     /// `#7 (draft): [WIP] Add a --version flag`
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let draft = if self.draft { " (draft)" } else { "" };
         format!("#{}{draft}: {}", self.number, self.title)
     }
 }
 
 /// A result with a sentence and structured content.
-pub fn result(is_error: bool, text: String, structured: Value) -> CallToolResult {
+pub(crate) fn result(is_error: bool, text: String, structured: Value) -> CallToolResult {
     let content = vec![ContentBlock::text(text)];
     let mut result = if is_error {
         CallToolResult::error(content)
@@ -92,13 +92,13 @@ pub fn result(is_error: bool, text: String, structured: Value) -> CallToolResult
 
 /// How a Copilot work cycle on a pull request ended, per its REST timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CycleEnd {
+pub(crate) enum CycleEnd {
     Finished { at: String },
     Failed { at: String },
 }
 
 /// Copilot's `copilot_work_*` events on a pull request, oldest first.
-pub async fn copilot_events(
+pub(crate) async fn copilot_events(
     github: &GitHub,
     owner: &str,
     repo: &str,
@@ -136,7 +136,7 @@ pub async fn copilot_events(
 /// a timeline without start events, the first end at or after `since`).
 /// Timestamps have second precision, so an earlier cycle's end in the same
 /// second as `since` must not count: order decides, not the clock alone.
-pub fn cycle_end(events: &[TimelineEvent], since: &str) -> Option<CycleEnd> {
+pub(crate) fn cycle_end(events: &[TimelineEvent], since: &str) -> Option<CycleEnd> {
     let floor = model::parse_time(since)?;
     let at_or_after = |e: &TimelineEvent| {
         e.created_at
@@ -163,7 +163,7 @@ pub fn cycle_end(events: &[TimelineEvent], since: &str) -> Option<CycleEnd> {
 }
 
 /// Whether a cycle started at or after `since`.
-pub fn cycle_started(events: &[TimelineEvent], since: &str) -> bool {
+pub(crate) fn cycle_started(events: &[TimelineEvent], since: &str) -> bool {
     let Some(floor) = model::parse_time(since) else {
         return false;
     };
@@ -178,7 +178,7 @@ pub fn cycle_started(events: &[TimelineEvent], since: &str) -> bool {
 
 /// GitHub's notion of "now" minus a tolerance for clock skew between us and
 /// GitHub: items at or after it count as caused by us.
-pub fn since(now: Millis, skew: Duration) -> String {
+pub(crate) fn since(now: Millis, skew: Duration) -> String {
     let then = now.saturating_sub(skew);
     model::format_time(chrono::DateTime::from_timestamp_millis(then.unix_ms()).unwrap_or_default())
 }

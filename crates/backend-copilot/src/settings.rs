@@ -17,7 +17,7 @@ use serde::Deserialize;
 use url::Url;
 
 /// The default REST root.
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// A GitHub token. It is only ever written into an `Authorization` header:
 /// `Debug` and `Display` print `<redacted>`.
