@@ -13,7 +13,7 @@
 # - A2A: the official A2A Python SDK (a2a-sdk 1.3.0) in its own virtualenv
 #   interop/a2a/.venv with interop/a2a/requirements.txt (every package pinned; kept apart
 #   from the MCP clients so neither pins the other's dependencies), for
-#   crates/sim/tests/a2a_interop.rs and for the SDK agent behind agentgate in
+#   crates/agentgate-sim/tests/a2a_interop.rs and for the SDK agent behind agentgate in
 #   crates/agentgate/tests/external/interop.rs.
 #
 # Needs python3 (3.11), node (20) and npm, and the PyPI and npm registries.

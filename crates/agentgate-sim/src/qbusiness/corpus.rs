@@ -1,7 +1,7 @@
 //! The emulator's document corpus and its BM25 index.
 //!
 //! The corpus is a dozen short intranet pages of an invented company, Northwind Robotics,
-//! shipped as `crates/sim/corpus/*.md` and compiled in with `include_str!`, so the binary
+//! shipped as `crates/agentgate-sim/corpus/*.md` and compiled in with `include_str!`, so the binary
 //! is self-contained. Each file starts with a front-matter block (`id`, `title`, `url`,
 //! `category`, `updated` as `YYYY-MM-DD`) followed by prose paragraphs. The text is ASCII
 //! only, so byte offsets and character offsets agree.

@@ -1,4 +1,4 @@
-//! The emulators of crates/sim (Q Business, GitHub) on free loopback ports,
+//! The emulators of crates/agentgate-sim (Q Business, GitHub) on free loopback ports,
 //! in the test's process, with the switches tests put in front of them:
 //!
 //! - [`EmulatorBuilder::answer_late`]: act on a request at once, answer later

@@ -1,7 +1,7 @@
 //! The seed: the users, repositories, issues and timings the emulator starts with.
 //!
 //! A seed file is TOML (or JSON when the file name ends in `.json`; same fields). Every
-//! field has a default, so a seed may be tiny. `crates/sim/seeds/default.toml` is the
+//! field has a default, so a seed may be tiny. `crates/agentgate-sim/seeds/default.toml` is the
 //! built-in seed ([`Seed::default`]) written out:
 //!
 //! ```toml
@@ -165,7 +165,7 @@ fn issue(number: u64, title: &str, scenario: Scenario, assignees: &[&str]) -> Is
 }
 
 impl Default for Seed {
-    /// The built-in seed (`crates/sim/seeds/default.toml`).
+    /// The built-in seed (`crates/agentgate-sim/seeds/default.toml`).
     fn default() -> Self {
         Self {
             viewer: DEFAULT_VIEWER.into(),
