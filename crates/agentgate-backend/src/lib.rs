@@ -17,48 +17,61 @@
 //! The [`guide`] (`docs/backends/write-a-backend.md`) walks through one,
 //! and `examples/countdown-backend` is a complete backend to copy.
 //!
-//! Modules:
-//! - [`job`]: [`Job`], [`Step`], [`Event`], [`JobError`], [`JobContext`], [`ToolSpec`];
-//! - [`policy`]: [`ToolPolicy`], [`PollPolicy`], [`RetryPolicy`];
-//! - [`task`]: [`TaskId`], [`Owner`], [`TaskPhase`], [`TaskRecord`]; [`AccessToken`];
-//! - [`sync_view`]: a tool's own answer for clients without the tasks extension;
-//! - [`handles`]: [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
-//! - [`ownership`]: [`UpstreamIds`], which upstream conversations and contexts are a principal's;
-//! - [`backend`]: the [`Backend`] trait and its config section;
-//! - [`body`]: [`read_bounded`], an upstream's answer read through a cap;
-//! - [`webhook`]: [`Webhook`], requests an upstream sends to agentgate (push notifications).
+//! Everything a backend author uses is at the crate root:
+//! - jobs: [`Job`], [`Step`], [`Event`], [`JobError`], [`JobContext`], [`ToolSpec`];
+//! - policies: [`ToolPolicy`], [`PollPolicy`], [`RetryPolicy`];
+//! - tasks: [`TaskId`], [`Owner`], [`TaskPhase`], [`TaskView`]; [`AccessToken`];
+//! - [`SyncView`]: a tool's own answer for clients without the tasks extension;
+//! - [`Nudge`] and [`UpstreamMetrics`], what a backend may hold of the engine;
+//! - [`UpstreamIds`]: which upstream conversations and contexts are a principal's;
+//! - the [`Backend`] trait and its config section ([`ConfiguredBackend`]);
+//! - [`read_bounded`]: an upstream's answer read through a cap;
+//! - [`Webhook`]: requests an upstream sends to agentgate (push notifications).
+//!
+//! What only the engine (`agentgate-core`) uses, the stored [`engine::TaskRecord`]
+//! and the traits it implements, is in [`engine`]; a backend never needs it.
 
 // The SDK is what backend authors read: every public item says what it is.
 // (Set here, not in Cargo.toml: a crate that takes the workspace's lints
 // cannot add its own there.)
 #![warn(missing_docs)]
 
-pub mod backend;
-pub mod body;
+mod backend;
+mod body;
 #[doc = include_str!("../../../docs/backends/write-a-backend.md")]
 pub mod guide {}
-pub mod handles;
+mod handles;
 mod id;
-pub mod job;
-pub mod ownership;
-pub mod policy;
-pub mod sync_view;
-pub mod task;
-pub mod time;
-pub mod webhook;
+mod job;
+mod ownership;
+mod policy;
+mod sync_view;
+mod task;
+mod time;
+mod webhook;
+
+/// What the engine (`agentgate-core`) uses of this crate and a backend
+/// never needs: the task as stored, a job's erased input, the lease fence,
+/// and the traits the engine implements behind a backend's handles.
+pub mod engine {
+    pub use crate::handles::{NudgeTasks, UpstreamRecorder};
+    pub use crate::job::Input;
+    pub use crate::ownership::UpstreamIdBook;
+    pub use crate::sync_view::InlineRequest;
+    pub use crate::task::TaskRecord;
+    pub use crate::time::{Fence, wire_ms};
+}
 
 pub use backend::{Backend, ConfigError, ConfiguredBackend, Health, parse_section};
 pub use body::{BodyError, Size, TooLarge, read_bounded};
-pub use handles::{
-    Nudge, NudgeError, NudgeTasks, UpstreamMetrics, UpstreamOutcome, UpstreamRecorder,
-};
+pub use handles::{Nudge, NudgeError, UpstreamMetrics, UpstreamOutcome};
 pub use id::{AccessToken, Owner, TaskId};
 pub use job::{
-    Event, Input, Job, JobContext, JobError, Step, StepResult, ToolSpec, input_schema, parse_args,
+    Event, Job, JobContext, JobError, Step, StepResult, ToolSpec, input_schema, parse_args,
 };
-pub use ownership::{InMemoryUpstreamIds, OwnershipError, UpstreamIdBook, UpstreamIds};
+pub use ownership::{InMemoryUpstreamIds, OwnershipError, UpstreamIds};
 pub use policy::{PollPolicy, RetryPolicy, ToolPolicy};
-pub use sync_view::{BoxFuture, InlineRequest, InlineTask, SyncView};
-pub use task::{TaskPhase, TaskRecord};
-pub use time::{Fence, Millis};
+pub use sync_view::{BoxFuture, InlineTask, SyncView};
+pub use task::{TaskPhase, TaskView};
+pub use time::Millis;
 pub use webhook::{WEBHOOK_PREFIX, Webhook, WebhookRequest, WebhookResponse};

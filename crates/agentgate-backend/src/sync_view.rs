@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ErrorData};
 
-use crate::{TaskId, TaskRecord};
+use crate::{TaskId, TaskView};
 
 /// A boxed, sendable future, the shape of the object-safe traits here.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -38,7 +38,7 @@ pub trait SyncView: Send + Sync + 'static {
 /// the request's progress and cancellation.
 pub trait InlineRequest: Send + Sync {
     /// The task as it is now.
-    fn record(&self) -> BoxFuture<'_, Result<TaskRecord, ErrorData>>;
+    fn view(&self) -> BoxFuture<'_, Result<TaskView, ErrorData>>;
     /// Sends progress, if the request asked for it.
     fn progress(&self, progress: f64, total: Option<f64>, message: String) -> BoxFuture<'_, ()>;
     /// Waits until the task changes or `limit` passes; an error once the
@@ -47,7 +47,7 @@ pub trait InlineRequest: Send + Sync {
     /// Sleeps; an error once the client cancelled the request.
     fn sleep(&self, duration: Duration) -> BoxFuture<'_, Result<(), ErrorData>>;
     /// The default answer for an ended task (see [`InlineTask::ended`]).
-    fn ended(&self, record: &TaskRecord) -> Option<Result<CallToolResult, ErrorData>>;
+    fn ended(&self, task: &TaskView) -> Option<Result<CallToolResult, ErrorData>>;
 }
 
 /// The task a [`SyncView`] follows, and the request it answers.
@@ -76,8 +76,8 @@ impl<'a> InlineTask<'a> {
     }
 
     /// The task as it is now.
-    pub async fn record(&self) -> Result<TaskRecord, ErrorData> {
-        self.request.record().await
+    pub async fn view(&self) -> Result<TaskView, ErrorData> {
+        self.request.view().await
     }
 
     /// Sends `notifications/progress` if the request asked for progress.
@@ -99,7 +99,7 @@ impl<'a> InlineTask<'a> {
     /// What the default inline follower answers for an ended task: its
     /// result, its error, or a tool error saying it was cancelled. `None` for
     /// a task still running.
-    pub fn ended(&self, record: &TaskRecord) -> Option<Result<CallToolResult, ErrorData>> {
-        self.request.ended(record)
+    pub fn ended(&self, task: &TaskView) -> Option<Result<CallToolResult, ErrorData>> {
+        self.request.ended(task)
     }
 }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Fence, Millis, Owner, TaskId};
+use crate::time::Fence;
+use crate::{Millis, Owner, TaskId};
 
 /// The five task states of the Tasks extension, as the engine and the
 /// stores keep them. Named apart from the wire's `rmcp::model::TaskStatus`
@@ -66,7 +67,42 @@ impl std::fmt::Display for TaskPhase {
     }
 }
 
-/// A task as stored: plain data, readable by any process.
+/// A task as a backend's code sees it (a [`SyncView`](crate::SyncView)
+/// following its own task): where it is, and what its job saved and
+/// returned. `#[non_exhaustive]`: fields may be added; read them, never
+/// build one.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TaskView {
+    /// The task's id.
+    pub id: TaskId,
+    /// Where it is in its life.
+    pub status: TaskPhase,
+    /// The `statusMessage` clients see.
+    pub status_message: Option<String>,
+    /// The job's checkpoint; `None` until the first step ran.
+    pub job_state: Option<Value>,
+    /// The `CallToolResult` of a completed task.
+    pub result: Option<Value>,
+    /// The JSON-RPC error object of a failed task.
+    pub error: Option<Value>,
+}
+
+impl From<&TaskRecord> for TaskView {
+    fn from(record: &TaskRecord) -> Self {
+        Self {
+            id: record.id.clone(),
+            status: record.status,
+            status_message: record.status_message.clone(),
+            job_state: record.job_state.clone(),
+            result: record.result.clone(),
+            error: record.error.clone(),
+        }
+    }
+}
+
+/// A task as stored: plain data, readable by any process. The engine's;
+/// a backend sees a [`TaskView`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
     /// The task's id.

@@ -62,7 +62,7 @@ impl fmt::Display for Millis {
 }
 
 /// Whole milliseconds of `duration`, saturating at `i64::MAX`.
-pub fn duration_ms(duration: Duration) -> i64 {
+pub(crate) fn duration_ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -74,7 +74,7 @@ pub fn wire_ms(duration: Duration) -> u64 {
 
 /// The fencing token of a task's lease: every claim takes the next one, and
 /// a worker's write lands only while the task still holds its token. It is
-/// not a count of failures ([`TaskRecord::failures`](crate::TaskRecord::failures)
+/// not a count of failures ([`TaskRecord::failures`](crate::engine::TaskRecord::failures)
 /// is).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use agentgate_backend::Millis;
-pub use agentgate_backend::time::wire_ms;
+pub use agentgate_backend::engine::wire_ms;
 
 /// A wait handed out by a [`Clock`].
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;

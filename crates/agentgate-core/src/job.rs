@@ -3,9 +3,10 @@
 
 use serde_json::Value;
 
+pub use agentgate_backend::engine::{InlineRequest, Input};
 pub use agentgate_backend::{
-    BoxFuture, Event, InlineRequest, InlineTask, Input, Job, JobContext, JobError, Step,
-    StepResult, SyncView, ToolSpec, input_schema, parse_args,
+    BoxFuture, Event, InlineTask, Job, JobContext, JobError, Step, StepResult, SyncView, ToolSpec,
+    input_schema, parse_args,
 };
 
 /// A JSON-RPC error object as stored in a failed task.

@@ -248,7 +248,7 @@ impl UpstreamFamily {
     }
 }
 
-impl agentgate_backend::UpstreamRecorder for UpstreamFamily {
+impl agentgate_backend::engine::UpstreamRecorder for UpstreamFamily {
     fn record(&self, backend: &str, operation: &str, outcome: UpstreamOutcome) {
         if outcome == UpstreamOutcome::Rejected {
             self.warn_rejected(backend, operation);

@@ -19,9 +19,9 @@
 
 use std::sync::Arc;
 
+use agentgate_backend::engine::NudgeTasks;
 use agentgate_backend::{
-    Backend, Nudge, NudgeError, NudgeTasks, UpstreamMetrics, WEBHOOK_PREFIX, Webhook,
-    WebhookRequest,
+    Backend, Nudge, NudgeError, UpstreamMetrics, WEBHOOK_PREFIX, Webhook, WebhookRequest,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

@@ -432,7 +432,8 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicU64;
 
-    use agentgate_backend::{NudgeError, NudgeTasks, UpstreamMetrics};
+    use agentgate_backend::engine::NudgeTasks;
+    use agentgate_backend::{NudgeError, UpstreamMetrics};
     use axum::response::IntoResponse;
     use futures::StreamExt as _;
     use serde_json::json;

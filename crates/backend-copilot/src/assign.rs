@@ -704,7 +704,7 @@ impl SyncView for UpstreamView {
             // says, within the tool's sync budget (GitHub may be throttling).
             let deadline = tokio::time::Instant::now() + SETUP_BUDGET;
             let state = loop {
-                let record = task.record().await?;
+                let record = task.view().await?;
                 if let Some(ended) = task.ended(&record) {
                     return ended;
                 }
@@ -747,7 +747,7 @@ impl SyncView for UpstreamView {
                     ),
                 )
                 .await;
-                let record = task.record().await?;
+                let record = task.view().await?;
                 let current = record
                     .job_state
                     .as_ref()

@@ -152,7 +152,7 @@ struct Inner {
     handoff: Mutex<Option<mpsc::UnboundedSender<Handoff>>>,
     /// Which principal owns each upstream conversation and context, for
     /// every step's job context (kept in the store).
-    upstream_ids: Arc<dyn agentgate_backend::UpstreamIdBook>,
+    upstream_ids: Arc<dyn agentgate_backend::engine::UpstreamIdBook>,
 }
 
 impl Engine {
@@ -599,7 +599,7 @@ mod tests {
     fn store_trouble_backs_off_from_100_ms_to_5_s() {
         let pauses: Vec<u64> = [1, 2, 3, 6, 7, 40, u32::MAX]
             .into_iter()
-            .map(|n| agentgate_backend::time::wire_ms(Trouble::pause(n)))
+            .map(|n| agentgate_backend::engine::wire_ms(Trouble::pause(n)))
             .collect();
         assert_eq!(pauses, [100, 200, 400, 3200, 5000, 5000, 5000]);
         assert_eq!(Trouble::pause(0), Duration::from_millis(100));

@@ -1,11 +1,12 @@
 //! The task store as the backends' book of upstream ids: which principal
 //! each Q Business conversation or A2A context belongs to (see
-//! [`agentgate_backend::ownership`]). Every step's [`JobContext`](crate::job::JobContext)
+//! [`agentgate_backend::UpstreamIds`]). Every step's [`JobContext`](crate::job::JobContext)
 //! gets it, so a binding made on one instance holds on all of them.
 
 use std::sync::Arc;
 
-use agentgate_backend::{BoxFuture, OwnershipError, UpstreamIdBook};
+use agentgate_backend::engine::UpstreamIdBook;
+use agentgate_backend::{BoxFuture, OwnershipError};
 
 use crate::clock::Clock;
 use crate::store::TaskStore;

@@ -103,8 +103,10 @@ impl Gateway {
         loop {
             let record = watch.read(id).await?;
             match record.status {
-                TaskPhase::Completed => return render::tool_result(&record).map(Into::into),
-                TaskPhase::Failed => return Err(render::task_error(&record)),
+                TaskPhase::Completed => {
+                    return render::tool_result(&record.id, record.result.as_ref()).map(Into::into);
+                }
+                TaskPhase::Failed => return Err(render::task_error(record.error.as_ref())),
                 TaskPhase::Cancelled => {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "Error: task {id} was cancelled before it finished"

@@ -14,7 +14,7 @@ use super::error::GatewayError;
 use super::render;
 use crate::engine::TaskWatch;
 use crate::job::{BoxFuture, InlineRequest, InlineTask};
-use crate::task::{TaskId, TaskPhase, TaskRecord};
+use crate::task::{TaskId, TaskPhase, TaskView};
 
 /// One inline request following one task.
 struct GatewayInline<'a> {
@@ -46,8 +46,8 @@ impl GatewayInline<'_> {
 }
 
 impl InlineRequest for GatewayInline<'_> {
-    fn record(&self) -> BoxFuture<'_, Result<TaskRecord, ErrorData>> {
-        Box::pin(async move { Ok(self.watch.read(&self.id).await?) })
+    fn view(&self) -> BoxFuture<'_, Result<TaskView, ErrorData>> {
+        Box::pin(async move { Ok(TaskView::from(&self.watch.read(&self.id).await?)) })
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: String) -> BoxFuture<'_, ()> {
@@ -81,12 +81,12 @@ impl InlineRequest for GatewayInline<'_> {
         })
     }
 
-    fn ended(&self, record: &TaskRecord) -> Option<Result<CallToolResult, ErrorData>> {
-        match record.status {
-            TaskPhase::Completed => Some(render::tool_result(record)),
-            TaskPhase::Failed => Some(Err(render::task_error(record))),
+    fn ended(&self, task: &TaskView) -> Option<Result<CallToolResult, ErrorData>> {
+        match task.status {
+            TaskPhase::Completed => Some(render::tool_result(&task.id, task.result.as_ref())),
+            TaskPhase::Failed => Some(Err(render::task_error(task.error.as_ref()))),
             TaskPhase::Cancelled => Some(Ok(CallToolResult::error(vec![ContentBlock::text(
-                format!("Error: task {} was cancelled before it finished", record.id),
+                format!("Error: task {} was cancelled before it finished", task.id),
             )]))),
             TaskPhase::Working | TaskPhase::InputRequired => None,
         }

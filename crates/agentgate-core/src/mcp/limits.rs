@@ -670,7 +670,7 @@ impl Guard {
 
     /// The refusal for polling one task too fast.
     fn too_fast(&self, id: &TaskId, interval: Duration, polls: u32) -> ErrorData {
-        let ms = agentgate_backend::time::wire_ms(interval);
+        let ms = agentgate_backend::engine::wire_ms(interval);
         let mut error = limited(
             format!(
                 "tasks/get polled too fast: task {id} was polled {polls} times within its \

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::GatewayError;
 use crate::clock::{Millis, iso8601};
 use crate::registry::ToolRegistry;
-use crate::task::{TaskPhase, TaskRecord};
+use crate::task::{TaskId, TaskPhase, TaskRecord};
 
 pub(crate) fn wire_status(status: TaskPhase) -> WireStatus {
     match status {
@@ -37,7 +37,7 @@ pub(crate) fn task_fields(record: &TaskRecord, tools: &ToolRegistry, now: Millis
     task.poll_interval_ms = tools
         .get(&record.tool)
         .and_then(|spec| spec.policy.poll.interval(record.status, age))
-        .map(agentgate_backend::time::wire_ms);
+        .map(agentgate_backend::engine::wire_ms);
     task
 }
 
@@ -71,22 +71,24 @@ pub(crate) fn input_requests(record: &TaskRecord) -> Result<InputRequests, Error
         .map(|(key, raw)| {
             serde_json::from_value(raw.clone())
                 .map(|request| (key.clone(), request))
-                .map_err(|e| corrupt(record, &format!("input request `{key}`: {e}")))
+                .map_err(|e| corrupt(&record.id, &format!("input request `{key}`: {e}")))
         })
         .collect()
 }
 
-/// The stored `CallToolResult` of a completed task.
-pub(crate) fn tool_result(record: &TaskRecord) -> Result<CallToolResult, ErrorData> {
-    let raw = record.result.clone().unwrap_or(Value::Null);
-    serde_json::from_value(raw).map_err(|e| corrupt(record, &format!("result: {e}")))
+/// The stored `CallToolResult` (`result`) of completed task `id`.
+pub(crate) fn tool_result(
+    id: &TaskId,
+    result: Option<&Value>,
+) -> Result<CallToolResult, ErrorData> {
+    let raw = result.cloned().unwrap_or(Value::Null);
+    serde_json::from_value(raw).map_err(|e| corrupt(id, &format!("result: {e}")))
 }
 
-/// The stored JSON-RPC error of a failed task.
-pub(crate) fn task_error(record: &TaskRecord) -> ErrorData {
-    record
-        .error
-        .clone()
+/// The stored JSON-RPC error (`error`) of a failed task.
+pub(crate) fn task_error(error: Option<&Value>) -> ErrorData {
+    error
+        .cloned()
         .and_then(|raw| serde_json::from_value(raw).ok())
         .unwrap_or_else(|| {
             GatewayError::Internal("the task failed without an error".to_owned()).into()
@@ -103,6 +105,6 @@ fn object(value: Option<Value>, what: &str) -> Result<JsonObject, ErrorData> {
     }
 }
 
-fn corrupt(record: &TaskRecord, detail: &str) -> ErrorData {
-    GatewayError::Internal(format!("stored task {} is unreadable: {detail}", record.id)).into()
+fn corrupt(id: &TaskId, detail: &str) -> ErrorData {
+    GatewayError::Internal(format!("stored task {id} is unreadable: {detail}")).into()
 }

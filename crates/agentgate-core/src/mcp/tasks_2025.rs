@@ -578,7 +578,7 @@ impl Gateway {
                     }
                     return Ok(result);
                 }
-                TaskPhase::Failed => return Err(render::task_error(&record)),
+                TaskPhase::Failed => return Err(render::task_error(record.error.as_ref())),
                 TaskPhase::Cancelled => {
                     return Ok(json!({
                         "content": [{"type": "text", "text": format!("Task {id} was cancelled.")}],

@@ -9,7 +9,8 @@
 
 mod record;
 
+pub use agentgate_backend::engine::{Fence, TaskRecord};
 pub use agentgate_backend::{
-    Fence, Owner, PollPolicy, RetryPolicy, TaskId, TaskPhase, TaskRecord, ToolPolicy,
+    Owner, PollPolicy, RetryPolicy, TaskId, TaskPhase, TaskView, ToolPolicy,
 };
 pub use record::{NewTask, Outcome};

@@ -2,7 +2,8 @@
 //! skill end to end through the job, driven step by step as the engine
 //! does, with every request checked against the vendored a2a.proto.
 
-use agentgate_backend::{Backend, Event, Input, JobError, Step};
+use agentgate_backend::engine::Input;
+use agentgate_backend::{Backend, Event, JobError, Step};
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use backend_a2a::job::message_id;
 use rmcp::model::{

@@ -544,7 +544,7 @@ async fn run_first_step(
         .await
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let id = created.id.clone();
-    let outcome = |t: &agentgate_backend::TaskRecord| {
+    let outcome = |t: &agentgate_core::task::TaskRecord| {
         (
             t.status,
             t.status_message.clone(),

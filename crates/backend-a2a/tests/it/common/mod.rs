@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentgate_backend::engine::{Input, UpstreamRecorder};
 use agentgate_backend::{
-    Backend, Input, JobContext, JobError, Step, TaskId, ToolSpec, UpstreamMetrics, UpstreamOutcome,
-    UpstreamRecorder,
+    Backend, JobContext, JobError, Step, TaskId, ToolSpec, UpstreamMetrics, UpstreamOutcome,
 };
 use agentgate_sim::a2a::{A2aConfig as SimConfig, A2aSim};
 use agentgate_testkit::contracts::{A2aContract, a2a};

@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
-use agentgate_backend::{Backend, Input, ToolSpec, UpstreamMetrics};
+use agentgate_backend::engine::Input;
+use agentgate_backend::{Backend, ToolSpec, UpstreamMetrics};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, StatusCode, header};
