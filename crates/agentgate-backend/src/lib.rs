@@ -26,6 +26,7 @@
 //! - [`UpstreamIds`]: which upstream conversations and contexts are a principal's;
 //! - the [`Backend`] trait and its config section ([`ConfiguredBackend`]);
 //! - [`read_bounded`]: an upstream's answer read through a cap;
+//! - [`ConnectFailure`], [`FirstContact`]: a mistyped upstream URL told from an outage;
 //! - [`Webhook`]: requests an upstream sends to agentgate (push notifications).
 //!
 //! What only the engine (`agentgate-core`) uses, the stored [`engine::TaskRecord`]
@@ -38,6 +39,7 @@
 
 mod backend;
 mod body;
+mod connect;
 #[doc = include_str!("../../../docs/backends/write-a-backend.md")]
 pub mod guide {}
 mod handles;
@@ -64,6 +66,7 @@ pub mod engine {
 
 pub use backend::{Backend, ConfigError, ConfiguredBackend, Health, parse_section};
 pub use body::{BodyError, Size, TooLarge, read_bounded};
+pub use connect::{ConnectFailure, FirstContact};
 pub use handles::{Nudge, NudgeError, UpstreamMetrics, UpstreamOutcome};
 pub use id::{AccessToken, Owner, TaskId};
 pub use job::{

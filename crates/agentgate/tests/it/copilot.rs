@@ -488,6 +488,55 @@ async fn failing_agents_end_as_tool_errors_with_the_reason() {
     client.cancel().await.expect("close");
 }
 
+/// Issue 33: a GITHUB_API_URL whose host does not resolve, before GitHub
+/// ever answered, is a setting to fix: the task fails at once naming it,
+/// instead of being retried as an outage for an hour.
+#[tokio::test]
+async fn a_github_api_url_that_does_not_resolve_fails_at_once_naming_the_setting() {
+    let gh = start_github().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // `.invalid` never resolves (RFC 2606).
+    let set = [("GITHUB_API_URL", "https://github.invalid/api/v3")];
+    let server = gateway(&gh, dir.path(), &set).start().await;
+    let client = TestClient::tasks().http(&server.url).await;
+    let task = start_task(
+        &client,
+        "assign_copilot_to_issue",
+        assign("acme/widgets", 1),
+    )
+    .await;
+    let got = watch_task(
+        &client,
+        &task.task.task_id,
+        Duration::from_secs(30),
+        |got| {
+            !matches!(
+                got.task.payload,
+                TaskPayload::Working | TaskPayload::InputRequired { .. }
+            )
+        },
+    )
+    .await;
+    // A tool error, as the upstream tool reports its failures.
+    let TaskPayload::Completed { result } = got.task.payload else {
+        panic!("the task did not end with a result: {:?}", got.task)
+    };
+    assert_eq!(result["isError"], json!(true), "{result:?}");
+    let message = first_text(&result);
+    assert!(
+        message.contains("cannot reach GitHub at https://github.invalid/api/v3/")
+            && message.contains("host name does not resolve")
+            && message.contains("check GITHUB_API_URL"),
+        "{message}"
+    );
+    assert_eq!(
+        gh.sim.stats().graphql_requests,
+        0,
+        "nothing reached the emulator"
+    );
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn clients_without_tasks_get_upstreams_json_progress_and_the_task_id() {
     let gh = start_github().await;

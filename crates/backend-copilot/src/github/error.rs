@@ -50,6 +50,17 @@ pub enum GitHubError {
     Server { status: u16, message: String },
     #[error("cannot reach GitHub: {0}")]
     Network(String),
+    /// The configured API cannot be reached and never answered since
+    /// start: a setting to fix, not an outage to wait out.
+    #[error(
+        "cannot reach GitHub at {url}: {failure}, and nothing has answered there since agentgate \
+         started; check GITHUB_API_URL (e.g. https://api.github.com, or \
+         https://HOST/api/v3 for GitHub Enterprise Server) and restart agentgate"
+    )]
+    Unreachable {
+        url: String,
+        failure: agentgate_backend::ConnectFailure,
+    },
     #[error("unexpected answer from GitHub: {0}")]
     Decode(String),
     /// A successful answer over [`super::ANSWER_CAP`]; the rest was not read.

@@ -23,7 +23,9 @@ pub mod model;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentgate_backend::{BodyError, UpstreamMetrics, UpstreamOutcome, read_bounded};
+use agentgate_backend::{
+    BodyError, ConnectFailure, FirstContact, UpstreamMetrics, UpstreamOutcome, read_bounded,
+};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -87,6 +89,9 @@ pub struct GitHub {
     gate: Arc<RateGate>,
     /// Where requests are counted, if anywhere.
     upstream: Option<UpstreamMetrics>,
+    /// Whether GitHub answered since start: until it has, a name that does
+    /// not resolve or a refused connection is a setting to fix.
+    contact: FirstContact,
 }
 
 /// Shared by every request of the instance: once GitHub says stop, nobody
@@ -135,6 +140,7 @@ impl GitHub {
             endpoint,
             gate: Arc::new(RateGate::default()),
             upstream: None,
+            contact: FirstContact::default(),
         }
     }
 
@@ -155,6 +161,8 @@ impl GitHub {
             endpoint,
             gate: Arc::new(RateGate::default()),
             upstream: self.upstream.clone(),
+            // The same host: its having answered counts for every token.
+            contact: self.contact.clone(),
         }
     }
 
@@ -329,7 +337,14 @@ impl GitHub {
             };
             upstream.record(operation, outcome);
         }
-        let response = response.map_err(|e| GitHubError::Network(self.scrub(&without_url(&e))))?;
+        let response = response.map_err(|e| match ConnectFailure::of(&e) {
+            Some(failure) if !self.contact.answered() => GitHubError::Unreachable {
+                url: self.endpoint.rest.to_string(),
+                failure,
+            },
+            _ => GitHubError::Network(self.scrub(&without_url(&e))),
+        })?;
+        self.contact.saw_answer();
         let status = response.status();
         let headers = response.headers().clone();
         self.note_rate_limit(&headers);
