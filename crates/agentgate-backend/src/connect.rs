@@ -38,7 +38,14 @@ impl ConnectFailure {
         if !error.is_connect() {
             return None;
         }
-        let mut source = std::error::Error::source(error);
+        Self::among_causes(error)
+    }
+
+    /// The setting-shaped reason found among `error`'s causes, for clients
+    /// other than reqwest (the AWS SDK's dispatch failures) whose caller has
+    /// already seen that connecting failed.
+    pub fn among_causes(error: &(dyn std::error::Error + 'static)) -> Option<Self> {
+        let mut source = error.source();
         while let Some(cause) = source {
             if let Some(io) = cause.downcast_ref::<std::io::Error>()
                 && io.kind() == std::io::ErrorKind::ConnectionRefused

@@ -300,6 +300,29 @@ pub fn is_transient<R: std::fmt::Debug>(error: &SdkError<ChatSyncError, R>) -> b
     }
 }
 
+/// The tool error for a call to `endpoint_hint` that could not connect
+/// because of a setting (a host name that does not resolve, a refused
+/// port), when the caller knows Q Business never answered since start;
+/// `None` for any other failure.
+pub fn unreachable<E, R>(error: &SdkError<E, R>, endpoint_hint: &str) -> Option<String>
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let SdkError::DispatchFailure(failure) = error else {
+        return None;
+    };
+    if !failure.is_io() {
+        return None;
+    }
+    let failure = agentgate_backend::ConnectFailure::among_causes(failure.as_connector_error()?)?;
+    Some(format!(
+        "Error: cannot reach Amazon Q Business ({endpoint_hint}): {failure}, and nothing has \
+         answered there since agentgate started. Check AWS_REGION (a region Amazon Q Business \
+         runs in, e.g. us-east-1) and AWS_ENDPOINT_URL_QBUSINESS, then restart agentgate."
+    ))
+}
+
 /// Whether a call that got no answer from the service itself (the service's
 /// own errors are classified per operation) is worth trying again later:
 /// - a timeout;

@@ -61,6 +61,9 @@ pub struct QBusinessQuery {
     identities: Arc<Identities>,
     /// Identity-aware sessions, when `[qbusiness.identity_center]` is set.
     sessions: Option<Arc<IdentitySessions>>,
+    /// Whether Q Business answered since start: until it has, a name that
+    /// does not resolve or a refused connection is a setting to fix.
+    contact: agentgate_backend::FirstContact,
 }
 
 impl QBusinessQuery {
@@ -363,11 +366,23 @@ impl QBusinessQuery {
         } else {
             request.send().await
         };
+        // Q Business answered (a result, its own error, an answer cut off).
+        if matches!(
+            sent,
+            Ok(_) | Err(SdkError::ServiceError(_) | SdkError::ResponseError(_))
+        ) {
+            self.contact.saw_answer();
+        }
         let output = match sent {
             Ok(output) => output,
             Err(e) => {
                 if let Some(missing) = missing_profile(&e, settings).await {
                     return Err(missing);
+                }
+                if !self.contact.answered()
+                    && let Some(unreachable) = error::unreachable(&e, &endpoint)
+                {
+                    return Err(ChatError::Final(unreachable));
                 }
                 let attempts = if executes { 1 } else { error::SDK_ATTEMPTS };
                 return Err(ChatError::chat_sync(

@@ -650,8 +650,10 @@ async fn configuration_and_credential_problems_are_clear() {
     let sim = start_sim().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("t.db");
-    // An unreachable endpoint is an outage, retried: see tests/chaos.rs.
-    let cases: [EnvCase; 5] = [
+    // An endpoint that never answered since start is a setting to fix (the
+    // last two cases); one that answered once and then went away is an
+    // outage, retried: see tests/chaos.rs.
+    let cases: [EnvCase; 7] = [
         (
             &["QBUSINESS_APPLICATION_ID"],
             &[],
@@ -682,6 +684,19 @@ async fn configuration_and_credential_problems_are_clear() {
             ],
             "AWS_PROFILE names the profile `work`, which neither ~/.aws/config nor \
              ~/.aws/credentials defines",
+        ),
+        // `.invalid` never resolves (RFC 2606).
+        (
+            &[],
+            &[("AWS_ENDPOINT_URL_QBUSINESS", "http://qbusiness.invalid")],
+            "its host name does not resolve, and nothing has answered there since agentgate \
+             started. Check AWS_REGION",
+        ),
+        // Nothing listens on loopback's port 1.
+        (
+            &[],
+            &[("AWS_ENDPOINT_URL_QBUSINESS", "http://127.0.0.1:1")],
+            "nothing accepts connections there (connection refused), and nothing has answered",
         ),
     ];
     for (drop, set, expected) in cases {
