@@ -102,15 +102,20 @@ pub trait ConfiguredBackend: Backend + Sized {
     const ENABLED_BY_DEFAULT: bool = true;
 
     /// Checks settings beyond their shape (ranges, combinations), so a bad
-    /// config file is refused before anything starts.
+    /// config file is refused before anything starts. The binary calls it
+    /// exactly once per section, right after parsing and before
+    /// [`Self::from_config`] (and alone for `agentgate check`), so
+    /// `from_config` may take the settings as checked and need not call it
+    /// again.
     fn check_config(config: &Self::Config) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let _ = config;
         Ok(())
     }
 
-    /// The backend for `config`, counting its upstream calls into
-    /// `upstream`. Settings from the environment are read here too, and
-    /// anything the tools need to be described (a remote agent's card).
+    /// The backend for `config` (already through [`Self::check_config`]),
+    /// counting its upstream calls into `upstream`. Settings from the
+    /// environment are read here too, and anything the tools need to be
+    /// described (a remote agent's card).
     fn from_config(
         config: Self::Config,
         upstream: UpstreamMetrics,

@@ -225,7 +225,6 @@ impl ConfiguredBackend for Copilot {
         config: CopilotConfig,
         upstream: UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Self::check_config(&config)?;
         Ok(Copilot::from_env(config)?.with_upstream_metrics(upstream))
     }
 }
