@@ -29,8 +29,9 @@
 //! - [`ConnectFailure`], [`FirstContact`]: a mistyped upstream URL told from an outage;
 //! - [`Webhook`]: requests an upstream sends to agentgate (push notifications).
 //!
-//! What only the engine (`agentgate-core`) uses, the stored [`engine::TaskRecord`]
-//! and the traits it implements, is in [`engine`]; a backend never needs it.
+//! What only the engine (`agentgate-core`) uses, a job's erased input and
+//! the traits it implements, is in [`engine`]; a backend never needs it. The
+//! task as stored is the engine's own (`agentgate_core::task::TaskRecord`).
 
 // The SDK is what backend authors read: every public item says what it is.
 // (Set here, not in Cargo.toml: a crate that takes the workspace's lints
@@ -53,15 +54,14 @@ mod time;
 mod webhook;
 
 /// What the engine (`agentgate-core`) uses of this crate and a backend
-/// never needs: the task as stored, a job's erased input, the lease fence,
-/// and the traits the engine implements behind a backend's handles.
+/// never needs: a job's erased input, and the traits the engine implements
+/// behind a backend's handles.
 pub mod engine {
     pub use crate::handles::{NudgeTasks, UpstreamRecorder};
     pub use crate::job::Input;
     pub use crate::ownership::UpstreamIdBook;
     pub use crate::sync_view::InlineRequest;
-    pub use crate::task::TaskRecord;
-    pub use crate::time::{Fence, wire_ms};
+    pub use crate::time::wire_ms;
 }
 
 pub use backend::{Backend, ConfigError, ConfiguredBackend, Health, parse_section};

@@ -1,11 +1,10 @@
-//! The engine's time and its fencing token, as types that cannot overflow.
+//! The engine's time, as a type that cannot overflow.
 //!
-//! Stores keep instants as Unix milliseconds in a 64-bit integer and the
-//! fencing token as a 64-bit counter. Both were plain `i64`s once, which let a
-//! truncating `as` cast or an unchecked `+` slip in: an absurd
-//! `retention_hours` then wrapped into the past and the sweep deleted every
-//! ended task. [`Millis`] and [`Fence`] only offer saturating arithmetic, so
-//! "too far in the future" means "never", on every store.
+//! Stores keep instants as Unix milliseconds in a 64-bit integer. They were
+//! plain `i64`s once, which let a truncating `as` cast or an unchecked `+`
+//! slip in: an absurd `retention_hours` then wrapped into the past and the
+//! sweep deleted every ended task. [`Millis`] only offers saturating
+//! arithmetic, so "too far in the future" means "never", on every store.
 
 use std::fmt;
 use std::time::Duration;
@@ -72,45 +71,6 @@ pub fn wire_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The fencing token of a task's lease: every claim takes the next one, and
-/// a worker's write lands only while the task still holds its token. It is
-/// not a count of failures ([`TaskRecord::failures`](crate::engine::TaskRecord::failures)
-/// is).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(transparent)]
-#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(transparent))]
-pub struct Fence(i64);
-
-impl Fence {
-    /// The token of a task never claimed.
-    pub const UNCLAIMED: Self = Self(0);
-
-    /// The token a store keeps as `raw`.
-    pub const fn from_raw(raw: i64) -> Self {
-        Self(raw)
-    }
-
-    /// The token as a store keeps it.
-    pub const fn raw(self) -> i64 {
-        self.0
-    }
-
-    /// The token of the next claim (saturating: a counter at `i64::MAX`
-    /// stays there rather than wrap to a token some old worker held).
-    #[must_use]
-    pub fn next(self) -> Self {
-        Self(self.0.saturating_add(1))
-    }
-}
-
-impl fmt::Display for Fence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,15 +104,8 @@ mod tests {
     }
 
     #[test]
-    fn the_next_fence_never_wraps() {
-        assert_eq!(Fence::UNCLAIMED.next(), Fence::from_raw(1));
-        assert_eq!(Fence::from_raw(i64::MAX).next(), Fence::from_raw(i64::MAX));
-    }
-
-    #[test]
-    fn both_serialize_as_plain_numbers() {
-        let json = serde_json::to_string(&(Millis::from_unix_ms(5), Fence::from_raw(3)))
-            .expect("serializes");
-        assert_eq!(json, "[5,3]");
+    fn an_instant_serializes_as_a_plain_number() {
+        let json = serde_json::to_string(&Millis::from_unix_ms(5)).expect("serializes");
+        assert_eq!(json, "5");
     }
 }

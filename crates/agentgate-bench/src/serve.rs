@@ -32,11 +32,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{PollPolicy, ToolPolicy};
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator, TokenEntry};
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::{Gateway, HttpOptions, Limits, http_router, serve_http};
 use agentgate_core::runtime::Runtime;
-use agentgate_core::task::{PollPolicy, ToolPolicy};
 use anyhow::Context as _;
 use rmcp::ServerHandler;
 use rmcp::model::{
@@ -278,8 +278,8 @@ impl ServerHandler for Baseline {
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let args: SleepArgs = agentgate_core::job::parse_args(&args)
-            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let args: SleepArgs =
+            agentgate_backend::parse_args(&args).map_err(|e| ErrorData::invalid_params(e, None))?;
         // The same gate as agentgate's: a task only for a 2026-07-28 request
         // that declares the tasks extension.
         if !Gateway::wants_task(&cx) {
@@ -288,8 +288,8 @@ impl ServerHandler for Baseline {
             ));
         }
         let options = TaskOptions::new()
-            .with_ttl_ms(agentgate_core::clock::wire_ms(TTL))
-            .with_poll_interval_ms(agentgate_core::clock::wire_ms(POLL))
+            .with_ttl_ms(agentgate_backend::engine::wire_ms(TTL))
+            .with_poll_interval_ms(agentgate_backend::engine::wire_ms(POLL))
             .with_status_message("queued");
         let ms = args.ms;
         let task = self.tasks.spawn(options, move |_cx| {

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::{PollPolicy, TaskId};
 use agentgate_core::runtime::Runtime;
-use agentgate_core::task::{PollPolicy, TaskId};
 use agentgate_sim::github::{DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim, Scenario};
 use anyhow::Context as _;
 use backend_copilot::github::GitHub;

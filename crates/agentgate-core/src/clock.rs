@@ -19,8 +19,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use agentgate_backend::Millis;
-pub use agentgate_backend::engine::wire_ms;
+use agentgate_backend::Millis;
 
 /// A wait handed out by a [`Clock`].
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;

@@ -1,11 +1,13 @@
 //! agentgate's engine: durable MCP tasks for long-running agents.
 //!
 //! # Layout
-//! - [`task`]: what a task is (id, owner, status, per-tool policy), as plain data.
+//! - [`task`]: the task as stored ([`task::TaskRecord`], its lease fence) and
+//!   what the engine writes; what a task is to a backend (id, owner, status,
+//!   policy) and the [`Job`](agentgate_backend::Job) trait are the backend
+//!   SDK's, [`agentgate_backend`], used from there (one path per type).
 //! - [`store`]: the [`store::TaskStore`] trait, its semantics, the SQLite store
 //!   and the suite every store must pass.
-//! - [`job`]: the [`job::Job`] trait, work as checkpointed steps (the backend
-//!   SDK's, [`agentgate_backend`], re-exported).
+//! - [`job`]: the error object stored for a failed task.
 //! - [`registry`]: the tools a gateway serves.
 //! - [`engine`]: the engine (crate-private), which claims due tasks under a
 //!   lease, runs one step each, and saves the result; and its task service,

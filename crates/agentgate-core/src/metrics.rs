@@ -28,7 +28,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::store::{StoreResult, TaskStore};
-use crate::task::TaskPhase;
+use agentgate_backend::TaskPhase;
 
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -213,7 +213,7 @@ const ALL_STATUSES: [TaskPhase; 5] = [
     TaskPhase::Cancelled,
 ];
 
-pub use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
+use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
 
 /// The engine's side of [`UpstreamMetrics`]: counts into the
 /// `agentgate_upstream_calls` family, and warns (at most once a minute per

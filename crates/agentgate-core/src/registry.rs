@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::job::ToolSpec;
+use agentgate_backend::ToolSpec;
 
 /// Tools by name.
 #[derive(Debug, Clone, Default)]

@@ -28,13 +28,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, SystemClock};
 use crate::engine::{Engine, EngineConfig, Tasks};
-use crate::job::{BoxFuture, ToolSpec};
 use crate::mcp::{Gateway, Limits, TransportKind};
 use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
 use crate::store::seal::SealError;
 use crate::store::{StoreResult, TaskStore};
-use crate::task::TaskId;
+use agentgate_backend::TaskId;
+use agentgate_backend::{BoxFuture, ToolSpec};
 
 /// Why a runtime did not start or did not stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -355,7 +355,7 @@ impl Runtime {
 
     /// Serves one client on stdin/stdout as `owner` until the client leaves
     /// or the runtime shuts down.
-    pub async fn serve_stdio(&self, owner: crate::task::Owner) -> std::io::Result<()> {
+    pub async fn serve_stdio(&self, owner: agentgate_backend::Owner) -> std::io::Result<()> {
         let gateway = self
             .gateway(TransportKind::Stdio(owner))
             .await

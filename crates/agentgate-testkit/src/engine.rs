@@ -14,11 +14,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, ManualClock, Millis};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId};
+use agentgate_core::clock::{Clock as _, ManualClock};
 use agentgate_core::engine::{Changed, TaskQuota, Tasks};
 use agentgate_core::runtime::{Runtime, RuntimeBuilder};
 use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{Owner, TaskId, TaskRecord};
+use agentgate_core::task::TaskRecord;
 use serde_json::Value;
 
 /// Where a [`ManualRuntime`]'s clock starts: a fixed instant, so expected

@@ -22,12 +22,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentgate_core::clock::Millis;
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId};
 use agentgate_core::store::{
     Claimed, InputAck, ListCursor, StoreError, StoreResult, StoredUsage, SweepReport, TaskChange,
     TaskCount, TaskStore,
 };
-use agentgate_core::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
+use agentgate_core::task::{Fence, NewTask, Outcome, TaskRecord};
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::Owner;
 use agentgate_core::auth::client::TrustedProxies;
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator};
 use agentgate_core::engine::EngineConfig;
@@ -18,7 +19,6 @@ use agentgate_core::runtime::{Probes, Runtime};
 use agentgate_core::store;
 use agentgate_core::store::Durability;
 use agentgate_core::store::seal::SealKey;
-use agentgate_core::task::Owner;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use tokio_util::sync::CancellationToken;

@@ -11,9 +11,9 @@
 //! agent's card is read), on a private in-memory store that is dropped at
 //! the end, so the list is exactly what a client would be offered.
 
+use agentgate_backend::Owner;
 use agentgate_core::mcp::TransportKind;
 use agentgate_core::runtime::Runtime;
-use agentgate_core::task::Owner;
 use anyhow::{Context as _, Result, bail};
 use rmcp::model::Tool;
 

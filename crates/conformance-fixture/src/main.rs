@@ -19,11 +19,11 @@ mod tasks;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use agentgate_backend::Owner;
 use agentgate_core::engine::EngineConfig;
 use agentgate_core::mcp::{HttpOptions, TransportKind, http_router, serve_http, serve_stdio};
 use agentgate_core::runtime::{Runtime, RuntimeBuilder};
 use agentgate_core::store::seal::SealKey;
-use agentgate_core::task::Owner;
 use anyhow::Context as _;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;

@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use agentgate_core::clock::Millis;
-use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
-use agentgate_core::task::{PollPolicy, ToolPolicy};
+use agentgate_backend::Millis;
+use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
+use agentgate_backend::{PollPolicy, ToolPolicy};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ErrorData, InputRequest,
     InputRequests, InputResponses,

@@ -8,9 +8,9 @@
 
 use std::net::SocketAddr;
 
+use agentgate_backend::Owner;
 use agentgate_core::mcp::HttpOptions;
 use agentgate_core::runtime::Runtime;
-use agentgate_core::task::Owner;
 use agentgate_example_countdown::{Countdown, CountdownConfig};
 use anyhow::{Context as _, Result};
 use clap::Parser;

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use tokio::sync::{Mutex, RwLock};
 
 use super::{AuthError, OAuthConfig, Principal, Rejection};
-use crate::task::Owner;
+use agentgate_backend::Owner;
 
 /// A cached JWKS older than this is fetched again (rate limit permitting).
 const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);

@@ -71,7 +71,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use serde::Deserialize;
 
-use crate::task::Owner;
+use agentgate_backend::Owner;
 
 /// An authenticated HTTP principal, placed in the request's extensions by
 /// [`Authenticator`]'s layer. Without one, HTTP callers are

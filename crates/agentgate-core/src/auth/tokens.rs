@@ -10,7 +10,7 @@ use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::{AuthError, TokenEntry};
-use crate::task::Owner;
+use agentgate_backend::Owner;
 
 /// The configured tokens, as hashes.
 #[derive(Clone)]

@@ -45,7 +45,8 @@ use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
 use crate::store::TaskStore;
 use crate::store::seal::SealKey;
-use crate::task::{TaskId, TaskRecord};
+use crate::task::TaskRecord;
+use agentgate_backend::TaskId;
 
 /// A task `create` leased to this process, with the step slot it runs in,
 /// on its way to the claim loop.
@@ -74,7 +75,7 @@ pub struct EngineConfig {
     /// days.
     pub max_lifetime: Option<Duration>,
     /// Retryable failures in a row before a task fails, whatever `retry_for`
-    /// or a tool's [`RetryPolicy`](crate::task::RetryPolicy) says (a hard cap).
+    /// or a tool's [`RetryPolicy`](agentgate_backend::RetryPolicy) says (a hard cap).
     pub max_retries: i64,
     /// Seals the secrets kept in the store (see [`crate::store::seal`]).
     /// The default is random, right for a store only this process uses;
@@ -84,11 +85,11 @@ pub struct EngineConfig {
     /// throttling, an upstream that is down) before it fails: an outage
     /// shorter than this only delays tasks. Measured on the tool's backoff
     /// schedule (by default 1 s doubling to 5 min), so real elapsed time is
-    /// at least this. A tool's [`RetryPolicy`](crate::task::RetryPolicy)
+    /// at least this. A tool's [`RetryPolicy`](agentgate_backend::RetryPolicy)
     /// may set its own.
     pub retry_for: Duration,
     /// The longest wait between retries of any tool, whatever its
-    /// [`RetryPolicy`](crate::task::RetryPolicy) says (by default 5 min,
+    /// [`RetryPolicy`](agentgate_backend::RetryPolicy) says (by default 5 min,
     /// the default policy's own cap).
     pub max_backoff: Duration,
     /// The most bytes of JSON one step may store (its result or error, or
@@ -206,7 +207,7 @@ impl Engine {
     }
 
     /// The engine clock's time.
-    pub(crate) fn now(&self) -> crate::clock::Millis {
+    pub(crate) fn now(&self) -> agentgate_backend::Millis {
         self.inner.clock.now()
     }
 
@@ -478,7 +479,7 @@ impl Engine {
     /// fresh `now` instead would mistake it for one passed over and wait
     /// `idle_poll` for it, or, on a clock that only moves when told to (the
     /// tests' virtual time), for ever.
-    async fn next_look(&self, claimed_at: crate::clock::Millis) -> crate::clock::Millis {
+    async fn next_look(&self, claimed_at: agentgate_backend::Millis) -> agentgate_backend::Millis {
         let idle = self
             .inner
             .clock

@@ -8,10 +8,13 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
-use crate::clock::Millis;
-use crate::job::{Event, Input, JobContext, JobError, Step, error_object};
+use crate::job::error_object;
 use crate::store::StoreError;
-use crate::task::{Outcome, RetryPolicy, TaskRecord};
+use crate::task::{Outcome, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::RetryPolicy;
+use agentgate_backend::engine::Input;
+use agentgate_backend::{Event, JobContext, JobError, Step};
 
 impl Engine {
     pub(super) async fn run_step(self, task: TaskRecord, interrupt: CancellationToken) {

@@ -25,11 +25,12 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
 
 use super::Engine;
-use crate::clock::Millis;
-use crate::job::ToolSpec;
 use crate::registry::ToolRegistry;
 use crate::store::{InputAck, StoreError, StoredUsage};
-use crate::task::{NewTask, Owner, TaskId, TaskRecord};
+use crate::task::{NewTask, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::ToolSpec;
+use agentgate_backend::{Owner, TaskId};
 
 /// Why a task operation was refused. `#[non_exhaustive]`: more refusals may
 /// come; the MCP side maps each to its JSON-RPC error in one place.

@@ -1,6 +1,6 @@
 //! The task store as the backends' book of upstream ids: which principal
 //! each Q Business conversation or A2A context belongs to (see
-//! [`agentgate_backend::UpstreamIds`]). Every step's [`JobContext`](crate::job::JobContext)
+//! [`agentgate_backend::UpstreamIds`]). Every step's [`JobContext`](agentgate_backend::JobContext)
 //! gets it, so a binding made on one instance holds on all of them.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use agentgate_backend::{BoxFuture, OwnershipError};
 
 use crate::clock::Clock;
 use crate::store::TaskStore;
-use crate::task::Owner;
+use agentgate_backend::Owner;
 
 /// [`UpstreamIdBook`] over the task store.
 pub(super) struct StoreUpstreamIds {

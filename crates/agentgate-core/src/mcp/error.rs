@@ -40,7 +40,7 @@ pub enum GatewayError {
     InvalidRequestState(String),
     /// The client cancelled the request; the task itself runs on.
     #[error("request cancelled; task {0} keeps running")]
-    RequestCancelled(crate::task::TaskId),
+    RequestCancelled(agentgate_backend::TaskId),
     /// A load limit refused the request.
     #[error("{message}")]
     Limited {

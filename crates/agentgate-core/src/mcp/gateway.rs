@@ -28,7 +28,8 @@ use crate::auth::Principal;
 use crate::engine::{TaskQuota, Tasks};
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
-use crate::task::{Owner, TaskId, TaskRecord};
+use crate::task::TaskRecord;
+use agentgate_backend::{Owner, TaskId};
 
 /// Where the gateway's clients come from, which decides who owns their tasks.
 #[derive(Debug, Clone)]

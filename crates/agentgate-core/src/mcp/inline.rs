@@ -26,8 +26,9 @@ use tokio::time::Instant;
 use super::error::GatewayError;
 use super::gateway::{Gateway, at_least_2026_07_28};
 use super::render;
-use crate::job::ToolSpec;
-use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
+use crate::task::TaskRecord;
+use agentgate_backend::ToolSpec;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// How long a sealed MRTR `requestState` stays valid.
 const REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);

@@ -3,7 +3,7 @@
 //! waits go through the engine's [`TaskWatch`]; progress and cancellation
 //! are the request's.
 //!
-//! [`SyncView`]: crate::job::SyncView
+//! [`SyncView`]: agentgate_backend::SyncView
 
 use std::time::Duration;
 
@@ -13,8 +13,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use super::error::GatewayError;
 use super::render;
 use crate::engine::TaskWatch;
-use crate::job::{BoxFuture, InlineRequest, InlineTask};
-use crate::task::{TaskId, TaskPhase, TaskView};
+use agentgate_backend::engine::InlineRequest;
+use agentgate_backend::{BoxFuture, InlineTask};
+use agentgate_backend::{TaskId, TaskPhase, TaskView};
 
 /// One inline request following one task.
 struct GatewayInline<'a> {

@@ -71,9 +71,10 @@ use serde_json::json;
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
 use super::error::GatewayError;
-use crate::clock::Millis;
 use crate::engine::StorageQuota;
-use crate::task::{Owner, TaskId, TaskRecord};
+use crate::task::TaskRecord;
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId};
 
 pub use super::error::LIMITED;
 
@@ -723,7 +724,7 @@ mod tests {
             owner: alice(),
             tool: "t".into(),
             args: json!({"blob": "a".repeat(args_bytes)}),
-            status: crate::task::TaskPhase::Working,
+            status: agentgate_backend::TaskPhase::Working,
             status_message: Some("working".into()),
             job_state: Some(json!({"big": "s".repeat(args_bytes)})),
             input_requests: Default::default(),

@@ -47,7 +47,7 @@ use super::gateway::Gateway;
 use super::render;
 use super::transport::sse_patch::FirstEventPatch;
 use crate::engine::{Changed, TaskError, TaskWatch};
-use crate::task::TaskId;
+use agentgate_backend::TaskId;
 
 /// The `taskIds` of stdio listen requests, by the JSON text of their
 /// request id: filed by the stdio guard, read by [`Gateway::push_task_status`]

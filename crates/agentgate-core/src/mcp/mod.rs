@@ -15,7 +15,7 @@
 //! - [`render`]: stored records → the Tasks extension's wire shapes.
 //! - [`inline`]: driving a task for clients without the tasks extension.
 //! - [`inline_task`]: the gateway's side of a tool's own answer for such
-//!   clients ([`crate::job::SyncView`]), where its upstream had a contract to
+//!   clients ([`agentgate_backend::SyncView`]), where its upstream had a contract to
 //!   keep ("poll 9 times, then say pending").
 //! - [`builtin`]: the built-in tools `task_status`, `task_answer` and
 //!   `task_cancel`: `tasks/get|update|cancel` as tools for clients without

@@ -7,9 +7,11 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::GatewayError;
-use crate::clock::{Millis, iso8601};
+use crate::clock::iso8601;
 use crate::registry::ToolRegistry;
-use crate::task::{TaskId, TaskPhase, TaskRecord};
+use crate::task::TaskRecord;
+use agentgate_backend::Millis;
+use agentgate_backend::{TaskId, TaskPhase};
 
 pub(crate) fn wire_status(status: TaskPhase) -> WireStatus {
     match status {

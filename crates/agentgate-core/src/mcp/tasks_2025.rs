@@ -47,7 +47,8 @@ use super::error::GatewayError;
 use super::gateway::Gateway;
 use super::render;
 use super::transport::sse_patch::FirstEventPatch;
-use crate::task::{Owner, TaskId, TaskPhase, TaskRecord};
+use crate::task::TaskRecord;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// The protocol version whose task wire this module serves.
 pub(crate) const VERSION: &str = "2025-11-25";
@@ -380,7 +381,7 @@ impl NextCursor {
             .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id)));
         match parsed {
             Some((ms, id)) if !id.is_empty() => Ok(Self(crate::store::ListCursor {
-                created_at: crate::clock::Millis::from_unix_ms(ms),
+                created_at: agentgate_backend::Millis::from_unix_ms(ms),
                 id: TaskId::from_client(id.to_owned()),
             })),
             _ => Err(GatewayError::BadParams(
@@ -648,7 +649,7 @@ mod tests {
     #[test]
     fn a_list_cursor_round_trips_and_a_made_up_one_is_invalid_params() {
         let cursor = NextCursor(crate::store::ListCursor {
-            created_at: crate::clock::Millis::from_unix_ms(1_800_000_000_123),
+            created_at: agentgate_backend::Millis::from_unix_ms(1_800_000_000_123),
             id: TaskId::from_client("a.b-c_d"),
         });
         let back = NextCursor::decode(&cursor.encode()).expect("decodes");

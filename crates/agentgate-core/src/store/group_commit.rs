@@ -39,8 +39,9 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Outage, StoreError, StoreResult};
-use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, TaskId, TaskRecord};
+use crate::task::{Fence, NewTask, Outcome, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::TaskId;
 
 /// The most writes saved in one transaction.
 const MAX_BATCH: usize = 256;

@@ -66,8 +66,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskRecord};
+use crate::task::{Fence, NewTask, Outcome, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId};
 
 mod group_commit;
 mod postgres;
@@ -324,7 +325,7 @@ pub struct ListCursor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskCount {
     pub tool: String,
-    pub status: crate::task::TaskPhase,
+    pub status: agentgate_backend::TaskPhase,
     pub count: u64,
 }
 
@@ -536,9 +537,11 @@ fn fenced(rows_affected: u64, task: &TaskId) -> StoreResult<()> {
 /// A `(tool, status, count)` row of `count_by_tool_and_status`.
 fn task_count((tool, status, count): (String, String, i64)) -> StoreResult<TaskCount> {
     Ok(TaskCount {
-        status: crate::task::TaskPhase::parse(&status).ok_or_else(|| StoreError::Corrupt {
-            task: format!("(a {tool} task)"),
-            reason: format!("status {status}"),
+        status: agentgate_backend::TaskPhase::parse(&status).ok_or_else(|| {
+            StoreError::Corrupt {
+                task: format!("(a {tool} task)"),
+                reason: format!("status {status}"),
+            }
         })?,
         tool,
         count: u64::try_from(count).unwrap_or(0),

@@ -62,8 +62,9 @@ use super::{
     Claimed, Durability, InputAck, StoreError, StoreResult, SweepReport, TaskCount, TaskStore,
     fenced,
 };
-use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
+use crate::task::{Fence, NewTask, Outcome, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// Tasks in a SQLite database file.
 #[derive(Debug, Clone)]

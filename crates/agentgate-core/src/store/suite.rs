@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{StoreError, StoredUsage, SweepReport, TaskStore};
-use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase};
+use crate::task::{Fence, NewTask, Outcome};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::InputAck;
-use crate::clock::Millis;
-use crate::task::{NewTask, Outcome, Owner, TaskPhase, TaskRecord};
+use crate::task::{NewTask, Outcome, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskPhase};
 
 /// What a NUL in stored text becomes: U+FFFD, which says that a character
 /// was replaced, where dropping it silently would change the text unseen.

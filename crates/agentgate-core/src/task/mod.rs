@@ -1,7 +1,7 @@
-//! What a task *is*: its id, its owner, its status and the per-tool policy
-//! that decides its lifetime and how often clients should poll it (the
-//! backend SDK's types), and what the engine writes to the store: a new
-//! task and the outcome of a step.
+//! The task as the engine keeps it: the stored record, its lease fence,
+//! and what the engine writes to the store (a new task, the outcome of a
+//! step). What a task *is* to a backend (its id, owner, status, policy) is
+//! the backend SDK's, [`agentgate_backend`], used from there.
 //!
 //! Everything here is plain data. A [`TaskRecord`] is exactly what the store
 //! persists; runtime handles (leases in flight, notifiers) live in the
@@ -9,8 +9,4 @@
 
 mod record;
 
-pub use agentgate_backend::engine::{Fence, TaskRecord};
-pub use agentgate_backend::{
-    Owner, PollPolicy, RetryPolicy, TaskId, TaskPhase, TaskView, ToolPolicy,
-};
-pub use record::{NewTask, Outcome};
+pub use record::{Fence, NewTask, Outcome, TaskRecord};

@@ -12,17 +12,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock, ManualClock, Millis, SystemClock};
+use agentgate_backend::Millis;
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{Owner, TaskId, TaskPhase, ToolPolicy};
+use agentgate_core::clock::{Clock, ManualClock, SystemClock};
 use agentgate_core::engine::{EngineConfig, TaskError, TaskQuota, Tasks};
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::{
     Claimed, InputAck, ListCursor, SqliteStore, StoreError, StoreResult, StoredUsage, SweepReport,
     TaskCount, TaskStore,
 };
-use agentgate_core::task::{
-    Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy,
-};
+use agentgate_core::task::{Fence, NewTask, Outcome, TaskRecord};
 use agentgate_testkit::spy::{StoreSpy, outage};
 use async_trait::async_trait;
 use rmcp::model::{CallToolResult, ContentBlock};

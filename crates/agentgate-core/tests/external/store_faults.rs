@@ -10,11 +10,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentgate_core::clock::{Clock as _, Millis};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
+use agentgate_core::clock::Clock as _;
 use agentgate_core::store::{
     Durability, Outage, PostgresStore, SqliteStore, StoreError, TaskStore,
 };
-use agentgate_core::task::{NewTask, Outcome, Owner, TaskId, TaskPhase};
+use agentgate_core::task::{NewTask, Outcome};
 use agentgate_testkit::faults::{PgCluster, SmallDisk, unavailable};
 use agentgate_testkit::power_cut;
 use serde_json::json;

@@ -15,9 +15,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use agentgate_core::clock::Millis;
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId};
 use agentgate_core::store::{PostgresStore, TaskStore};
-use agentgate_core::task::{Fence, NewTask, Owner, TaskId};
+use agentgate_core::task::{Fence, NewTask};
 use agentgate_testkit::pg::{self, TestSchema};
 use serde_json::json;
 use sqlx::Connection as _;

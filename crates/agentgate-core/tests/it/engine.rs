@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
+use agentgate_backend::{Owner, RetryPolicy, TaskPhase, ToolPolicy};
 use agentgate_core::engine::EngineConfig;
-use agentgate_core::job::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
-use agentgate_core::task::{Owner, RetryPolicy, TaskPhase, ToolPolicy};
 use agentgate_testkit::engine::{Driven, ManualRuntime};
 use rmcp::model::{CallToolResult, ContentBlock};
 use schemars::JsonSchema;

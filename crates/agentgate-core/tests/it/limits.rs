@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{Owner, ToolPolicy};
 use agentgate_core::auth::Principal;
 use agentgate_core::clock::ManualClock;
 use agentgate_core::engine::EngineConfig;
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::limits::LIMITED;
 use agentgate_core::mcp::{HttpOptions, Limits, TransportKind, http_router};
 use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{Owner, ToolPolicy};
 use agentgate_testkit::engine::{ManualRuntime, T0};
 use agentgate_testkit::spy::StoreSpy;
 use agentgate_testkit::{Client, TestClient, call, start_task};
@@ -460,7 +460,7 @@ async fn oversized_input_responses_in_an_mrtr_retry_are_refused() {
 /// Waits (in real time: the engine runs the steps) until `owner`'s task has
 /// ended.
 async fn ended(s: &Setup, owner: &Owner, id: &str) {
-    let id = agentgate_core::task::TaskId::from_client(id);
+    let id = agentgate_backend::TaskId::from_client(id);
     for _ in 0..1_000 {
         let task = s.store.get(owner, &id, T0).await.expect("get");
         if task.is_some_and(|t| t.status.is_terminal()) {

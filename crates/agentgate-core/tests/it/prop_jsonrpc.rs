@@ -20,12 +20,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{PollPolicy, ToolPolicy};
 use agentgate_core::engine::EngineConfig;
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::{HttpOptions, TransportKind, http_router};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{PollPolicy, ToolPolicy};
 use agentgate_testkit::prop::{self as shared, config};
 use axum::body::Body;
 use futures::StreamExt as _;
@@ -97,7 +97,7 @@ impl Job for Ask {
             "required": ["confirm"]
         });
         let requested_schema = serde_json::from_value(schema).map_err(|e| {
-            agentgate_core::job::JobError::Fatal(rmcp::model::ErrorData::internal_error(
+            agentgate_backend::JobError::Fatal(rmcp::model::ErrorData::internal_error(
                 e.to_string(),
                 None,
             ))

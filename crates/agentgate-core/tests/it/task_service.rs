@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{Backend, BoxFuture, Nudge};
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{Owner, TaskId, TaskPhase, ToolPolicy};
 use agentgate_core::clock::ManualClock;
 use agentgate_core::engine::{Changed, EngineConfig, TaskError, TaskQuota, Tasks};
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::{SqliteStore, TaskStore};
-use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy};
+use agentgate_core::task::TaskRecord;
 use agentgate_testkit::engine::{ManualRuntime, T0};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,

@@ -10,12 +10,12 @@
 
 use std::sync::Arc;
 
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{Owner, ToolPolicy};
 use agentgate_core::auth::Principal;
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
 use agentgate_core::mcp::{HttpOptions, TransportKind, http_router};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, ToolPolicy};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorCode, ErrorData};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_core::clock::{Clock as _, Millis};
-use agentgate_core::job::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::Millis;
+use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
+use agentgate_backend::{Owner, TaskId, TaskPhase, ToolPolicy};
+use agentgate_core::clock::Clock as _;
 use agentgate_core::store::{SqliteStore, TaskStore as _};
-use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord, ToolPolicy};
+use agentgate_core::task::TaskRecord;
 use agentgate_testkit::engine::{ManualRuntime, T0};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,

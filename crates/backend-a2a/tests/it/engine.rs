@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::ToolSpec;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 use agentgate_core::engine::{EngineConfig, TaskQuota, Tasks};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskId, TaskPhase, TaskRecord};
+use agentgate_core::task::TaskRecord;
 use agentgate_sim::a2a::A2aConfig as SimConfig;
 use serde_json::{Map, Value, json};
 

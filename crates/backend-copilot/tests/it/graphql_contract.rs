@@ -32,10 +32,10 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use agentgate_backend::{Owner, TaskId};
 use agentgate_core::engine::{EngineConfig, TaskQuota};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskId};
 use apollo_compiler::diagnostic::ToCliReport;
 use apollo_compiler::request::coerce_variable_values;
 use apollo_compiler::response::JsonMap;

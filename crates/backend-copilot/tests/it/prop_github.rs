@@ -24,10 +24,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentgate_backend::{Owner, TaskPhase};
 use agentgate_core::engine::{EngineConfig, TaskQuota};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;
-use agentgate_core::task::{Owner, TaskPhase};
 use agentgate_testkit::prop::{self as shared, Canned, CannedUpstream, config};
 use backend_copilot::github::GitHub;
 use backend_copilot::github::model;

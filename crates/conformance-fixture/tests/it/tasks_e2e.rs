@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use agentgate_backend::{Owner, TaskId};
 use agentgate_core::clock::{Clock as _, SystemClock};
 use agentgate_core::store::{SqliteStore, TaskStore as _};
-use agentgate_core::task::{NewTask, Owner, TaskId};
+use agentgate_core::task::NewTask;
 use rmcp::model::{
     CancelTaskParams, ErrorCode, GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams,
 };

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::Caller;
 use crate::engine::TaskError;
 use crate::mcp::render;
-use crate::task::{TaskId, TaskPhase};
+use agentgate_backend::{TaskId, TaskPhase};
 
 pub(super) const ANSWER: &str = "task_answer";
 pub(super) const CANCEL: &str = "task_cancel";

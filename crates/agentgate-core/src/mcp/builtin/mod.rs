@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::GatewayError;
 use crate::engine::Tasks;
-use crate::task::Owner;
+use agentgate_backend::Owner;
 
 /// The built-in tools' names.
 pub(super) const NAMES: [&str; 3] = [status::NAME, control::ANSWER, control::CANCEL];

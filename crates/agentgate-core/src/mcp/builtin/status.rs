@@ -14,7 +14,7 @@ use super::Caller;
 use crate::engine::TaskError;
 use crate::mcp::error::GatewayError;
 use crate::mcp::render;
-use crate::task::TaskId;
+use agentgate_backend::TaskId;
 
 pub(super) const NAME: &str = "task_status";
 
@@ -81,7 +81,7 @@ pub(super) async fn call(
     request: CallToolRequestParams,
 ) -> Result<CallToolResult, ErrorData> {
     let args = request.arguments.unwrap_or_default();
-    let args: Args = match crate::job::parse_args(&args) {
+    let args: Args = match agentgate_backend::parse_args(&args) {
         Ok(args) => args,
         Err(problem) => return Ok(error(format!("invalid arguments for `{NAME}`: {problem}"))),
     };
@@ -130,7 +130,7 @@ pub(super) async fn call(
     if let Some(message) = &record.status_message {
         text.push_str(&format!(" ({message})"));
     }
-    if record.status == crate::task::TaskPhase::InputRequired {
+    if record.status == agentgate_backend::TaskPhase::InputRequired {
         for (key, request) in &record.input_requests {
             let params = &request["params"];
             let message = params["message"].as_str().unwrap_or("(no message)");

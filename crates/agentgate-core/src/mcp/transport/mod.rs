@@ -358,10 +358,10 @@ async fn json_rpc_body(
 
 /// Whose session an `initialize` opens: the authenticated principal, or
 /// `anonymous` (as [`Gateway::owner`] decides).
-fn session_owner(extensions: &http::Extensions) -> crate::task::Owner {
+fn session_owner(extensions: &http::Extensions) -> agentgate_backend::Owner {
     extensions
         .get::<crate::auth::Principal>()
-        .map_or_else(crate::task::Owner::anonymous, |p| p.owner.clone())
+        .map_or_else(agentgate_backend::Owner::anonymous, |p| p.owner.clone())
 }
 
 /// How long a request body may take to arrive: a client trickling one

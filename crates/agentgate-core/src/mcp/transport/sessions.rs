@@ -29,7 +29,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::json;
 
 use crate::mcp::error::LIMITED;
-use crate::task::Owner;
+use agentgate_backend::Owner;
 
 /// How many legacy sessions may be open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -115,8 +115,9 @@ use super::{
     ChangeKind, Claimed, Durability, InputAck, StoreError, StoreResult, SweepReport, TaskChange,
     TaskCount, TaskStore, fenced, redact_url,
 };
-use crate::clock::Millis;
-use crate::task::{Fence, NewTask, Outcome, Owner, TaskId, TaskPhase, TaskRecord};
+use crate::task::{Fence, NewTask, Outcome, TaskRecord};
+use agentgate_backend::Millis;
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// Tasks in a PostgreSQL database, shared by every instance that opens it.
 #[derive(Clone)]
