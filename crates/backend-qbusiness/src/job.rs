@@ -162,7 +162,7 @@ impl QBusinessQuery {
         let who = match sts.get_caller_identity().send().await {
             Ok(out) => out.arn().unwrap_or("an unnamed identity").to_owned(),
             Err(e) => {
-                if let Some(missing) = missing_profile(&e, settings).await {
+                if let Some(missing) = credential_problem(&e, settings).await {
                     return Health::Broken(missing.to_string());
                 }
                 return Health::Broken(format!(
@@ -263,30 +263,77 @@ pub enum Waiting {
     },
 }
 
-/// A call that found no credentials while `AWS_PROFILE` names a profile
-/// the shared files do not define: that is the cause, said plainly (the
-/// SDK's own error goes on through every other provider and ends blaming
-/// the instance metadata service).
-async fn missing_profile<E, R>(error: &SdkError<E, R>, settings: &Settings) -> Option<ChatError>
+/// A call that found no usable credentials, said by the source that failed
+/// (the SDK's own error goes on through every provider of its chain and
+/// ends blaming the last one tried, the instance metadata service):
+/// - `AWS_PROFILE` names a profile the shared files do not define;
+/// - only one of `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` is set (the
+///   SDK then skips the environment without a word);
+/// - `AWS_WEB_IDENTITY_TOKEN_FILE` names a file that is not there.
+///
+/// `None` for any other failure, which keeps the SDK's account.
+async fn credential_problem<E, R>(error: &SdkError<E, R>, settings: &Settings) -> Option<ChatError>
 where
     E: std::error::Error + 'static,
     R: std::fmt::Debug,
 {
-    let profile = settings.profile.as_deref()?;
     // Found before any request: not an answer of the service.
     let no_credentials = !matches!(error, SdkError::ServiceError(_))
         && aws_sdk_qbusiness::error::DisplayErrorContext(error)
             .to_string()
             .contains("credentials");
-    if !no_credentials || crate::settings::profile_defined(profile).await != Some(false) {
+    if !no_credentials {
         return None;
     }
+    let why = if let Some(profile) = settings.profile.as_deref()
+        && crate::settings::profile_defined(profile).await == Some(false)
+    {
+        format!(
+            "AWS_PROFILE names the profile `{profile}`, which neither ~/.aws/config nor \
+             ~/.aws/credentials defines (nor the files AWS_CONFIG_FILE and \
+             AWS_SHARED_CREDENTIALS_FILE name). Add it (`aws configure --profile {profile}`, or \
+             `aws configure sso`), or unset AWS_PROFILE to use the other credential sources."
+        )
+    } else {
+        credential_source_problem(|name| std::env::var_os(name).filter(|v| !v.is_empty()))?
+    };
     Some(ChatError::Final(format!(
-        "Error: no usable AWS credentials: AWS_PROFILE names the profile `{profile}`, which \
-         neither ~/.aws/config nor ~/.aws/credentials defines (nor the files AWS_CONFIG_FILE \
-         and AWS_SHARED_CREDENTIALS_FILE name). Add it (`aws configure --profile {profile}`, \
-         or `aws configure sso`), or unset AWS_PROFILE to use the other credential sources."
+        "Error: no usable AWS credentials: {why}"
     )))
+}
+
+/// What is wrong with the credential sources the environment `var`
+/// configures, when something plainly is.
+fn credential_source_problem(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<String> {
+    match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+        (Some(_), None) => {
+            return Some(
+                "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not, so the SDK skipped \
+                 the pair and found no other credentials. Set both (and AWS_SESSION_TOKEN for \
+                 temporary credentials), or unset AWS_ACCESS_KEY_ID."
+                    .to_owned(),
+            );
+        }
+        (None, Some(_)) => {
+            return Some(
+                "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not, so the SDK skipped \
+                 the pair and found no other credentials. Set both, or unset \
+                 AWS_SECRET_ACCESS_KEY."
+                    .to_owned(),
+            );
+        }
+        _ => {}
+    }
+    let token_file = var("AWS_WEB_IDENTITY_TOKEN_FILE")?;
+    if std::path::Path::new(&token_file).exists() {
+        return None;
+    }
+    Some(format!(
+        "AWS_WEB_IDENTITY_TOKEN_FILE names {}, which does not exist, so no role could be \
+         assumed with it. Fix the path (on EKS, the pod's service account must be annotated with \
+         the role), or unset it.",
+        token_file.to_string_lossy()
+    ))
 }
 
 fn tool_error(text: String) -> Step<Waiting> {
@@ -376,7 +423,7 @@ impl QBusinessQuery {
         let output = match sent {
             Ok(output) => output,
             Err(e) => {
-                if let Some(missing) = missing_profile(&e, settings).await {
+                if let Some(missing) = credential_problem(&e, settings).await {
                     return Err(missing);
                 }
                 if !self.contact.answered()
@@ -840,5 +887,49 @@ mod tests {
             Err(other) => panic!("expected a retry, got {other:?}"),
             Ok(_) => panic!("expected a retry, got a client"),
         }
+    }
+
+    #[test]
+    fn a_half_set_key_pair_and_a_missing_token_file_are_named() {
+        use std::ffi::OsString;
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let only_id = credential_source_problem(env(&[("AWS_ACCESS_KEY_ID", "AKID")]));
+        assert!(
+            only_id.as_deref().is_some_and(
+                |t| t.starts_with("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not")
+            ),
+            "{only_id:?}"
+        );
+        let only_secret = credential_source_problem(env(&[("AWS_SECRET_ACCESS_KEY", "s")]));
+        assert!(
+            only_secret.as_deref().is_some_and(
+                |t| t.starts_with("AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not")
+            ),
+            "{only_secret:?}"
+        );
+        let token = credential_source_problem(env(&[(
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "/nonexistent/agentgate/token",
+        )]));
+        assert!(
+            token
+                .as_deref()
+                .is_some_and(|t| t.contains("/nonexistent/agentgate/token, which does not exist")),
+            "{token:?}"
+        );
+        // A whole pair, or nothing configured: the SDK's own account stands.
+        let pair = credential_source_problem(env(&[
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+        ]));
+        assert_eq!(pair, None);
+        assert_eq!(credential_source_problem(env(&[])), None);
     }
 }

@@ -653,7 +653,7 @@ async fn configuration_and_credential_problems_are_clear() {
     // An endpoint that never answered since start is a setting to fix (the
     // last two cases); one that answered once and then went away is an
     // outage, retried: see tests/chaos.rs.
-    let cases: [EnvCase; 7] = [
+    let cases: [EnvCase; 8] = [
         (
             &["QBUSINESS_APPLICATION_ID"],
             &[],
@@ -684,6 +684,21 @@ async fn configuration_and_credential_problems_are_clear() {
             ],
             "AWS_PROFILE names the profile `work`, which neither ~/.aws/config nor \
              ~/.aws/credentials defines",
+        ),
+        // Half a key pair is named, not blamed on the instance metadata
+        // service (the shared files point nowhere, so no profile helps).
+        (
+            &["AWS_SECRET_ACCESS_KEY"],
+            &[
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+                (
+                    "AWS_SHARED_CREDENTIALS_FILE",
+                    "/nonexistent/agentgate/credentials",
+                ),
+                ("AWS_CONFIG_FILE", "/nonexistent/agentgate/config"),
+            ],
+            "Error: no usable AWS credentials: AWS_ACCESS_KEY_ID is set but \
+             AWS_SECRET_ACCESS_KEY is not",
         ),
         // `.invalid` never resolves (RFC 2606).
         (
