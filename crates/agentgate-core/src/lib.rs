@@ -8,7 +8,8 @@
 //! - [`store`]: the [`store::TaskStore`] trait, its semantics, the SQLite store
 //!   and the suite every store must pass.
 //! - [`job`]: the error object stored for a failed task.
-//! - [`registry`]: the tools a gateway serves.
+//! - [`registry`]: the tools a gateway serves, their schemas made portable
+//!   by [`schema`].
 //! - [`engine`]: the engine (crate-private), which claims due tasks under a
 //!   lease, runs one step each, and saves the result; and its task service,
 //!   [`engine::Tasks`] (create, get, answer, cancel, watch), the one door
@@ -36,5 +37,6 @@ pub mod mcp;
 pub mod metrics;
 pub mod registry;
 pub mod runtime;
+pub mod schema;
 pub mod store;
 pub mod task;

@@ -18,8 +18,12 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Adds a tool; a later tool of the same name replaces the earlier one.
+    /// Adds a tool, its schemas in their portable spelling
+    /// ([`crate::schema`]); a later tool of the same name replaces the
+    /// earlier one.
     pub fn with(mut self, spec: ToolSpec) -> Self {
+        let tool = crate::schema::portable_tool(spec.tool.clone());
+        let spec = spec.with_tool(tool);
         self.tools.insert(spec.tool.name.to_string(), spec);
         self
     }

@@ -2,7 +2,9 @@
 //! validators, so tests can hold our requests and our emulators' answers to
 //! what GitHub publishes rather than to what our client expects. The A2A contract
 //! (`contracts/a2a/a2a.proto`) is in `contracts/a2a.rs` ([`a2a()`], [`A2aContract`]);
-//! the MCP 2025-11-25 schema in `contracts/mcp.rs` ([`mcp_2025_11_25()`]).
+//! the MCP 2025-11-25 schema in `contracts/mcp.rs` ([`mcp_2025_11_25()`]);
+//! MCP Inspector's tool-schema portability rules in `contracts/portability.rs`
+//! ([`schema_portability_problems`]).
 //!
 //! GitHub's REST description is OpenAPI 3.0: `nullable: true` is turned into
 //! JSON Schema's `null` type, and every object schema that lists its
@@ -12,9 +14,11 @@
 
 mod a2a;
 mod mcp;
+mod portability;
 
 pub use a2a::{A2aContract, a2a, error_problems};
 pub use mcp::{Mcp2025Schema, mcp_2025_11_25};
+pub use portability::schema_portability_problems;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

@@ -4,6 +4,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use agentgate_testkit::{TestClient, contracts};
+
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
 
 #[tokio::test]
@@ -125,6 +127,28 @@ async fn the_demo_keeps_serving_and_its_connect_snippets_work() {
     let answer = String::from_utf8_lossy(&call.stdout);
     assert_eq!(call.status.code(), Some(0), "{answer}");
     assert!(answer.contains("Qbiz response:"), "{answer}");
+
+    // Every tool it lists (all three backends' and the built-ins) passes
+    // MCP Inspector's portability rules: no bare boolean schema, no type
+    // array, in the input or the output schema.
+    let client = TestClient::tasks().http(&url).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.len() >= 6, "{tools:?}");
+    for tool in &tools {
+        let mut schemas = vec![serde_json::Value::Object(
+            tool.input_schema.as_ref().clone(),
+        )];
+        schemas.extend(
+            tool.output_schema
+                .as_ref()
+                .map(|s| serde_json::Value::Object(s.as_ref().clone())),
+        );
+        for schema in schemas {
+            let problems = contracts::schema_portability_problems(&schema);
+            assert!(problems.is_empty(), "{}: {problems:?}", tool.name);
+        }
+    }
+    client.cancel().await.expect("close");
 
     // Ctrl-C stops it cleanly.
     let pid = i32::try_from(demo.id().expect("running")).expect("a pid fits an i32");

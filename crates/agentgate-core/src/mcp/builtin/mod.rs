@@ -27,11 +27,15 @@ use agentgate_backend::Owner;
 /// The built-in tools' names.
 pub(super) const NAMES: [&str; 3] = [status::NAME, control::ANSWER, control::CANCEL];
 
-/// The built-in tools, as `tools/list` shows them.
+/// The built-in tools, as `tools/list` shows them (their schemas in the
+/// portable spelling every listed tool has, [`crate::schema`]).
 pub(super) fn tools() -> Vec<Tool> {
     let mut tools = vec![status::tool()];
     tools.extend(control::tools());
     tools
+        .into_iter()
+        .map(crate::schema::portable_tool)
+        .collect()
 }
 
 /// What a built-in tool's call gets from the gateway.
