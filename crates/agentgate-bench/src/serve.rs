@@ -32,8 +32,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{PollPolicy, ToolPolicy};
+use agentgate_backend::{
+    Event, Job, JobContext, PollPolicy, Step, StepResult, ToolPolicy, ToolSpec,
+};
 use agentgate_core::auth::{AuthConfig, AuthMode, Authenticator, TokenEntry};
 use agentgate_core::mcp::{Gateway, HttpOptions, Limits, http_router, serve_http};
 use agentgate_core::runtime::Runtime;

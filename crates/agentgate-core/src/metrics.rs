@@ -20,6 +20,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentgate_backend::{TaskPhase, UpstreamMetrics, UpstreamOutcome};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -28,7 +29,6 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::store::{StoreResult, TaskStore};
-use agentgate_backend::TaskPhase;
 
 /// The content type of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -212,8 +212,6 @@ const ALL_STATUSES: [TaskPhase; 5] = [
     TaskPhase::Failed,
     TaskPhase::Cancelled,
 ];
-
-use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
 
 /// The engine's side of [`UpstreamMetrics`]: counts into the
 /// `agentgate_upstream_calls` family, and warns (at most once a minute per

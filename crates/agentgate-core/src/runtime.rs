@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use agentgate_backend::engine::NudgeTasks;
 use agentgate_backend::{
-    Backend, Nudge, NudgeError, UpstreamMetrics, WEBHOOK_PREFIX, Webhook, WebhookRequest,
+    Backend, BoxFuture, Nudge, NudgeError, TaskId, ToolSpec, UpstreamMetrics, WEBHOOK_PREFIX,
+    Webhook, WebhookRequest,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -33,8 +34,6 @@ use crate::metrics::Metrics;
 use crate::registry::ToolRegistry;
 use crate::store::seal::SealError;
 use crate::store::{StoreResult, TaskStore};
-use agentgate_backend::TaskId;
-use agentgate_backend::{BoxFuture, ToolSpec};
 
 /// Why a runtime did not start or did not stop cleanly.
 #[derive(Debug, thiserror::Error)]

@@ -14,8 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId};
+use agentgate_backend::{Millis, Owner, TaskId};
 use agentgate_core::clock::{Clock as _, ManualClock};
 use agentgate_core::engine::{Changed, TaskQuota, Tasks};
 use agentgate_core::runtime::{Runtime, RuntimeBuilder};

@@ -22,8 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId};
+use agentgate_backend::{Millis, Owner, TaskId};
 use agentgate_core::store::{
     Claimed, InputAck, ListCursor, StoreError, StoreResult, StoredUsage, SweepReport, TaskChange,
     TaskCount, TaskStore,

@@ -24,8 +24,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
-use agentgate_backend::{InlineTask, SyncView};
+use agentgate_backend::{
+    Event, InlineTask, Job, JobContext, JobError, Millis, Step, StepResult, SyncView,
+};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -37,8 +37,9 @@ pub mod watcher;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Backend, BoxFuture, ConfiguredBackend, Nudge, ToolSpec, UpstreamMetrics};
-use agentgate_backend::{PollPolicy, ToolPolicy};
+use agentgate_backend::{
+    Backend, BoxFuture, ConfiguredBackend, Nudge, PollPolicy, ToolPolicy, ToolSpec, UpstreamMetrics,
+};
 use rmcp::model::{JsonObject, ToolAnnotations};
 use tokio_util::sync::CancellationToken;
 

@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
-use agentgate_backend::{PollPolicy, ToolPolicy};
+use agentgate_backend::{
+    Event, Job, JobContext, JobError, Millis, PollPolicy, Step, StepResult, ToolPolicy, ToolSpec,
+};
 use rmcp::model::{
     CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ErrorData, InputRequest,
     InputRequests, InputResponses,

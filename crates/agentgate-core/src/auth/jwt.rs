@@ -21,13 +21,13 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use agentgate_backend::Owner;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use tokio::sync::{Mutex, RwLock};
 
 use super::{AuthError, OAuthConfig, Principal, Rejection};
-use agentgate_backend::Owner;
 
 /// A cached JWKS older than this is fetched again (rate limit permitting).
 const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);

@@ -67,11 +67,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use agentgate_backend::Owner;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use serde::Deserialize;
-
-use agentgate_backend::Owner;
 
 /// An authenticated HTTP principal, placed in the request's extensions by
 /// [`Authenticator`]'s layer. Without one, HTTP callers are

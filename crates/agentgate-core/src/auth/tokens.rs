@@ -4,13 +4,13 @@
 //! constant time, so neither the outcome nor which entry matched shows in
 //! the timing.
 
+use agentgate_backend::Owner;
 use base64::Engine as _;
 use rand::RngCore as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::{AuthError, TokenEntry};
-use agentgate_backend::Owner;
 
 /// The configured tokens, as hashes.
 #[derive(Clone)]

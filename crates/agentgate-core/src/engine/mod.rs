@@ -36,6 +36,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentgate_backend::TaskId;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -46,7 +47,6 @@ use crate::registry::ToolRegistry;
 use crate::store::TaskStore;
 use crate::store::seal::SealKey;
 use crate::task::TaskRecord;
-use agentgate_backend::TaskId;
 
 /// A task `create` leased to this process, with the step slot it runs in,
 /// on its way to the claim loop.

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use agentgate_backend::engine::Input;
+use agentgate_backend::{Event, JobContext, JobError, Millis, RetryPolicy, Step};
 use rmcp::model::ErrorCode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -11,10 +13,6 @@ use super::Engine;
 use crate::job::error_object;
 use crate::store::StoreError;
 use crate::task::{Outcome, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::RetryPolicy;
-use agentgate_backend::engine::Input;
-use agentgate_backend::{Event, JobContext, JobError, Step};
 
 impl Engine {
     pub(super) async fn run_step(self, task: TaskRecord, interrupt: CancellationToken) {

@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use agentgate_backend::{Millis, Owner, TaskId, ToolSpec};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
@@ -28,9 +29,6 @@ use super::Engine;
 use crate::registry::ToolRegistry;
 use crate::store::{InputAck, StoreError, StoredUsage};
 use crate::task::{NewTask, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::ToolSpec;
-use agentgate_backend::{Owner, TaskId};
 
 /// Why a task operation was refused. `#[non_exhaustive]`: more refusals may
 /// come; the MCP side maps each to its JSON-RPC error in one place.

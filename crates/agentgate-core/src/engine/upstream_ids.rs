@@ -6,11 +6,10 @@
 use std::sync::Arc;
 
 use agentgate_backend::engine::UpstreamIdBook;
-use agentgate_backend::{BoxFuture, OwnershipError};
+use agentgate_backend::{BoxFuture, Owner, OwnershipError};
 
 use crate::clock::Clock;
 use crate::store::TaskStore;
-use agentgate_backend::Owner;
 
 /// [`UpstreamIdBook`] over the task store.
 pub(super) struct StoreUpstreamIds {

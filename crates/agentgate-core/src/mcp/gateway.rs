@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use agentgate_backend::{Owner, TaskId};
 use rmcp::ServerHandler;
 use rmcp::model::RequestStateCodec;
 use rmcp::model::{
@@ -29,7 +30,6 @@ use crate::engine::{TaskQuota, Tasks};
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
 use crate::task::TaskRecord;
-use agentgate_backend::{Owner, TaskId};
 
 /// Where the gateway's clients come from, which decides who owns their tasks.
 #[derive(Debug, Clone)]

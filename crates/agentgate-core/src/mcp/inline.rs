@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use agentgate_backend::{Owner, TaskId, TaskPhase, ToolSpec};
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, ElicitRequestParams,
     ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses,
@@ -27,8 +28,6 @@ use super::error::GatewayError;
 use super::gateway::{Gateway, at_least_2026_07_28};
 use super::render;
 use crate::task::TaskRecord;
-use agentgate_backend::ToolSpec;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// How long a sealed MRTR `requestState` stays valid.
 const REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);

@@ -7,15 +7,14 @@
 
 use std::time::Duration;
 
+use agentgate_backend::engine::InlineRequest;
+use agentgate_backend::{BoxFuture, InlineTask, TaskId, TaskPhase, TaskView};
 use rmcp::model::{CallToolResult, ContentBlock, ErrorData, ProgressNotificationParam};
 use rmcp::service::{RequestContext, RoleServer};
 
 use super::error::GatewayError;
 use super::render;
 use crate::engine::TaskWatch;
-use agentgate_backend::engine::InlineRequest;
-use agentgate_backend::{BoxFuture, InlineTask};
-use agentgate_backend::{TaskId, TaskPhase, TaskView};
 
 /// One inline request following one task.
 struct GatewayInline<'a> {

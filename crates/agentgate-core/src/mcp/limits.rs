@@ -66,6 +66,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentgate_backend::{Millis, Owner, TaskId};
 use rmcp::model::{DetailedTask, ErrorData};
 use serde_json::json;
 use tokio::sync::broadcast::{self, error::TryRecvError};
@@ -73,8 +74,6 @@ use tokio::sync::broadcast::{self, error::TryRecvError};
 use super::error::GatewayError;
 use crate::engine::StorageQuota;
 use crate::task::TaskRecord;
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId};
 
 pub use super::error::LIMITED;
 

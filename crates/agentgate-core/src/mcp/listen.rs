@@ -33,6 +33,7 @@
 
 use std::collections::HashMap;
 
+use agentgate_backend::TaskId;
 use axum::body::Body;
 use axum::http::StatusCode;
 use futures::StreamExt as _;
@@ -47,7 +48,6 @@ use super::gateway::Gateway;
 use super::render;
 use super::transport::sse_patch::FirstEventPatch;
 use crate::engine::{Changed, TaskError, TaskWatch};
-use agentgate_backend::TaskId;
 
 /// The `taskIds` of stdio listen requests, by the JSON text of their
 /// request id: filed by the stdio guard, read by [`Gateway::push_task_status`]

@@ -1,5 +1,6 @@
 //! Stored task records in the Tasks extension's wire shapes.
 
+use agentgate_backend::{Millis, TaskId, TaskPhase};
 use rmcp::model::{
     CallToolResult, DetailedTask, ErrorData, InputRequests, JsonObject, Task, TaskPayload,
     TaskStatus as WireStatus,
@@ -10,8 +11,6 @@ use super::GatewayError;
 use crate::clock::iso8601;
 use crate::registry::ToolRegistry;
 use crate::task::TaskRecord;
-use agentgate_backend::Millis;
-use agentgate_backend::{TaskId, TaskPhase};
 
 pub(crate) fn wire_status(status: TaskPhase) -> WireStatus {
     match status {

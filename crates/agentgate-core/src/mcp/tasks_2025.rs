@@ -32,6 +32,7 @@
 
 use std::time::Duration;
 
+use agentgate_backend::{Owner, TaskId, TaskPhase};
 use axum::body::{Body, Bytes};
 use futures::StreamExt as _;
 use http::HeaderMap;
@@ -48,7 +49,6 @@ use super::gateway::Gateway;
 use super::render;
 use super::transport::sse_patch::FirstEventPatch;
 use crate::task::TaskRecord;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// The protocol version whose task wire this module serves.
 pub(crate) const VERSION: &str = "2025-11-25";

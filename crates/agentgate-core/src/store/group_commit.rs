@@ -35,13 +35,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use agentgate_backend::{Millis, TaskId};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Outage, StoreError, StoreResult};
 use crate::task::{Fence, NewTask, Outcome, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::TaskId;
 
 /// The most writes saved in one transaction.
 const MAX_BATCH: usize = 256;

@@ -63,12 +63,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use agentgate_backend::{Millis, Owner, TaskId};
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::task::{Fence, NewTask, Outcome, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId};
 
 mod group_commit;
 mod postgres;

@@ -46,6 +46,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 use std::time::Duration;
 
+use agentgate_backend::{Millis, Owner, TaskId, TaskPhase};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::pool::PoolConnection;
@@ -63,8 +64,6 @@ use super::{
     fenced,
 };
 use crate::task::{Fence, NewTask, Outcome, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// Tasks in a SQLite database file.
 #[derive(Debug, Clone)]

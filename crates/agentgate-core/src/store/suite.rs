@@ -8,12 +8,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use agentgate_backend::{Millis, Owner, TaskId, TaskPhase};
 use serde_json::{Value, json};
 
 use super::{StoreError, StoredUsage, SweepReport, TaskStore};
 use crate::task::{Fence, NewTask, Outcome};
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
 

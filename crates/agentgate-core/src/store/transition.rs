@@ -9,12 +9,11 @@
 
 use std::collections::BTreeMap;
 
+use agentgate_backend::{Millis, Owner, TaskPhase};
 use serde_json::Value;
 
 use super::InputAck;
 use crate::task::{NewTask, Outcome, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskPhase};
 
 /// What a NUL in stored text becomes: U+FFFD, which says that a character
 /// was replaced, where dropping it silently would change the text unseen.

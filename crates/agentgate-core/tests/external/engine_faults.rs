@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{Owner, TaskId, TaskPhase, ToolPolicy};
+use agentgate_backend::{
+    Event, Job, JobContext, Millis, Owner, Step, StepResult, TaskId, TaskPhase, ToolPolicy,
+    ToolSpec,
+};
 use agentgate_core::clock::{Clock, ManualClock, SystemClock};
 use agentgate_core::engine::{EngineConfig, TaskError, TaskQuota, Tasks};
 use agentgate_core::runtime::Runtime;

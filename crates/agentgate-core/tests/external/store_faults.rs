@@ -10,8 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
+use agentgate_backend::{Millis, Owner, TaskId, TaskPhase};
 use agentgate_core::clock::Clock as _;
 use agentgate_core::store::{
     Durability, Outage, PostgresStore, SqliteStore, StoreError, TaskStore,

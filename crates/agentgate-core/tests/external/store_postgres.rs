@@ -15,8 +15,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId};
+use agentgate_backend::{Millis, Owner, TaskId};
 use agentgate_core::store::{PostgresStore, TaskStore};
 use agentgate_core::task::{Fence, NewTask};
 use agentgate_testkit::pg::{self, TestSchema};

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Step, StepResult, ToolSpec};
-use agentgate_backend::{Owner, RetryPolicy, TaskPhase, ToolPolicy};
+use agentgate_backend::{
+    Event, Job, JobContext, JobError, Owner, RetryPolicy, Step, StepResult, TaskPhase, ToolPolicy,
+    ToolSpec,
+};
 use agentgate_core::engine::EngineConfig;
 use agentgate_testkit::engine::{Driven, ManualRuntime};
 use rmcp::model::{CallToolResult, ContentBlock};

@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{Owner, ToolPolicy};
+use agentgate_backend::{Event, Job, JobContext, Owner, Step, StepResult, ToolPolicy, ToolSpec};
 use agentgate_core::auth::Principal;
 use agentgate_core::clock::ManualClock;
 use agentgate_core::engine::EngineConfig;

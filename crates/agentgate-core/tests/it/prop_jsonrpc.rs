@@ -20,8 +20,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{PollPolicy, ToolPolicy};
+use agentgate_backend::{
+    Event, Job, JobContext, PollPolicy, Step, StepResult, ToolPolicy, ToolSpec,
+};
 use agentgate_core::engine::EngineConfig;
 use agentgate_core::mcp::{HttpOptions, TransportKind, http_router};
 use agentgate_core::runtime::Runtime;

@@ -13,9 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Backend, BoxFuture, Nudge};
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{Owner, TaskId, TaskPhase, ToolPolicy};
+use agentgate_backend::{
+    Backend, BoxFuture, Event, Job, JobContext, Nudge, Owner, Step, StepResult, TaskId, TaskPhase,
+    ToolPolicy, ToolSpec,
+};
 use agentgate_core::clock::ManualClock;
 use agentgate_core::engine::{Changed, EngineConfig, TaskError, TaskQuota, Tasks};
 use agentgate_core::runtime::Runtime;

@@ -10,8 +10,7 @@
 
 use std::sync::Arc;
 
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{Owner, ToolPolicy};
+use agentgate_backend::{Event, Job, JobContext, Owner, Step, StepResult, ToolPolicy, ToolSpec};
 use agentgate_core::auth::Principal;
 use agentgate_core::mcp::{HttpOptions, TransportKind, http_router};
 use agentgate_core::runtime::Runtime;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentgate_backend::Millis;
-use agentgate_backend::{Event, Job, JobContext, Step, StepResult, ToolSpec};
-use agentgate_backend::{Owner, TaskId, TaskPhase, ToolPolicy};
+use agentgate_backend::{
+    Event, Job, JobContext, Millis, Owner, Step, StepResult, TaskId, TaskPhase, ToolPolicy,
+    ToolSpec,
+};
 use agentgate_core::clock::Clock as _;
 use agentgate_core::store::{SqliteStore, TaskStore as _};
 use agentgate_core::task::TaskRecord;

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::ToolSpec;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
+use agentgate_backend::{Owner, TaskId, TaskPhase, ToolSpec};
 use agentgate_core::engine::{EngineConfig, TaskQuota, Tasks};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;

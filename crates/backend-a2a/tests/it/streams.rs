@@ -11,8 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentgate_backend::{Backend, ToolSpec};
-use agentgate_backend::{Owner, TaskId, TaskPhase};
+use agentgate_backend::{Backend, Owner, TaskId, TaskPhase, ToolSpec};
 use agentgate_core::engine::{EngineConfig, TaskQuota};
 use agentgate_core::runtime::Runtime;
 use agentgate_core::store::SqliteStore;

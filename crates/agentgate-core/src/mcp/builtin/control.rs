@@ -7,6 +7,7 @@
 //! principal's task is answered like an unknown one, and both make their
 //! change through the same store call and notifications as the methods.
 
+use agentgate_backend::{TaskId, TaskPhase};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ErrorData,
     InputRequest, InputResponses, Tool,
@@ -18,7 +19,6 @@ use serde_json::Value;
 use super::Caller;
 use crate::engine::TaskError;
 use crate::mcp::render;
-use agentgate_backend::{TaskId, TaskPhase};
 
 pub(super) const ANSWER: &str = "task_answer";
 pub(super) const CANCEL: &str = "task_cancel";

@@ -17,12 +17,12 @@
 mod control;
 mod status;
 
+use agentgate_backend::Owner;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorData, InputResponses, Tool};
 use tokio_util::sync::CancellationToken;
 
 use super::error::GatewayError;
 use crate::engine::Tasks;
-use agentgate_backend::Owner;
 
 /// The built-in tools' names.
 pub(super) const NAMES: [&str; 3] = [status::NAME, control::ANSWER, control::CANCEL];

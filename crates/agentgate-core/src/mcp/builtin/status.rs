@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::TaskId;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -14,7 +15,6 @@ use super::Caller;
 use crate::engine::TaskError;
 use crate::mcp::error::GatewayError;
 use crate::mcp::render;
-use agentgate_backend::TaskId;
 
 pub(super) const NAME: &str = "task_status";
 

@@ -23,13 +23,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agentgate_backend::Owner;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
 use crate::mcp::error::LIMITED;
-use agentgate_backend::Owner;
 
 /// How many legacy sessions may be open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

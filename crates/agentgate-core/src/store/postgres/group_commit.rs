@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use agentgate_backend::Millis;
 use async_trait::async_trait;
 use sqlx::{PgPool, Row as _};
 
@@ -15,7 +16,6 @@ use super::{CHANNEL, SERVER_NOW, decode};
 use crate::store::StoreResult;
 use crate::store::group_commit::{SaveBatch, Write, decide, in_batch_order};
 use crate::task::{NewTask, TaskRecord};
-use agentgate_backend::Millis;
 
 /// The longest `NOTIFY` payload sent (PostgreSQL's limit is 8000 bytes).
 const MAX_PAYLOAD: usize = 7_000;

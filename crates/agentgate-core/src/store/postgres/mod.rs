@@ -98,6 +98,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentgate_backend::{Millis, Owner, TaskId, TaskPhase};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -116,8 +117,6 @@ use super::{
     TaskCount, TaskStore, fenced, redact_url,
 };
 use crate::task::{Fence, NewTask, Outcome, TaskRecord};
-use agentgate_backend::Millis;
-use agentgate_backend::{Owner, TaskId, TaskPhase};
 
 /// Tasks in a PostgreSQL database, shared by every instance that opens it.
 #[derive(Clone)]
