@@ -232,7 +232,7 @@ impl Gateway {
             .listed()
             .map(|spec| spec.tool.clone())
             .collect();
-        tools.extend(super::builtin::tools());
+        tools.extend(super::builtin::tools().iter().cloned());
         tools
     }
 

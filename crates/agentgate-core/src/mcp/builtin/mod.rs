@@ -28,14 +28,18 @@ use crate::engine::Tasks;
 pub(super) const NAMES: [&str; 3] = [status::NAME, control::ANSWER, control::CANCEL];
 
 /// The built-in tools, as `tools/list` shows them (their schemas in the
-/// portable spelling every listed tool has, [`crate::schema`]).
-pub(super) fn tools() -> Vec<Tool> {
-    let mut tools = vec![status::tool()];
-    tools.extend(control::tools());
-    tools
-        .into_iter()
-        .map(crate::schema::portable_tool)
-        .collect()
+/// portable spelling every listed tool has, [`crate::schema`]). Built and
+/// rewritten once per process: they never change.
+pub(super) fn tools() -> &'static [Tool] {
+    static TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let mut tools = vec![status::tool()];
+        tools.extend(control::tools());
+        tools
+            .into_iter()
+            .map(crate::schema::portable_tool)
+            .collect()
+    })
 }
 
 /// What a built-in tool's call gets from the gateway.
