@@ -1,0 +1,491 @@
+//! The `[mcp]` section: which MCP servers to serve, how to reach each, and
+//! the limits on its calls.
+//!
+//! ```toml
+//! [[mcp.servers]]
+//! name = "everything"                 # names the server in errors, metrics and logs
+//! command = "npx"                     # a stdio server, run once per call …
+//! args = ["-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"]
+//! pass_env = ["PATH", "HOME"]         # the only variables of ours it sees
+//! tools = ["trigger-long-running-operation"]   # optional allowlist
+//! prefix = "everything_"              # optional: served as everything_trigger-…
+//!
+//! [[mcp.servers]]
+//! name = "research"
+//! url = "https://mcp.example.com/mcp" # … or a Streamable HTTP server
+//! bearer_token_env = "RESEARCH_MCP_TOKEN"
+//! ```
+//!
+//! [`McpConfig`] is what the file says (an unknown key is refused by path);
+//! [`McpConfig::resolve`] checks it and reads the secrets from the
+//! environment, giving [`ServerSettings`]. A stdio server starts with an
+//! empty environment plus `env` and `pass_env`: agentgate's own secrets (a
+//! GitHub token, AWS keys) never reach a process the operator did not hand
+//! them to.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The section's name in the config file.
+pub const SECTION: &str = "mcp";
+
+/// The `[mcp]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// The servers, each `[[mcp.servers]]`.
+    pub servers: Vec<ServerConfig>,
+}
+
+/// One `[[mcp.servers]]` entry, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Names the server in errors, logs and metrics; letters, digits, `_`, `-`.
+    pub name: String,
+    /// A stdio server: the program to run (once per call).
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set for it, as written.
+    pub env: BTreeMap<String, String>,
+    /// Variables of agentgate's own environment passed on to it by name.
+    pub pass_env: Vec<String>,
+    /// Where it runs (default: agentgate's working directory).
+    pub cwd: Option<PathBuf>,
+    /// A Streamable HTTP server's endpoint, e.g. `https://host/mcp`.
+    pub url: Option<String>,
+    /// The environment variable holding the bearer token sent to `url`.
+    pub bearer_token_env: Option<String>,
+    /// Serve only these of its tools (default: all it lists).
+    pub tools: Option<Vec<String>>,
+    /// Put before every tool name agentgate serves (default: none).
+    pub prefix: String,
+    /// Tools that may be called again after agentgate died during a call,
+    /// besides those the server marks `idempotentHint` or `readOnlyHint`.
+    pub repeat_after_crash: Vec<String>,
+    /// Principals that may call its tools (default: every principal).
+    pub principals: Option<Vec<String>>,
+    /// Calls open at once (default 16); more wait for a free one.
+    pub max_calls: Option<usize>,
+    /// The longest one call may take (default 3600).
+    pub call_timeout_seconds: Option<u64>,
+    /// How long starting or connecting may take (default 30).
+    pub connect_timeout_seconds: Option<u64>,
+    /// How long a call agentgate lost track of (a restart, an instance that
+    /// died) is waited for before it is repeated or reported interrupted
+    /// (default 30).
+    pub takeover_after_seconds: Option<u64>,
+}
+
+/// A secret read from the environment; never printed.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself, for the one place it is sent.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its whole environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Sent as `Authorization: Bearer …`, to `url` only.
+        token: Option<Secret>,
+    },
+}
+
+/// One server, checked, with its secrets read.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    /// Its name.
+    pub name: String,
+    /// How it is reached.
+    pub transport: Transport,
+    /// The allowlist of upstream tool names.
+    pub tools: Option<Vec<String>>,
+    /// The prefix of served names.
+    pub prefix: String,
+    /// Upstream tool names the operator says are safe to repeat.
+    pub repeat_after_crash: Vec<String>,
+    /// Who may call.
+    pub principals: Option<Vec<String>>,
+    /// Calls open at once.
+    pub max_calls: usize,
+    /// One call's time limit.
+    pub call_timeout: Duration,
+    /// Starting or connecting.
+    pub connect_timeout: Duration,
+    /// See [`ServerConfig::takeover_after_seconds`].
+    pub takeover_after: Duration,
+}
+
+/// A setting that cannot work, by its path in the config file.
+#[derive(Debug, thiserror::Error)]
+#[error("[mcp] {path}: {message}")]
+pub struct SettingsError {
+    /// E.g. `servers[0].url`.
+    pub path: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+fn refuse(path: String, message: impl Into<String>) -> SettingsError {
+    SettingsError {
+        path,
+        message: message.into(),
+    }
+}
+
+/// The longest `call_timeout_seconds` (a week, a task's longest life).
+const MAX_CALL_TIMEOUT: u64 = 7 * 24 * 3600;
+
+impl McpConfig {
+    /// Checks every server and reads its secrets through `env`.
+    pub fn resolve(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<ServerSettings>, SettingsError> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut servers = Vec::with_capacity(self.servers.len());
+        for (i, server) in self.servers.iter().enumerate() {
+            let at = format!("servers[{i}]");
+            if seen.contains(&server.name.as_str()) {
+                return Err(refuse(
+                    format!("{at}.name"),
+                    format!(
+                        "\"{}\" names two servers; give each its own name",
+                        server.name
+                    ),
+                ));
+            }
+            seen.push(&server.name);
+            servers.push(server.resolve(&at, env)?);
+        }
+        Ok(servers)
+    }
+}
+
+impl ServerConfig {
+    fn resolve(
+        &self,
+        at: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ServerSettings, SettingsError> {
+        let name = self.name.trim();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(refuse(
+                format!("{at}.name"),
+                format!(
+                    "{:?} is not a server name: use letters, digits, `_` and `-`, e.g. \"research\"",
+                    self.name
+                ),
+            ));
+        }
+        let transport = match (&self.command, &self.url) {
+            (Some(_), Some(_)) => {
+                return Err(refuse(
+                    at.to_owned(),
+                    "sets both `command` (stdio) and `url` (HTTP); keep the one that reaches the server",
+                ));
+            }
+            (None, None) => {
+                return Err(refuse(
+                    at.to_owned(),
+                    "says neither how to start the server (`command = \"…\"`) nor where it is \
+                     (`url = \"https://…/mcp\"`)",
+                ));
+            }
+            (Some(command), None) => self.stdio(at, command, env)?,
+            (None, Some(url)) => self.http(at, url, env)?,
+        };
+        for (field, names) in [
+            ("tools", self.tools.as_deref().unwrap_or_default()),
+            ("repeat_after_crash", &self.repeat_after_crash[..]),
+            ("principals", self.principals.as_deref().unwrap_or_default()),
+        ] {
+            if let Some(i) = names.iter().position(|n| n.trim().is_empty()) {
+                return Err(refuse(format!("{at}.{field}[{i}]"), "is empty; remove it"));
+            }
+        }
+        let max_calls = self.max_calls.unwrap_or(16);
+        if max_calls == 0 {
+            return Err(refuse(
+                format!("{at}.max_calls"),
+                "is 0, so no call could ever run; set at least 1 (default 16)",
+            ));
+        }
+        let seconds = |field: &str, value: Option<u64>, default: u64, max: u64| {
+            let value = value.unwrap_or(default);
+            if value == 0 || value > max {
+                return Err(refuse(
+                    format!("{at}.{field}"),
+                    format!("is {value}; use 1 to {max} seconds (default {default})"),
+                ));
+            }
+            Ok(Duration::from_secs(value))
+        };
+        Ok(ServerSettings {
+            name: name.to_owned(),
+            transport,
+            tools: self.tools.clone(),
+            prefix: self.prefix.clone(),
+            repeat_after_crash: self.repeat_after_crash.clone(),
+            principals: self.principals.clone(),
+            max_calls,
+            call_timeout: seconds(
+                "call_timeout_seconds",
+                self.call_timeout_seconds,
+                3600,
+                MAX_CALL_TIMEOUT,
+            )?,
+            connect_timeout: seconds(
+                "connect_timeout_seconds",
+                self.connect_timeout_seconds,
+                30,
+                600,
+            )?,
+            takeover_after: seconds(
+                "takeover_after_seconds",
+                self.takeover_after_seconds,
+                30,
+                3600,
+            )?,
+        })
+    }
+
+    fn stdio(
+        &self,
+        at: &str,
+        command: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Transport, SettingsError> {
+        if command.trim().is_empty() {
+            return Err(refuse(
+                format!("{at}.command"),
+                "is empty; name the program that serves MCP on stdio, e.g. \"npx\"",
+            ));
+        }
+        if self.bearer_token_env.is_some() {
+            return Err(refuse(
+                format!("{at}.bearer_token_env"),
+                "is for `url` servers; give a stdio server its token with `env` or `pass_env`",
+            ));
+        }
+        let mut vars = BTreeMap::new();
+        for (i, var) in self.pass_env.iter().enumerate() {
+            let Some(value) = env(var) else {
+                return Err(refuse(
+                    format!("{at}.pass_env[{i}]"),
+                    format!("{var} is not set in agentgate's environment; set it or remove it"),
+                ));
+            };
+            vars.insert(var.clone(), value);
+        }
+        vars.extend(self.env.clone());
+        Ok(Transport::Stdio {
+            command: command.to_owned(),
+            args: self.args.clone(),
+            env: vars,
+            cwd: self.cwd.clone(),
+        })
+    }
+
+    fn http(
+        &self,
+        at: &str,
+        url: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Transport, SettingsError> {
+        for (field, set) in [
+            ("args", !self.args.is_empty()),
+            ("env", !self.env.is_empty()),
+            ("pass_env", !self.pass_env.is_empty()),
+            ("cwd", self.cwd.is_some()),
+        ] {
+            if set {
+                return Err(refuse(
+                    format!("{at}.{field}"),
+                    "is for stdio servers (`command`); remove it from a `url` server",
+                ));
+            }
+        }
+        let parsed = url.parse::<reqwest::Url>().map_err(|e| {
+            refuse(
+                format!("{at}.url"),
+                format!("{url:?} is not a URL ({e}); write it as http(s)://host:port/mcp"),
+            )
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(refuse(
+                format!("{at}.url"),
+                format!("{url:?} is not http(s); write it as http(s)://host:port/mcp"),
+            ));
+        }
+        let token = match &self.bearer_token_env {
+            None => None,
+            Some(var) => match env(var).filter(|token| !token.trim().is_empty()) {
+                Some(token) => Some(Secret(token)),
+                None => {
+                    return Err(refuse(
+                        format!("{at}.bearer_token_env"),
+                        format!("{var} is not set (or empty); export the server's token in it"),
+                    ));
+                }
+            },
+        };
+        Ok(Transport::Http {
+            url: url.to_owned(),
+            token,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(toml_like: serde_json::Value) -> McpConfig {
+        agentgate_backend::parse_section(SECTION, Some(toml_like)).expect("parses")
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_by_its_path() {
+        let typo = serde_json::json!({"servers": [{"name": "a", "comand": "x"}]});
+        let error = agentgate_backend::parse_section::<McpConfig>(SECTION, Some(typo))
+            .expect_err("refused");
+        assert!(
+            error
+                .to_string()
+                .starts_with("[mcp] servers[0].comand: unknown field `comand`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_server_needs_exactly_one_way_to_reach_it() {
+        let both = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "x", "url": "http://h/mcp"}]}),
+        );
+        let error = both.resolve(&no_env).expect_err("refused");
+        assert_eq!(error.path, "servers[0]");
+        let neither = config(serde_json::json!({"servers": [{"name": "a"}]}));
+        assert!(
+            neither
+                .resolve(&no_env)
+                .expect_err("refused")
+                .message
+                .contains("command")
+        );
+    }
+
+    #[test]
+    fn a_missing_token_variable_is_named() {
+        let c = config(
+            serde_json::json!({"servers": [{"name": "a", "url": "https://h/mcp", "bearer_token_env": "A_TOKEN"}]}),
+        );
+        let error = c.resolve(&no_env).expect_err("refused");
+        assert_eq!(error.path, "servers[0].bearer_token_env");
+        assert!(error.message.contains("A_TOKEN"), "{}", error.message);
+        let set = |name: &str| (name == "A_TOKEN").then(|| "sekret".to_owned());
+        let settings = c.resolve(&set).expect("resolves");
+        assert!(!format!("{settings:?}").contains("sekret"));
+    }
+
+    #[test]
+    fn a_stdio_server_sees_only_what_it_is_given() {
+        let c = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "srv", "pass_env": ["HOME"], "env": {"MODE": "x"}}]}),
+        );
+        let lookup = |name: &str| match name {
+            "HOME" => Some("/home/a".to_owned()),
+            "GITHUB_TOKEN" => Some("ghp_secret".to_owned()),
+            _ => None,
+        };
+        let settings = c.resolve(&lookup).expect("resolves");
+        let Transport::Stdio { env, .. } = &settings[0].transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(
+            env.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+            ["HOME=/home/a", "MODE=x"]
+        );
+        let missing = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "srv", "pass_env": ["NOPE"]}]}),
+        );
+        assert_eq!(
+            missing.resolve(&lookup).expect_err("refused").path,
+            "servers[0].pass_env[0]"
+        );
+    }
+
+    #[test]
+    fn names_limits_and_duplicates_are_checked() {
+        let twice = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "x"}, {"name": "a", "command": "y"}]}),
+        );
+        assert_eq!(
+            twice.resolve(&no_env).expect_err("refused").path,
+            "servers[1].name"
+        );
+        let spaced = config(serde_json::json!({"servers": [{"name": "a b", "command": "x"}]}));
+        assert_eq!(
+            spaced.resolve(&no_env).expect_err("refused").path,
+            "servers[0].name"
+        );
+        let zero =
+            config(serde_json::json!({"servers": [{"name": "a", "command": "x", "max_calls": 0}]}));
+        assert_eq!(
+            zero.resolve(&no_env).expect_err("refused").path,
+            "servers[0].max_calls"
+        );
+        let forever = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "x", "call_timeout_seconds": 0}]}),
+        );
+        assert_eq!(
+            forever.resolve(&no_env).expect_err("refused").path,
+            "servers[0].call_timeout_seconds"
+        );
+        let scheme = config(serde_json::json!({"servers": [{"name": "a", "url": "ftp://h/mcp"}]}));
+        assert_eq!(
+            scheme.resolve(&no_env).expect_err("refused").path,
+            "servers[0].url"
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! One upstream tool as a job: one `tools/call` per task, followed step by
+//! step, never issued twice unless the tool says that is safe.
+//!
+//! ```text
+//! start ─▶ save {holder: this process, issued: false}      (nothing sent yet)
+//! step  ─▶ holder here, not issued ─▶ Calls::issue ─▶ save {issued: true}
+//!       ─▶ holder here, issued     ─▶ follow: progress → statusMessage, a question → input_required,
+//!                                     the end → the result (or the error) as the server gave it
+//!       ─▶ holder elsewhere or gone ─▶ wait up to takeover_after, then:
+//!            idempotent tool → issue again (a new attempt);  otherwise → "interrupted; not repeated"
+//! cancel ─▶ the call here: cancelled upstream;  elsewhere: said so
+//! ```
+//!
+//! The call is issued only by a step that starts from a saved state naming
+//! this process as its holder, so a crash between sending the request and
+//! saving the step can never send it again: the next process to run the
+//! task finds a holder that is not itself.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_backend::{Event, Job, JobContext, Millis, Step, StepResult};
+use rmcp::ErrorData;
+use rmcp::model::{ElicitRequestParams, InputRequest, InputResponses, JsonObject};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+
+use crate::calls::{Call, CallEnd, Calls, Seen};
+use crate::upstream::Upstream;
+
+/// How long a step follows its call before it saves and lets the next step
+/// go on (the task's `statusMessage` and the takeover clock move then).
+const FOLLOW: Duration = Duration::from_secs(10);
+/// How often a step not holding the call looks again.
+const RECHECK: Duration = Duration::from_secs(1);
+/// How often an idempotent tool's call is issued again after it was lost.
+const MAX_ATTEMPTS: u32 = 3;
+/// How often a server that cannot be reached is tried before the task
+/// fails (with backoffs of 2, 4, … 32 s between).
+const MAX_UNREACHED: u32 = 6;
+
+/// One tool of one server.
+pub struct UpstreamToolJob {
+    pub(crate) upstream: Arc<Upstream>,
+    pub(crate) calls: Arc<Calls>,
+    pub(crate) permits: Arc<Semaphore>,
+    /// The tool's name at the server.
+    pub(crate) tool: String,
+    /// Safe to call again after a lost call (the server's
+    /// `idempotentHint`/`readOnlyHint`, or the operator's override).
+    pub(crate) repeatable: bool,
+}
+
+/// What is saved between steps.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallState {
+    args: JsonObject,
+    attempt: u32,
+    /// The process that issues (or issued) the attempt's call.
+    holder: String,
+    issued: bool,
+    /// Tries in a row that could not reach the server.
+    #[serde(default)]
+    unreached: u32,
+    /// When a step not holding the call first saw it (the takeover clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    foreign_since: Option<Millis>,
+    /// The last status message, for the "interrupted" error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<String>,
+    /// Answers taken by a step not holding the call, for the holder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answers: Option<InputResponses>,
+}
+
+impl std::fmt::Debug for UpstreamToolJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamToolJob")
+            .field("server", &self.upstream.settings.name)
+            .field("tool", &self.tool)
+            .field("repeatable", &self.repeatable)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UpstreamToolJob {
+    fn server(&self) -> &str {
+        &self.upstream.settings.name
+    }
+
+    fn may_call(&self, cx: &JobContext) -> bool {
+        self.upstream
+            .settings
+            .principals
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|p| p == cx.owner.as_str()))
+    }
+
+    /// A step on the holder of the call.
+    async fn follow(
+        &self,
+        mut state: CallState,
+        answers: Option<InputResponses>,
+        cx: &JobContext,
+    ) -> StepResult<CallState> {
+        state.foreign_since = None;
+        let live = match self.calls.get(&cx.task_id) {
+            Some(live) => live,
+            None if state.issued => {
+                return self.lost(state, "agentgate no longer holds the call", cx);
+            }
+            None => {
+                let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                    return Ok(Step::Wait {
+                        status: Some(format!(
+                            "waiting for a free call slot at MCP server \"{}\" (max_calls = {})",
+                            self.server(),
+                            self.upstream.settings.max_calls
+                        )),
+                        after: RECHECK,
+                        state,
+                    });
+                };
+                let call = Call {
+                    upstream: self.upstream.clone(),
+                    tool: self.tool.clone(),
+                    args: state.args.clone(),
+                };
+                self.calls.issue(&cx.task_id, state.attempt, call, permit)
+            }
+        };
+        state.issued = true;
+        if let Some(answers) = answers.or_else(|| state.answers.take()) {
+            live.answer(&answers);
+        }
+        match live.next(FOLLOW).await {
+            Seen::Quiet => Ok(Step::Wait {
+                status: state.status.clone(),
+                after: Duration::ZERO,
+                state,
+            }),
+            Seen::Progress(status) => {
+                state.status = Some(status.clone());
+                Ok(Step::Wait {
+                    status: Some(status),
+                    after: Duration::ZERO,
+                    state,
+                })
+            }
+            Seen::Asked(requests) => {
+                let message = requests
+                    .values()
+                    .find_map(|request| match request {
+                        InputRequest::Elicitation(ask) => Some(match &ask.params {
+                            ElicitRequestParams::FormElicitationParams { message, .. }
+                            | ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                                Some(message.clone())
+                            }
+                            _ => None,
+                        })
+                        .flatten(),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "input needed".to_owned());
+                Ok(Step::Ask {
+                    status: Some(format!("MCP server \"{}\" asks: {message}", self.server())),
+                    requests,
+                    state,
+                })
+            }
+            Seen::Ended(end) => self.ended(state, end, cx),
+        }
+    }
+
+    fn ended(&self, state: CallState, end: CallEnd, cx: &JobContext) -> StepResult<CallState> {
+        match end {
+            CallEnd::Answered(result) => Ok(Step::Done(result)),
+            CallEnd::Refused(mut error) => {
+                error.message =
+                    format!("MCP server \"{}\": {}", self.server(), error.message).into();
+                Ok(Step::Fail(error))
+            }
+            CallEnd::NotSent(why) => {
+                // Nothing reached the server: forget the attempt so a later
+                // step issues it afresh, after a backoff of its own (the
+                // state must say "not issued", so it is saved with a wait).
+                self.calls.forget(&cx.task_id);
+                let mut state = state;
+                state.issued = false;
+                state.unreached += 1;
+                if state.unreached >= MAX_UNREACHED {
+                    return Ok(Step::Fail(ErrorData::internal_error(
+                        format!("gave up after {} tries: {why}", state.unreached),
+                        None,
+                    )));
+                }
+                let after = Duration::from_secs(1 << state.unreached.min(6));
+                let status = format!("{why}; trying again in {}s", after.as_secs());
+                Ok(Step::Wait {
+                    status: Some(status),
+                    after,
+                    state,
+                })
+            }
+            CallEnd::Lost(why) => self.lost(state, &why, cx),
+            CallEnd::TimedOut(after) => Ok(Step::Fail(ErrorData::internal_error(
+                format!(
+                    "MCP server \"{}\" did not answer `{}` within {}s (call_timeout_seconds); the \
+                     call was cancelled",
+                    self.server(),
+                    self.tool,
+                    after.as_secs()
+                ),
+                None,
+            ))),
+            CallEnd::Cancelled => Ok(Step::cancelled()),
+        }
+    }
+
+    /// The call is gone and its outcome unknown: issue it again when that
+    /// is safe, else say so.
+    fn lost(&self, mut state: CallState, why: &str, cx: &JobContext) -> StepResult<CallState> {
+        self.calls.forget(&cx.task_id);
+        let seen = state
+            .status
+            .as_deref()
+            .map(|s| format!(" Last status: {s}."))
+            .unwrap_or_default();
+        if !self.repeatable {
+            return Ok(Step::Fail(ErrorData::internal_error(
+                format!(
+                    "interrupted; not repeated because the tool is not marked idempotent: the call \
+                     of `{}` at MCP server \"{}\" was lost ({why}), and it may or may not have \
+                     done its work.{seen}",
+                    self.tool,
+                    self.server()
+                ),
+                None,
+            )));
+        }
+        if state.attempt >= MAX_ATTEMPTS {
+            return Ok(Step::Fail(ErrorData::internal_error(
+                format!(
+                    "the call of `{}` at MCP server \"{}\" was lost {} times; the last time: \
+                     {why}.{seen}",
+                    self.tool,
+                    self.server(),
+                    state.attempt
+                ),
+                None,
+            )));
+        }
+        state.attempt += 1;
+        state.holder = self.calls.holder().to_owned();
+        state.issued = false;
+        state.foreign_since = None;
+        let status = format!(
+            "calling again (attempt {}): the call was lost ({why}) and the tool is marked safe to \
+             repeat",
+            state.attempt
+        );
+        state.status = Some(status.clone());
+        Ok(Step::Wait {
+            status: Some(status),
+            after: Duration::ZERO,
+            state,
+        })
+    }
+
+    /// A step on a process that does not hold the call: give the holder
+    /// `takeover_after` to come back, then take over.
+    fn elsewhere(
+        &self,
+        mut state: CallState,
+        answers: Option<InputResponses>,
+        cx: &JobContext,
+    ) -> StepResult<CallState> {
+        if let Some(answers) = answers {
+            state.answers.get_or_insert_default().extend(answers);
+        }
+        let since = *state.foreign_since.get_or_insert(cx.now);
+        let takeover = self.upstream.settings.takeover_after;
+        if cx.now.since(since) < takeover {
+            return Ok(Step::Wait {
+                status: Some(format!(
+                    "the call is held by another agentgate process; taking it over if it is not \
+                     back within {}s",
+                    takeover.as_secs()
+                )),
+                after: RECHECK,
+                state,
+            });
+        }
+        self.lost(state, "the agentgate process that held it stopped", cx)
+    }
+}
+
+impl Job for UpstreamToolJob {
+    type Args = JsonObject;
+    type State = CallState;
+
+    async fn start(&self, args: JsonObject, cx: &JobContext) -> StepResult<CallState> {
+        if !self.may_call(cx) {
+            return Ok(Step::Fail(ErrorData::invalid_request(
+                format!(
+                    "{} may not call the tools of MCP server \"{}\" (not in its `principals`)",
+                    cx.owner,
+                    self.server()
+                ),
+                None,
+            )));
+        }
+        // Saved before anything is sent: see the module's doc.
+        Ok(Step::Wait {
+            status: Some(format!("calling MCP server \"{}\"", self.server())),
+            after: Duration::ZERO,
+            state: CallState {
+                args,
+                attempt: 1,
+                holder: self.calls.holder().to_owned(),
+                issued: false,
+                unreached: 0,
+                foreign_since: None,
+                status: None,
+                answers: None,
+            },
+        })
+    }
+
+    async fn resume(
+        &self,
+        state: CallState,
+        event: Event,
+        cx: &JobContext,
+    ) -> StepResult<CallState> {
+        let answers = match event {
+            Event::Input(answers) => Some(answers),
+            Event::Tick => None,
+        };
+        if state.holder == self.calls.holder() {
+            self.follow(state, answers, cx).await
+        } else {
+            self.elsewhere(state, answers, cx)
+        }
+    }
+
+    async fn cancel(&self, state: CallState, cx: &JobContext) -> StepResult<CallState> {
+        let here = state.holder == self.calls.holder();
+        match self.calls.get(&cx.task_id) {
+            Some(live) if here => {
+                live.cancel();
+                self.calls.forget(&cx.task_id);
+                Ok(Step::cancelled())
+            }
+            _ if here && !state.issued => Ok(Step::cancelled()),
+            _ => Ok(Step::cancelled_saying(format!(
+                "cancelled; the call at MCP server \"{}\" was started by an agentgate process \
+                 that is gone or elsewhere, so it could not be stopped and may have finished there",
+                self.server()
+            ))),
+        }
+    }
+}

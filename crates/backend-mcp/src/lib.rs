@@ -1,0 +1,307 @@
+//! agentgate backend for **any MCP server**: the tools of each server named
+//! in `[[mcp.servers]]` (a stdio command or a Streamable HTTP URL), served
+//! through agentgate as durable tasks on every task wire and inline.
+//!
+//! ```text
+//! [mcp] config ─▶ McpBackend::from_config ─▶ per server: connect, tools/list, disconnect
+//!                    └─ tools(): each listed tool (allowlist, prefix) ─▶ UpstreamToolJob
+//! tools/call ─▶ task ─▶ UpstreamToolJob: one upstream tools/call per task, on its own
+//!                         connection (calls), followed step by step (job)
+//! ```
+//!
+//! Modules: [`config`] (the `[mcp]` section), `upstream` (rmcp's client
+//! side: connecting, progress, questions), `calls` (the calls this process
+//! has open), `job` (the state machine and the crash rules).
+//! `docs/backends/mcp.md` has the config, the crash semantics and the
+//! limits.
+
+pub mod config;
+
+mod calls;
+mod job;
+mod upstream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentgate_backend::{
+    Backend, BoxFuture, ConfiguredBackend, Health, Nudge, ToolPolicy, ToolSpec, UpstreamMetrics,
+};
+use rmcp::model::Tool;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{McpConfig, SECTION, ServerConfig, ServerSettings, SettingsError};
+pub use job::{CallState, UpstreamToolJob};
+
+use calls::Calls;
+use upstream::{CallClient, Upstream};
+
+/// How often ended calls are forgotten and unfollowed ones cancelled.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// What one server offered at start.
+enum Listing {
+    Tools(Vec<Tool>),
+    Unreachable(String),
+}
+
+struct Server {
+    upstream: Arc<Upstream>,
+    listing: Listing,
+    permits: Arc<Semaphore>,
+}
+
+/// The configured MCP servers' tools.
+pub struct McpBackend {
+    servers: Vec<Server>,
+    calls: Arc<Calls>,
+}
+
+impl std::fmt::Debug for McpBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpBackend")
+            .field(
+                "servers",
+                &self
+                    .servers
+                    .iter()
+                    .map(|s| &s.upstream.settings.name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the backend could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct McpError(#[from] SettingsError);
+
+impl McpBackend {
+    /// Checks `config`, reads its secrets from the process environment and
+    /// lists every server's tools (a server that cannot be reached does
+    /// not fail the start: its tools are missing, and `check` says why).
+    pub async fn from_config(config: McpConfig) -> Result<Self, McpError> {
+        Self::with_env(config, &|name| std::env::var(name).ok()).await
+    }
+
+    /// [`from_config`](Self::from_config) with the environment given as a
+    /// lookup (tests).
+    pub async fn with_env(
+        config: McpConfig,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Self, McpError> {
+        let settings = config.resolve(env)?;
+        // Servers are few: listed one after another, each within its own
+        // connect timeout.
+        let mut listings = Vec::with_capacity(settings.len());
+        for settings in settings {
+            let upstream = Arc::new(Upstream { settings });
+            let listing = list(&upstream).await;
+            listings.push((upstream, listing));
+        }
+        let servers = listings
+            .into_iter()
+            .map(|(upstream, listing)| {
+                if let Listing::Unreachable(why) = &listing {
+                    tracing::warn!(server = %upstream.settings.name, problem = %why, "MCP server unreachable at start: its tools are not served");
+                }
+                Server {
+                    permits: Arc::new(Semaphore::new(upstream.settings.max_calls)),
+                    upstream,
+                    listing,
+                }
+            })
+            .collect();
+        Ok(Self {
+            servers,
+            calls: Arc::new(Calls::new()),
+        })
+    }
+
+    /// Each server's name and the tool names served for it, or why none.
+    pub fn listing(&self) -> Vec<(String, Result<Vec<String>, String>)> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let served = match &server.listing {
+                    Listing::Tools(_) => Ok(served(server)
+                        .map(|(tool, _)| prefixed(&server.upstream.settings, &tool.name))
+                        .collect()),
+                    Listing::Unreachable(why) => Err(why.clone()),
+                };
+                (server.upstream.settings.name.clone(), served)
+            })
+            .collect()
+    }
+}
+
+fn tools_of(listing: &Listing) -> &[Tool] {
+    match listing {
+        Listing::Tools(tools) => tools,
+        Listing::Unreachable(_) => &[],
+    }
+}
+
+/// The tools of `server` that are served, each with whether it may be
+/// repeated after a lost call.
+fn served(server: &Server) -> impl Iterator<Item = (&Tool, bool)> {
+    let settings = &server.upstream.settings;
+    tools_of(&server.listing).iter().filter_map(move |tool| {
+        if let Some(allowed) = &settings.tools
+            && !allowed.iter().any(|name| name == tool.name.as_ref())
+        {
+            return None;
+        }
+        if requires_task(tool) {
+            return None;
+        }
+        let hinted = tool
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.idempotent_hint == Some(true) || a.read_only_hint == Some(true));
+        let repeatable = hinted
+            || settings
+                .repeat_after_crash
+                .iter()
+                .any(|name| name == tool.name.as_ref());
+        Some((tool, repeatable))
+    })
+}
+
+/// A tool the server serves only as a task (`execution.taskSupport:
+/// "required"`): agentgate does not make task-augmented calls upstream yet.
+fn requires_task(tool: &Tool) -> bool {
+    serde_json::to_value(tool)
+        .ok()
+        .and_then(|v| v.pointer("/execution/taskSupport").cloned())
+        .is_some_and(|v| v == "required")
+}
+
+fn prefixed(settings: &ServerSettings, name: &str) -> String {
+    format!("{}{name}", settings.prefix)
+}
+
+/// Connects once, lists every tool (following pages), disconnects.
+async fn list(upstream: &Upstream) -> Listing {
+    let connection = match upstream.connect(CallClient::quiet()).await {
+        Ok(connection) => connection,
+        Err(why) => return Listing::Unreachable(why),
+    };
+    let listed = tokio::time::timeout(
+        upstream.settings.connect_timeout,
+        connection.peer().list_all_tools(),
+    )
+    .await;
+    let _ = connection.cancel().await;
+    match listed {
+        Ok(Ok(tools)) => Listing::Tools(tools),
+        Ok(Err(e)) => Listing::Unreachable(format!(
+            "MCP server \"{}\" did not list its tools: {}",
+            upstream.settings.name,
+            e.to_string().lines().next().unwrap_or("an error")
+        )),
+        Err(_) => Listing::Unreachable(format!(
+            "MCP server \"{}\" did not list its tools within {}s",
+            upstream.settings.name,
+            upstream.settings.connect_timeout.as_secs()
+        )),
+    }
+}
+
+impl Backend for McpBackend {
+    fn name(&self) -> &str {
+        SECTION
+    }
+
+    fn setup(&self) -> Health {
+        if self.servers.is_empty() {
+            return Health::NotConfigured(
+                "no servers: add [[mcp.servers]] to the config".to_owned(),
+            );
+        }
+        summary(self)
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        for server in &self.servers {
+            let settings = &server.upstream.settings;
+            for (tool, repeatable) in served(server) {
+                let name = prefixed(settings, &tool.name);
+                let mut served_tool = tool.clone();
+                served_tool.name = name.clone().into();
+                let job = UpstreamToolJob {
+                    upstream: server.upstream.clone(),
+                    calls: self.calls.clone(),
+                    permits: server.permits.clone(),
+                    tool: tool.name.to_string(),
+                    repeatable,
+                };
+                let description = tool.description.clone().unwrap_or_default();
+                // A step follows its call for at most FOLLOW (10 s); the
+                // engine's step timeout stays its default.
+                specs.push(
+                    ToolSpec::new(name, description, ToolPolicy::default(), job)
+                        .with_tool(served_tool),
+                );
+            }
+        }
+        specs
+    }
+
+    fn run(&self, _nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+        let calls = self.calls.clone();
+        Box::pin(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(SWEEP_EVERY) => calls.sweep(),
+                }
+            }
+        })
+    }
+
+    fn check(&self) -> BoxFuture<'_, Health> {
+        Box::pin(async move {
+            if self.servers.is_empty() {
+                return Health::NotConfigured(
+                    "no servers: add [[mcp.servers]] to the config".to_owned(),
+                );
+            }
+            summary(self)
+        })
+    }
+}
+
+/// Every server with the tools it serves; Broken naming the first server
+/// that could not be listed.
+fn summary(backend: &McpBackend) -> Health {
+    let mut lines = Vec::new();
+    let mut broken = Vec::new();
+    for (server, listing) in backend.listing() {
+        match listing {
+            Ok(tools) => lines.push(format!("{server}: {} tool(s)", tools.len())),
+            Err(why) => broken.push(why),
+        }
+    }
+    if broken.is_empty() {
+        Health::Ready(lines.join("; "))
+    } else {
+        Health::Broken(broken.join("; "))
+    }
+}
+
+/// Built from the `[mcp]` table.
+impl ConfiguredBackend for McpBackend {
+    const NAME: &'static str = SECTION;
+    type Config = McpConfig;
+
+    async fn from_config(
+        config: McpConfig,
+        _upstream: UpstreamMetrics,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(McpBackend::from_config(config).await?)
+    }
+}
