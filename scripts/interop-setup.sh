@@ -9,7 +9,9 @@
 # - Python SDK 1.x: mcp 1.30.0 in interop/python-1x/.venv with interop/python-1x/requirements.txt
 #   (every package pinned; apart from interop/python, whose fastmcp needs mcp 2.x), for the
 #   2025-11-25 task wire test;
-# - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci);
+# - TypeScript: interop/typescript/node_modules from its package-lock.json (npm ci), with the
+#   reference server @modelcontextprotocol/server-everything behind agentgate's MCP backend
+#   (crates/agentgate/tests/external/mcp_backend.rs);
 # - A2A: the official A2A Python SDK (a2a-sdk 1.3.0) in its own virtualenv
 #   interop/a2a/.venv with interop/a2a/requirements.txt (every package pinned; kept apart
 #   from the MCP clients so neither pins the other's dependencies), for
@@ -45,4 +47,4 @@ a2a/.venv/bin/python -c 'import importlib.metadata as m; print("  a2a-sdk", m.ve
 
 echo "interop-setup: TypeScript clients (interop/typescript/node_modules)"
 (cd typescript && npm ci --no-audit --no-fund --loglevel=error)
-node -e 'for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/client", "@modelcontextprotocol/ext-tasks"]) console.log("  " + p, require(`./typescript/node_modules/${p}/package.json`).version)'
+node -e 'for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/client", "@modelcontextprotocol/ext-tasks", "@modelcontextprotocol/server-everything"]) console.log("  " + p, require(`./typescript/node_modules/${p}/package.json`).version)'

@@ -215,13 +215,28 @@ impl Backend for McpBackend {
         SECTION
     }
 
+    /// Ready while any server's tools were listed: a server that could not
+    /// be reached only lacks its own tools (and `check` names it).
     fn setup(&self) -> Health {
         if self.servers.is_empty() {
             return Health::NotConfigured(
                 "no servers: add [[mcp.servers]] to the config".to_owned(),
             );
         }
-        summary(self)
+        match summary(self) {
+            Health::Broken(why)
+                if self
+                    .servers
+                    .iter()
+                    .all(|s| matches!(s.listing, Listing::Unreachable(_))) =>
+            {
+                Health::NotConfigured(why)
+            }
+            Health::Broken(why) => {
+                Health::Ready(format!("{}; not served: {why}", ready_part(self)))
+            }
+            health => health,
+        }
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
@@ -275,19 +290,30 @@ impl Backend for McpBackend {
     }
 }
 
-/// Every server with the tools it serves; Broken naming the first server
-/// that could not be listed.
+/// "name: N tool(s)" for each server whose tools were listed.
+fn ready_part(backend: &McpBackend) -> String {
+    backend
+        .listing()
+        .into_iter()
+        .filter_map(|(server, listing)| {
+            listing
+                .ok()
+                .map(|tools| format!("{server}: {} tool(s)", tools.len()))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Ready with every server's tool count, or Broken naming each server that
+/// could not be listed and why.
 fn summary(backend: &McpBackend) -> Health {
-    let mut lines = Vec::new();
-    let mut broken = Vec::new();
-    for (server, listing) in backend.listing() {
-        match listing {
-            Ok(tools) => lines.push(format!("{server}: {} tool(s)", tools.len())),
-            Err(why) => broken.push(why),
-        }
-    }
+    let broken: Vec<String> = backend
+        .listing()
+        .into_iter()
+        .filter_map(|(_, listing)| listing.err())
+        .collect();
     if broken.is_empty() {
-        Health::Ready(lines.join("; "))
+        Health::Ready(ready_part(backend))
     } else {
         Health::Broken(broken.join("; "))
     }

@@ -6,17 +6,20 @@
 //!   one of them killed;
 //! - [`store_outage`]: a store that fills up, stops or does not sync, under
 //!   a running gateway;
-//! - [`interop`]: MCP and A2A clients and servers we did not write.
+//! - [`interop`]: MCP and A2A clients and servers we did not write;
+//! - [`mcp_backend`]: MCP servers behind agentgate's `[[mcp.servers]]`.
 //!
 //! The tests that need nothing outside are in `tests/it`.
 
 mod failover;
 mod interop;
+mod mcp_backend;
 mod store_outage;
 
 fn main() -> std::process::ExitCode {
     let tests = agentgate_testkit::harness::Tests::new();
     let tests = failover::register(tests);
     let tests = store_outage::register(tests);
-    interop::register(tests).run()
+    let tests = interop::register(tests);
+    mcp_backend::register(tests).run()
 }

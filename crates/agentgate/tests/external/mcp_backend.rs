@@ -1,0 +1,438 @@
+//! The MCP backend (`[[mcp.servers]]`, issue 35) in front of MCP servers we
+//! did not write, pinned in `interop/typescript/package-lock.json` and
+//! installed by `scripts/interop-setup.sh`:
+//!
+//! - the reference server `@modelcontextprotocol/server-everything`
+//!   2026.8.31, over stdio and over Streamable HTTP: progress becomes
+//!   `statusMessage`, its elicitation becomes `input_required` answered with
+//!   `tasks/update`, a cancel, results as it gave them;
+//! - `interop/typescript/counting-server.mjs`, ours, on the official
+//!   TypeScript SDK, which counts the calls it receives: agentgate killed
+//!   with SIGKILL during a call repeats an idempotent tool once and never a
+//!   tool that is not; a server that dies mid-call, hangs or cannot start
+//!   gets a clear error and leaves the gateway serving.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentgate_testkit::{
+    Client, Gate, GateBuilder, TestClient, harness, is_terminal, poll_until, start_task, watch_task,
+};
+use rmcp::model::{CancelTaskParams, InputResponses, TaskPayload, UpdateTaskParams};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+
+fn typescript_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/typescript")
+}
+
+/// The reference server's entry point, or skip (fail where CI requires it).
+fn everything() -> PathBuf {
+    let path =
+        typescript_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !path.exists() {
+        harness::skip(
+            harness::Need::Interop,
+            &format!(
+                "{} is missing: run scripts/interop-setup.sh",
+                path.display()
+            ),
+        );
+    }
+    path
+}
+
+fn counting_server() -> PathBuf {
+    // It needs the SDK from the same node_modules.
+    let _ = everything();
+    typescript_dir().join("counting-server.mjs")
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string")
+}
+
+/// `[[mcp.servers]]` for a stdio server run with node.
+fn stdio_server(name: &str, script: &std::path::Path, args: &[&str], extra: &str) -> String {
+    let mut all = vec![toml_str(&script.display().to_string())];
+    all.extend(args.iter().map(|a| toml_str(a)));
+    format!(
+        "[[mcp.servers]]\nname = \"{name}\"\ncommand = \"node\"\nargs = [{}]\npass_env = [\"PATH\"]\n{extra}\n",
+        all.join(", ")
+    )
+}
+
+async fn tasks_client(gate: &Gate) -> Client {
+    TestClient::tasks().http(&gate.url).await
+}
+
+fn status_message(got: &rmcp::model::GetTaskResult) -> String {
+    got.task.task.status_message.clone().unwrap_or_default()
+}
+
+fn text_of(result: &serde_json::Map<String, Value>) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The reference server behind a gateway configured with `server`.
+async fn through_everything(server: &str, gate_dir: &std::path::Path) {
+    let gate = GateBuilder::agentgate(BIN, gate_dir)
+        .config(server)
+        .start()
+        .await;
+    let client = tasks_client(&gate).await;
+
+    // Listed as the server lists them, under the prefix.
+    let tools = client.peer().list_all_tools().await.expect("tools/list");
+    let structured = tools
+        .iter()
+        .find(|t| t.name == "ev_get-structured-content")
+        .unwrap_or_else(|| panic!("not listed: {tools:?}"));
+    assert!(
+        structured.output_schema.is_some(),
+        "the upstream's outputSchema is carried over: {structured:?}"
+    );
+    let long = tools
+        .iter()
+        .find(|t| t.name == "ev_trigger-long-running-operation")
+        .expect("listed");
+    assert_eq!(
+        long.annotations.as_ref().and_then(|a| a.idempotent_hint),
+        Some(true),
+        "annotations carried over"
+    );
+
+    // Progress becomes the status message; the result is the server's.
+    let task = start_task(
+        &client,
+        "ev_trigger-long-running-operation",
+        json!({"duration": 3, "steps": 3}),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    let mut statuses = Vec::new();
+    let done = watch_task(&client, &id, Duration::from_secs(60), |got| {
+        statuses.push(status_message(got));
+        is_terminal(&got.task.payload)
+    })
+    .await;
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        panic!("expected completed: {:?}", done.task.payload)
+    };
+    assert_eq!(
+        text_of(result),
+        "Long running operation completed. Duration: 3 seconds, Steps: 3."
+    );
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s.starts_with("progress ") && s.contains("/3")),
+        "progress seen as status messages: {statuses:?}"
+    );
+
+    // structuredContent kept as given.
+    let task = start_task(
+        &client,
+        "ev_get-structured-content",
+        json!({"location": "New York"}),
+    )
+    .await;
+    let TaskPayload::Completed { result } =
+        poll_until(&client, &task.task.task_id, is_terminal).await
+    else {
+        panic!("expected completed")
+    };
+    assert_eq!(
+        result["structuredContent"]["temperature"], 33,
+        "structuredContent: {result:?}"
+    );
+
+    // The server's question becomes input_required; the answer goes back.
+    let task = start_task(&client, "ev_trigger-elicitation-request", json!({})).await;
+    let id = task.task.task_id.clone();
+    let asked = poll_until(&client, &id, |p| {
+        matches!(p, TaskPayload::InputRequired { .. }) || is_terminal(p)
+    })
+    .await;
+    let TaskPayload::InputRequired { input_requests } = asked else {
+        panic!("expected input_required, got {asked:?}")
+    };
+    let (key, request) = input_requests.iter().next().expect("one request");
+    let request = serde_json::to_value(request).expect("json");
+    assert_eq!(
+        request["params"]["message"], "Please provide inputs for the following fields:",
+        "the server's own question: {request}"
+    );
+    let mut answers = InputResponses::new();
+    answers.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}),
+    );
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("tasks/update");
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    let text = text_of(&result);
+    assert!(
+        text.contains("Ada Lovelace"),
+        "the answer reached the server: {text}"
+    );
+
+    // A cancel while the server works.
+    let task = start_task(
+        &client,
+        "ev_trigger-long-running-operation",
+        json!({"duration": 60, "steps": 60}),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    watch_task(&client, &id, Duration::from_secs(30), |got| {
+        status_message(got).starts_with("progress ")
+    })
+    .await;
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/cancel");
+    let ended = poll_until(&client, &id, is_terminal).await;
+    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+    client.cancel().await.expect("close");
+}
+
+async fn the_reference_server_over_stdio_through_agentgate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = stdio_server("everything", &everything(), &["stdio"], "prefix = \"ev_\"");
+    through_everything(&server, dir.path()).await;
+}
+
+async fn the_reference_server_over_http_through_agentgate() {
+    let script = everything();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut upstream = Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the reference server");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    agentgate_testkit::poll::eventually(
+        "the reference server to listen",
+        Duration::from_secs(30),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        format!("[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\nprefix = \"ev_\"\n");
+    through_everything(&server, dir.path()).await;
+    let _ = upstream.kill().await;
+}
+
+/// The lines of the counting server's file: one per call it received.
+fn counted(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// agentgate killed with SIGKILL while a call is open: an idempotent tool
+/// is called again (once) and completes; one that is not ends
+/// "interrupted" and was called exactly once.
+async fn a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe() {
+    let script = counting_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let count = dir.path().join("calls");
+    // A short lease: the killed process's tasks are claimed again soon.
+    let config = "[engine]\nlease_seconds = 3\n".to_owned()
+        + &stdio_server(
+            "counting",
+            &script,
+            &[],
+            &format!(
+                "env = {{ COUNT_FILE = {} }}\ntakeover_after_seconds = 1",
+                toml_str(&count.display().to_string())
+            ),
+        );
+    let start = || {
+        GateBuilder::agentgate(BIN, dir.path())
+            .config(&config)
+            .start()
+    };
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let write = start_task(&client, "slow_write", json!({"seconds": 30})).await;
+    let read = start_task(&client, "slow_read", json!({"seconds": 4})).await;
+    for id in [&write.task.task_id, &read.task.task_id] {
+        watch_task(&client, id, Duration::from_secs(30), |got| {
+            status_message(got).starts_with("progress ")
+        })
+        .await;
+    }
+    drop(client);
+    let _ = gate.kill_and_wait().await;
+    let mut before = counted(&count);
+    before.sort();
+    assert_eq!(
+        before,
+        ["slow_read", "slow_write"],
+        "one call each before the kill"
+    );
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let TaskPayload::Completed { result } =
+        poll_until(&client, &read.task.task_id, is_terminal).await
+    else {
+        panic!("the idempotent call completes after the restart")
+    };
+    assert_eq!(text_of(&result), "slow_read done after 4s");
+    let TaskPayload::Failed { error } = poll_until(&client, &write.task.task_id, is_terminal).await
+    else {
+        panic!("the other one fails")
+    };
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("interrupted; not repeated because the tool is not marked idempotent"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Last status: progress"),
+        "the progress it saw: {message}"
+    );
+    let mut after = counted(&count);
+    after.sort();
+    assert_eq!(
+        after,
+        ["slow_read", "slow_read", "slow_write"],
+        "slow_read called again once, slow_write never"
+    );
+    client.cancel().await.expect("close");
+}
+
+/// A server that dies during a call, one that hangs past its time limit and
+/// one that cannot start: each a clear error, and the gateway still serves.
+async fn broken_servers_get_clear_errors_and_a_healthy_gateway() {
+    let script = counting_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let count = dir.path().join("calls");
+    let config = format!(
+        "{}[[mcp.servers]]\nname = \"missing\"\ncommand = \"/nonexistent/mcp-server\"\n",
+        stdio_server(
+            "counting",
+            &script,
+            &[],
+            &format!(
+                "env = {{ COUNT_FILE = {} }}\ncall_timeout_seconds = 2",
+                toml_str(&count.display().to_string())
+            ),
+        ),
+    );
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config)
+        .start()
+        .await;
+    let client = tasks_client(&gate).await;
+
+    let died = start_task(&client, "die_midway", json!({})).await;
+    let TaskPayload::Failed { error } = poll_until(&client, &died.task.task_id, is_terminal).await
+    else {
+        panic!("a server that died fails the task")
+    };
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("interrupted; not repeated")
+            && message.contains("connection to the server closed"),
+        "{message}"
+    );
+
+    let hung = start_task(&client, "slow_write", json!({"seconds": 60})).await;
+    let TaskPayload::Failed { error } = poll_until(&client, &hung.task.task_id, is_terminal).await
+    else {
+        panic!("a call past its time limit fails")
+    };
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not answer `slow_write` within 2s (call_timeout_seconds)"),
+        "{message}"
+    );
+    assert_eq!(counted(&count), ["die_midway", "slow_write"]);
+
+    // The server that cannot start serves no tools and says why.
+    let tools = client.peer().list_all_tools().await.expect("tools/list");
+    assert!(
+        tools.iter().any(|t| t.name == "slow_read"),
+        "the healthy server's tools stay"
+    );
+    let check = std::process::Command::new(BIN)
+        .arg("--config")
+        .arg(dir.path().join("agentgate.toml"))
+        .arg("check")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .output()
+        .expect("agentgate check");
+    let said = String::from_utf8_lossy(&check.stdout).to_string()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(
+        said.contains("MCP server \"missing\"") && said.contains("/nonexistent/mcp-server"),
+        "check names the server and its command: {said}"
+    );
+
+    // And the gateway goes on serving.
+    let again = start_task(&client, "slow_read", json!({"seconds": 0})).await;
+    let TaskPayload::Completed { result } =
+        poll_until(&client, &again.task.task_id, is_terminal).await
+    else {
+        panic!("still serving")
+    };
+    assert_eq!(text_of(&result), "slow_read done after 0s");
+    client.cancel().await.expect("close");
+    drop(gate);
+}
+
+/// This file's tests, for the binary's `main`.
+pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
+    tests
+        .multi_thread(
+            "the_reference_server_over_stdio_through_agentgate",
+            the_reference_server_over_stdio_through_agentgate,
+        )
+        .multi_thread(
+            "the_reference_server_over_http_through_agentgate",
+            the_reference_server_over_http_through_agentgate,
+        )
+        .multi_thread(
+            "a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe",
+            a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe,
+        )
+        .multi_thread(
+            "broken_servers_get_clear_errors_and_a_healthy_gateway",
+            broken_servers_get_clear_errors_and_a_healthy_gateway,
+        )
+}
