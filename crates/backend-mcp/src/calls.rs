@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentgate_backend::TaskId;
+use agentgate_backend::{TaskId, UpstreamOutcome};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitResult,
@@ -58,6 +58,14 @@ pub(crate) enum CallEnd {
     TimedOut(Duration),
     /// Cancelled by agentgate.
     Cancelled,
+    /// The server made the call a task of its own (the tasks extension,
+    /// SEP-2663): it is followed by its id from now on, on any instance.
+    Task {
+        /// The server's task id.
+        id: String,
+        /// The poll interval the server suggested.
+        poll: Option<Duration>,
+    },
 }
 
 /// What a step sees of its call.
@@ -333,12 +341,17 @@ impl Call {
                         params.input_responses = Some(responses);
                         params.request_state = asked.request_state;
                     }
+                    Ok(CallToolResponse::Task(created)) => {
+                        return CallEnd::Task {
+                            id: created.task.task_id,
+                            poll: created.task.poll_interval_ms.map(Duration::from_millis),
+                        };
+                    }
                     Ok(_) => {
                         return CallEnd::Refused(ErrorData::internal_error(
                             format!(
                                 "MCP server \"{server}\" answered `{}` with a kind of result \
-                                 agentgate does not follow (it made the call a task without \
-                                 being asked)",
+                                 agentgate does not know",
                                 self.tool
                             ),
                             None,
@@ -374,6 +387,15 @@ impl Call {
                 () = &mut deadline => break CallEnd::TimedOut(timeout),
             }
         };
+        let outcome = match &end {
+            CallEnd::Answered(_) | CallEnd::Task { .. } => Some(UpstreamOutcome::Ok),
+            CallEnd::Refused(_) => Some(UpstreamOutcome::ClientError),
+            CallEnd::Lost(_) | CallEnd::TimedOut(_) => Some(UpstreamOutcome::Transport),
+            CallEnd::NotSent(_) | CallEnd::Cancelled => None,
+        };
+        if let Some(outcome) = outcome {
+            self.upstream.metrics.record("tools/call", outcome);
+        }
         // Dropping the request future makes rmcp send notifications/cancelled
         // for a call still open; then the connection is closed (a stdio
         // server's process ends with it).

@@ -9,6 +9,10 @@
 //!       ─▶ holder elsewhere or gone ─▶ wait up to takeover_after, then:
 //!            idempotent tool → issue again (a new attempt);  otherwise → "interrupted; not repeated"
 //! cancel ─▶ the call here: cancelled upstream;  elsewhere: said so
+//!
+//! the server made the call its own task (tasks extension, HTTP servers):
+//! save {upstream_task: id} ─▶ every later step, on any process: tasks/update (answers), tasks/get
+//!       ─▶ working / input_required / the end, as the server says;  cancel ─▶ tasks/cancel
 //! ```
 //!
 //! The call is issued only by a step that starts from a saved state naming
@@ -19,14 +23,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, Millis, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
 use rmcp::ErrorData;
-use rmcp::model::{ElicitRequestParams, InputRequest, InputResponses, JsonObject};
+use rmcp::model::{
+    CallToolResult, ElicitRequestParams, InputRequest, InputResponses, JsonObject, TaskPayload,
+};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::calls::{Call, CallEnd, Calls, Seen};
-use crate::upstream::Upstream;
+use crate::upstream::{TaskRead, Upstream};
 
 /// How long a step follows its call before it saves and lets the next step
 /// go on (the task's `statusMessage` and the takeover clock move then).
@@ -38,6 +45,18 @@ const MAX_ATTEMPTS: u32 = 3;
 /// How often a server that cannot be reached is tried before the task
 /// fails (with backoffs of 2, 4, … 32 s between).
 const MAX_UNREACHED: u32 = 6;
+/// What an upstream task's input request keys start with here, so they
+/// can never meet the keys of questions asked on a connection.
+const UPSTREAM_KEY: &str = "upstream.";
+/// Polls of an upstream task: as the server suggests, within these.
+const MIN_POLL: Duration = Duration::from_millis(500);
+const MAX_POLL: Duration = Duration::from_secs(30);
+
+fn poll_after(suggested: Option<Duration>) -> Duration {
+    suggested
+        .unwrap_or(Duration::from_secs(1))
+        .clamp(MIN_POLL, MAX_POLL)
+}
 
 /// One tool of one server.
 pub struct UpstreamToolJob {
@@ -71,6 +90,10 @@ pub struct CallState {
     /// Answers taken by a step not holding the call, for the holder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answers: Option<InputResponses>,
+    /// The server's own task for the call, once it made one: followed by
+    /// its id from any process, so the call outlives agentgate's restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    upstream_task: Option<String>,
 }
 
 impl std::fmt::Debug for UpstreamToolJob {
@@ -214,6 +237,119 @@ impl UpstreamToolJob {
                 None,
             ))),
             CallEnd::Cancelled => Ok(Step::cancelled()),
+            CallEnd::Task { id, poll } => {
+                // The call is the server's task now: nothing of it lives on
+                // this process any more.
+                self.calls.forget(&cx.task_id);
+                let mut state = state;
+                let status = format!(
+                    "MCP server \"{}\" runs the call as its task {id}",
+                    self.server()
+                );
+                state.upstream_task = Some(id);
+                state.status = Some(status.clone());
+                Ok(Step::Wait {
+                    status: Some(status),
+                    after: poll_after(poll),
+                    state,
+                })
+            }
+        }
+    }
+
+    /// A step of a call the server runs as its own task: answers go with
+    /// `tasks/update`, the state is read with `tasks/get`.
+    async fn follow_task(
+        &self,
+        mut state: CallState,
+        id: String,
+        answers: Option<InputResponses>,
+    ) -> StepResult<CallState> {
+        let answers = answers.or_else(|| state.answers.take()).map(|answers| {
+            answers
+                .into_iter()
+                .filter_map(|(key, answer)| {
+                    key.strip_prefix(UPSTREAM_KEY)
+                        .map(|theirs| (theirs.to_owned(), answer))
+                })
+                .collect::<InputResponses>()
+        });
+        let got = match self.upstream.task_request(&id, answers, false).await {
+            TaskRead::Got(got) => got,
+            TaskRead::Refused(mut error) => {
+                error.message = format!(
+                    "MCP server \"{}\" no longer answers for its task {id}: {}",
+                    self.server(),
+                    error.message
+                )
+                .into();
+                return Ok(Step::Fail(error));
+            }
+            TaskRead::Unreachable(message) => {
+                return Err(JobError::Retryable {
+                    message,
+                    retry_after: None,
+                });
+            }
+        };
+        let status = got.task.task.status_message.clone();
+        let poll = got.task.task.poll_interval_ms.map(Duration::from_millis);
+        match got.task.payload {
+            TaskPayload::Working => {
+                state.status = status.clone().or(state.status);
+                Ok(Step::Wait {
+                    status: state.status.clone(),
+                    after: poll_after(poll),
+                    state,
+                })
+            }
+            TaskPayload::InputRequired { input_requests } => {
+                let requests = input_requests
+                    .into_iter()
+                    .map(|(key, request)| (format!("{UPSTREAM_KEY}{key}"), request))
+                    .collect();
+                Ok(Step::Ask {
+                    status: status.or_else(|| {
+                        Some(format!("MCP server \"{}\" asks for input", self.server()))
+                    }),
+                    requests,
+                    state,
+                })
+            }
+            TaskPayload::Completed { result } => {
+                match serde_json::from_value::<CallToolResult>(Value::Object(result)) {
+                    Ok(result) => Ok(Step::Done(result)),
+                    Err(e) => Ok(Step::Fail(ErrorData::internal_error(
+                        format!(
+                            "MCP server \"{}\" completed its task {id} with a result that is \
+                             not a tool result: {e}",
+                            self.server()
+                        ),
+                        None,
+                    ))),
+                }
+            }
+            TaskPayload::Failed { error } => {
+                let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the task failed");
+                Ok(Step::Fail(ErrorData::new(
+                    rmcp::model::ErrorCode(i32::try_from(code).unwrap_or(-32603)),
+                    format!("MCP server \"{}\": {message}", self.server()),
+                    error.get("data").cloned(),
+                )))
+            }
+            TaskPayload::Cancelled => Ok(Step::cancelled_saying(format!(
+                "MCP server \"{}\" cancelled its task {id}",
+                self.server()
+            ))),
+            _ => Ok(Step::Wait {
+                status: state.status.clone(),
+                after: poll_after(poll),
+                state,
+            }),
         }
     }
 
@@ -323,6 +459,7 @@ impl Job for UpstreamToolJob {
                 foreign_since: None,
                 status: None,
                 answers: None,
+                upstream_task: None,
             },
         })
     }
@@ -337,7 +474,9 @@ impl Job for UpstreamToolJob {
             Event::Input(answers) => Some(answers),
             Event::Tick => None,
         };
-        if state.holder == self.calls.holder() {
+        if let Some(id) = state.upstream_task.clone() {
+            self.follow_task(state, id, answers).await
+        } else if state.holder == self.calls.holder() {
             self.follow(state, answers, cx).await
         } else {
             self.elsewhere(state, answers, cx)
@@ -345,6 +484,20 @@ impl Job for UpstreamToolJob {
     }
 
     async fn cancel(&self, state: CallState, cx: &JobContext) -> StepResult<CallState> {
+        if let Some(id) = &state.upstream_task {
+            return match self.upstream.task_request(id, None, true).await {
+                TaskRead::Got(_) => Ok(Step::cancelled()),
+                TaskRead::Refused(error) => Ok(Step::cancelled_saying(format!(
+                    "cancelled; MCP server \"{}\" refused to cancel its task {id}: {}",
+                    self.server(),
+                    error.message
+                ))),
+                TaskRead::Unreachable(message) => Err(JobError::Retryable {
+                    message,
+                    retry_after: None,
+                }),
+            };
+        }
         let here = state.holder == self.calls.holder();
         match self.calls.get(&cx.task_id) {
             Some(live) if here => {

@@ -82,14 +82,18 @@ impl McpBackend {
     /// Checks `config`, reads its secrets from the process environment and
     /// lists every server's tools (a server that cannot be reached does
     /// not fail the start: its tools are missing, and `check` says why).
-    pub async fn from_config(config: McpConfig) -> Result<Self, McpError> {
-        Self::with_env(config, &|name| std::env::var(name).ok()).await
+    pub async fn from_config(
+        config: McpConfig,
+        metrics: UpstreamMetrics,
+    ) -> Result<Self, McpError> {
+        Self::with_env(config, metrics, &|name| std::env::var(name).ok()).await
     }
 
     /// [`from_config`](Self::from_config) with the environment given as a
     /// lookup (tests).
     pub async fn with_env(
         config: McpConfig,
+        metrics: UpstreamMetrics,
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Self, McpError> {
         let settings = config.resolve(env)?;
@@ -97,7 +101,10 @@ impl McpBackend {
         // connect timeout.
         let mut listings = Vec::with_capacity(settings.len());
         for settings in settings {
-            let upstream = Arc::new(Upstream { settings });
+            let upstream = Arc::new(Upstream {
+                settings,
+                metrics: metrics.clone(),
+            });
             let listing = list(&upstream).await;
             listings.push((upstream, listing));
         }
@@ -195,6 +202,9 @@ async fn list(upstream: &Upstream) -> Listing {
     )
     .await;
     let _ = connection.cancel().await;
+    upstream
+        .metrics
+        .record("tools/list", upstream::outcome_of(&listed));
     match listed {
         Ok(Ok(tools)) => Listing::Tools(tools),
         Ok(Err(e)) => Listing::Unreachable(format!(
@@ -326,8 +336,8 @@ impl ConfiguredBackend for McpBackend {
 
     async fn from_config(
         config: McpConfig,
-        _upstream: UpstreamMetrics,
+        upstream: UpstreamMetrics,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Ok(McpBackend::from_config(config).await?)
+        Ok(McpBackend::from_config(config, upstream).await?)
     }
 }

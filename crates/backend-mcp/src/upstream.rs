@@ -41,6 +41,8 @@ use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::{mpsc, oneshot};
 
+use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
+
 use crate::config::{ServerSettings, Transport};
 
 /// Lines of a stdio server's stderr kept to explain why it stopped.
@@ -59,31 +61,42 @@ pub(crate) enum CallEvent {
 #[derive(Clone)]
 pub(crate) struct CallClient {
     events: Option<mpsc::Sender<CallEvent>>,
+    /// Declares the tasks extension: set for HTTP servers, whose tasks
+    /// outlive a connection (a stdio server's die with its process).
+    tasks: bool,
 }
 
 impl CallClient {
     /// A client for listing tools: it asks nothing and reports nothing.
     pub(crate) fn quiet() -> Self {
-        Self { events: None }
+        Self {
+            events: None,
+            tasks: false,
+        }
     }
 
     /// A client that reports the call's events to `events`.
     pub(crate) fn reporting(events: mpsc::Sender<CallEvent>) -> Self {
         Self {
             events: Some(events),
+            tasks: false,
         }
     }
 }
 
 /// Form and URL elicitation, which agentgate turns into `input_required`;
-/// no sampling and no roots, which it cannot serve.
-fn client_config() -> ClientConfig {
+/// the tasks extension when `tasks`; no sampling and no roots, which it
+/// cannot serve.
+fn client_config(tasks: bool) -> ClientConfig {
     let elicitation = ElicitationCapability::new()
         .with_form(FormElicitationCapability::new())
         .with_url(UrlElicitationCapability::new());
-    let caps = ClientCapabilities::builder()
-        .enable_elicitation_with(elicitation)
-        .build();
+    let builder = ClientCapabilities::builder().enable_elicitation_with(elicitation);
+    let caps = if tasks {
+        builder.enable_tasks().build()
+    } else {
+        builder.build()
+    };
     ClientConfig::new(
         caps,
         Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
@@ -93,7 +106,7 @@ fn client_config() -> ClientConfig {
 
 impl ClientHandler for CallClient {
     fn get_info(&self) -> ClientConfig {
-        client_config()
+        client_config(self.tasks)
     }
 
     async fn on_progress(
@@ -171,17 +184,20 @@ impl ClientHandler for CallClient {
 /// stdio server's process).
 pub(crate) type Connection = RunningService<RoleClient, CallClient>;
 
-/// How to reach one server.
+/// How to reach one server, and the count of what was asked of it
+/// (`agentgate_upstream_calls_total{backend="mcp"}`, by MCP method).
 #[derive(Debug)]
 pub(crate) struct Upstream {
     pub(crate) settings: ServerSettings,
+    pub(crate) metrics: UpstreamMetrics,
 }
 
 impl Upstream {
     /// Starts (stdio) or opens (HTTP) a connection with `client` at its end,
     /// within the server's connect timeout. The error says what failed in
     /// the operator's terms, with the end of a stdio server's stderr.
-    pub(crate) async fn connect(&self, client: CallClient) -> Result<Connection, String> {
+    pub(crate) async fn connect(&self, mut client: CallClient) -> Result<Connection, String> {
+        client.tasks = matches!(self.settings.transport, Transport::Http { .. });
         let timeout = self.settings.connect_timeout;
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();
         let connecting = async {
@@ -236,6 +252,7 @@ impl Upstream {
             Ok(Err(error)) => error,
             Err(_) => format!("it did not finish connecting within {}s", timeout.as_secs()),
         };
+        self.metrics.record("connect", UpstreamOutcome::Transport);
         // The stderr reader may still be collecting the server's last words.
         tokio::time::sleep(Duration::from_millis(100)).await;
         Err(format!(
@@ -296,4 +313,83 @@ fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
     }
     let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
     format!("; its stderr ended with:\n{}", lines.join("\n"))
+}
+
+/// What `tasks/get` said of an upstream task, or why it could not be read.
+#[derive(Debug)]
+pub(crate) enum TaskRead {
+    Got(rmcp::model::GetTaskResult),
+    /// The server answered with a JSON-RPC error (an unknown task, say).
+    Refused(ErrorData),
+    /// The server could not be reached or the connection broke: try again.
+    Unreachable(String),
+}
+
+impl Upstream {
+    /// One short connection for following a task the server holds:
+    /// `answers` first (`tasks/update`), then `tasks/get`, or only
+    /// `tasks/cancel` when `cancel`.
+    pub(crate) async fn task_request(
+        &self,
+        id: &str,
+        answers: Option<rmcp::model::InputResponses>,
+        cancel: bool,
+    ) -> TaskRead {
+        use rmcp::model::{CancelTaskParams, GetTaskParams, UpdateTaskParams};
+        use rmcp::service::ServiceError;
+        let connection = match self.connect(CallClient::quiet()).await {
+            Ok(connection) => connection,
+            Err(why) => return TaskRead::Unreachable(why),
+        };
+        let peer = connection.peer().clone();
+        let answers_sent = answers.is_some();
+        let request = async move {
+            if cancel {
+                peer.cancel_task(CancelTaskParams::new(id.to_owned()))
+                    .await?;
+            } else if let Some(answers) = answers {
+                peer.update_task(UpdateTaskParams::new(id.to_owned(), answers))
+                    .await?;
+            }
+            peer.get_task(GetTaskParams::new(id.to_owned())).await
+        };
+        let read = tokio::time::timeout(self.settings.connect_timeout, request).await;
+        let _ = connection.cancel().await;
+        let operation = match (cancel, &answers_sent) {
+            (true, _) => "tasks/cancel",
+            (false, true) => "tasks/update",
+            (false, false) => "tasks/get",
+        };
+        self.metrics.record(operation, outcome_of(&read));
+        match read {
+            Ok(Ok(got)) => TaskRead::Got(got),
+            Ok(Err(ServiceError::McpError(error))) => TaskRead::Refused(error),
+            Ok(Err(other)) => TaskRead::Unreachable(format!(
+                "MCP server \"{}\": {}",
+                self.settings.name,
+                other
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("the request failed")
+            )),
+            Err(_) => TaskRead::Unreachable(format!(
+                "MCP server \"{}\" did not answer within {}s",
+                self.settings.name,
+                self.settings.connect_timeout.as_secs()
+            )),
+        }
+    }
+}
+
+/// The `outcome` of a request that may have timed out (`Err`), failed on
+/// the way (`Ok(Err(_))` other than a JSON-RPC error) or been answered.
+pub(crate) fn outcome_of<T>(
+    read: &Result<Result<T, rmcp::service::ServiceError>, tokio::time::error::Elapsed>,
+) -> UpstreamOutcome {
+    match read {
+        Ok(Ok(_)) => UpstreamOutcome::Ok,
+        Ok(Err(rmcp::service::ServiceError::McpError(_))) => UpstreamOutcome::ClientError,
+        Ok(Err(_)) | Err(_) => UpstreamOutcome::Transport,
+    }
 }

@@ -212,6 +212,20 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
         .expect("tasks/cancel");
     let ended = poll_until(&client, &id, is_terminal).await;
     assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+
+    // Each upstream request counted, by MCP method.
+    let metrics = reqwest::get(gate.url.replace("/mcp", "/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    for line in [
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/list\",outcome=\"ok\"} 1",
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 3",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
     client.cancel().await.expect("close");
 }
 
@@ -416,6 +430,97 @@ async fn broken_servers_get_clear_errors_and_a_healthy_gateway() {
     drop(gate);
 }
 
+/// A server that runs the call as its own task (the tasks extension over
+/// HTTP; here a second agentgate serving its example `countdown` tool):
+/// agentgate follows the server's task by id, forwards its question, and
+/// after a SIGKILL the restarted gateway re-attaches to the same task,
+/// which the server ran exactly once.
+async fn an_upstream_task_is_followed_across_a_restart() {
+    let inner_dir = tempfile::tempdir().expect("tempdir");
+    let inner = GateBuilder::agentgate(BIN, inner_dir.path())
+        .config("[countdown]\nenabled = true\n")
+        .start()
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "[engine]\nlease_seconds = 3\n[[mcp.servers]]\nname = \"inner\"\nurl = \"{}\"\nprefix = \"inner_\"\n",
+        inner.url
+    );
+    let start = || {
+        GateBuilder::agentgate(BIN, dir.path())
+            .config(&config)
+            .start()
+    };
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let task = start_task(
+        &client,
+        "inner_countdown",
+        json!({"seconds": 4, "ask": true}),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    watch_task(&client, &id, Duration::from_secs(30), |got| {
+        status_message(got).contains("runs the call as its task")
+            || status_message(got).ends_with("s left")
+    })
+    .await;
+    drop(client);
+    let _ = gate.kill_and_wait().await;
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let asked = poll_until(&client, &id, |p| {
+        matches!(p, TaskPayload::InputRequired { .. }) || is_terminal(p)
+    })
+    .await;
+    let TaskPayload::InputRequired { input_requests } = asked else {
+        panic!("the server's question, through the restarted gateway: {asked:?}")
+    };
+    let key = input_requests.keys().next().expect("one question").clone();
+    assert_eq!(
+        key, "upstream.who",
+        "the server's key, marked as the server's"
+    );
+    let mut answers = InputResponses::new();
+    answers.insert(key, json!({"action": "accept", "content": {"name": "Ada"}}));
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("tasks/update");
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("completed")
+    };
+    assert_eq!(text_of(&result), "Hello, Ada!");
+
+    // The server ran one countdown, not two.
+    let metrics = reqwest::get(inner.url.replace("/mcp", "/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let mut countdowns: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("agentgate_tasks{tool=\"countdown\""))
+        .collect();
+    countdowns.sort_unstable();
+    assert_eq!(
+        countdowns,
+        [
+            "agentgate_tasks{tool=\"countdown\",status=\"cancelled\"} 0",
+            "agentgate_tasks{tool=\"countdown\",status=\"completed\"} 1",
+            "agentgate_tasks{tool=\"countdown\",status=\"failed\"} 0",
+            "agentgate_tasks{tool=\"countdown\",status=\"input_required\"} 0",
+            "agentgate_tasks{tool=\"countdown\",status=\"working\"} 0",
+        ],
+        "{metrics}"
+    );
+    client.cancel().await.expect("close");
+}
+
 /// This file's tests, for the binary's `main`.
 pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
     tests
@@ -430,6 +535,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe",
             a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe,
+        )
+        .multi_thread(
+            "an_upstream_task_is_followed_across_a_restart",
+            an_upstream_task_is_followed_across_a_restart,
         )
         .multi_thread(
             "broken_servers_get_clear_errors_and_a_healthy_gateway",
