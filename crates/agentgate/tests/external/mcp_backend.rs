@@ -6,6 +6,8 @@
 //!   2026.8.31, over stdio and over Streamable HTTP: progress becomes
 //!   `statusMessage`, its elicitation becomes `input_required` answered with
 //!   `tasks/update`, a cancel, results as it gave them;
+//! - the upstream Q Business MCP server, against the emulator, beside
+//!   agentgate's own `QBusinessQueryTool`;
 //! - `interop/typescript/counting-server.mjs`, ours, on the official
 //!   TypeScript SDK, which counts the calls it receives: agentgate killed
 //!   with SIGKILL during a call repeats an idempotent tool once and never a
@@ -15,8 +17,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agentgate_sim::qbusiness::QBusinessConfig;
 use agentgate_testkit::{
-    Client, Gate, GateBuilder, TestClient, harness, is_terminal, poll_until, start_task, watch_task,
+    Client, Gate, GateBuilder, TestClient, emulators, harness, is_terminal, poll_until, start_task,
+    watch_task,
 };
 use rmcp::model::{CancelTaskParams, InputResponses, TaskPayload, UpdateTaskParams};
 use serde_json::{Value, json};
@@ -521,6 +525,81 @@ async fn an_upstream_task_is_followed_across_a_restart() {
     client.cancel().await.expect("close");
 }
 
+/// The upstream server agentgate's own `QBusinessQueryTool` replaces
+/// (`awslabs.amazon-qbusiness-anonymous-mcp-server`, pinned in
+/// `interop/python/requirements.txt`), run by agentgate as a stdio MCP
+/// server against the Q Business emulator and called as a durable task: its
+/// answer reads as agentgate's own backend's answer to the same question.
+async fn the_upstream_qbusiness_server_as_a_durable_task() {
+    let upstream = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../interop/python/.venv/bin/awslabs.amazon-qbusiness-anonymous-mcp-server");
+    if !upstream.exists() {
+        harness::skip(
+            harness::Need::Interop,
+            &format!(
+                "{} is missing: run scripts/interop-setup.sh",
+                upstream.display()
+            ),
+        );
+    }
+    let qbusiness = emulators::qbusiness(QBusinessConfig::default())
+        .start()
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("aws-empty");
+    std::fs::write(&empty, "").expect("an empty AWS config");
+    let mut env: Vec<String> = qbusiness
+        .env()
+        .into_iter()
+        .map(|(k, v)| format!("{k} = {}", toml_str(&v)))
+        .collect();
+    for var in ["AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"] {
+        env.push(format!(
+            "{var} = {}",
+            toml_str(&empty.display().to_string())
+        ));
+    }
+    let config = format!(
+        "[[mcp.servers]]\nname = \"awslabs\"\ncommand = {}\npass_env = [\"PATH\"]\nenv = {{ {} }}\nprefix = \"awslabs_\"\n",
+        toml_str(&upstream.display().to_string()),
+        env.join(", ")
+    );
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config)
+        .upstream(&qbusiness)
+        .start()
+        .await;
+    let client = tasks_client(&gate).await;
+    let question = json!({"query": "How many vacation days do employees get?"});
+    let mut answers = Vec::new();
+    for tool in ["awslabs_QBusinessQueryTool", "QBusinessQueryTool"] {
+        let task = start_task(&client, tool, question.clone()).await;
+        let TaskPayload::Completed { result } =
+            poll_until(&client, &task.task.task_id, is_terminal).await
+        else {
+            panic!("{tool} completes")
+        };
+        answers.push(result);
+    }
+    let (theirs, ours) = (&answers[0], &answers[1]);
+    let their_result = theirs["structuredContent"]["result"]
+        .as_str()
+        .unwrap_or_else(|| panic!("upstream through agentgate: {theirs:?}"));
+    assert!(their_result.starts_with("Qbiz response: "), "{theirs:?}");
+    assert_eq!(
+        ours["structuredContent"]["result"].as_str(),
+        Some(their_result),
+        "ours: {ours:?}"
+    );
+    assert_eq!(ours["content"][0]["text"], theirs["content"][0]["text"]);
+    assert_eq!(
+        qbusiness.sim.stats().chat_sync_effects,
+        2,
+        "one ChatSync each"
+    );
+    client.cancel().await.expect("close");
+}
+
 /// This file's tests, for the binary's `main`.
 pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
     tests
@@ -539,6 +618,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "an_upstream_task_is_followed_across_a_restart",
             an_upstream_task_is_followed_across_a_restart,
+        )
+        .multi_thread(
+            "the_upstream_qbusiness_server_as_a_durable_task",
+            the_upstream_qbusiness_server_as_a_durable_task,
         )
         .multi_thread(
             "broken_servers_get_clear_errors_and_a_healthy_gateway",
