@@ -281,7 +281,10 @@ impl Calls {
             if let Some((_, at)) = &*lock(&call.ended) {
                 return now.duration_since(*at) < KEEP_ENDED;
             }
-            if now.duration_since(*lock(&call.followed)) >= UNFOLLOWED {
+            // A call waiting for its question's answer is bounded by its
+            // call timeout, however long the person takes.
+            let asking = lock(&call.asking).is_some();
+            if !asking && now.duration_since(*lock(&call.followed)) >= UNFOLLOWED {
                 call.cancel();
                 return false;
             }
@@ -307,16 +310,17 @@ impl Call {
         let timeout = self.upstream.settings.call_timeout;
         let (events, mut from_server) = mpsc::channel(32);
         let connection = tokio::select! {
-            connected = self.upstream.connect(CallClient::reporting(events)) => connected,
-            () = cancel.cancelled() => Err(String::new()),
+            () = cancel.cancelled() => Err(None),
+            connected = self.upstream.connect(CallClient::reporting(events)) => connected.map_err(Some),
         };
         let connection = match connection {
             Ok(connection) => connection,
-            Err(_) if cancel.is_cancelled() => {
+            Err(None) => {
                 let _ = updates.send(Update::Ended(CallEnd::Cancelled)).await;
                 return;
             }
-            Err(why) => {
+            Err(Some(why)) => {
+                let why = why.logged(&self.upstream.settings.name);
                 let _ = updates.send(Update::Ended(CallEnd::NotSent(why))).await;
                 return;
             }

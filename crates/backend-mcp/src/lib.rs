@@ -97,17 +97,19 @@ impl McpBackend {
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Self, McpError> {
         let settings = config.resolve(env)?;
-        // Servers are few: listed one after another, each within its own
-        // connect timeout.
-        let mut listings = Vec::with_capacity(settings.len());
-        for settings in settings {
+        // All at once: a start waits for the slowest server's connect
+        // timeout, not for the sum of them.
+        let listings = futures::future::join_all(settings.into_iter().map(|settings| {
             let upstream = Arc::new(Upstream {
                 settings,
                 metrics: metrics.clone(),
             });
-            let listing = list(&upstream).await;
-            listings.push((upstream, listing));
-        }
+            async move {
+                let listing = list(&upstream).await;
+                (upstream, listing)
+            }
+        }))
+        .await;
         let servers = listings
             .into_iter()
             .map(|(upstream, listing)| {
@@ -194,7 +196,7 @@ fn prefixed(settings: &ServerSettings, name: &str) -> String {
 async fn list(upstream: &Upstream) -> Listing {
     let connection = match upstream.connect(CallClient::quiet()).await {
         Ok(connection) => connection,
-        Err(why) => return Listing::Unreachable(why),
+        Err(why) => return Listing::Unreachable(why.for_operator()),
     };
     let listed = tokio::time::timeout(
         upstream.settings.connect_timeout,

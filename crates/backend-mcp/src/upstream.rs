@@ -196,7 +196,7 @@ impl Upstream {
     /// Starts (stdio) or opens (HTTP) a connection with `client` at its end,
     /// within the server's connect timeout. The error says what failed in
     /// the operator's terms, with the end of a stdio server's stderr.
-    pub(crate) async fn connect(&self, mut client: CallClient) -> Result<Connection, String> {
+    pub(crate) async fn connect(&self, mut client: CallClient) -> Result<Connection, ConnectError> {
         client.tasks = matches!(self.settings.transport, Transport::Http { .. });
         let timeout = self.settings.connect_timeout;
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();
@@ -255,11 +255,37 @@ impl Upstream {
         self.metrics.record("connect", UpstreamOutcome::Transport);
         // The stderr reader may still be collecting the server's last words.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        Err(format!(
-            "MCP server \"{}\" ({what}) could not be reached: {error}{}",
-            self.settings.name,
-            tail_text(&stderr)
-        ))
+        Err(ConnectError {
+            message: format!(
+                "MCP server \"{}\" ({what}) could not be reached: {error}",
+                self.settings.name
+            ),
+            stderr: tail_text(&stderr),
+        })
+    }
+}
+
+/// Why a connection could not be made. What a stdio server wrote on stderr
+/// is kept apart: it is for the operator (logs, `agentgate check`), never
+/// for a task's caller, since a server may print what it should not.
+#[derive(Debug)]
+pub(crate) struct ConnectError {
+    /// What failed, for anyone.
+    pub(crate) message: String,
+    /// "; its stderr ended with: …", or empty.
+    pub(crate) stderr: String,
+}
+
+impl ConnectError {
+    /// The message with the server's stderr, for the operator.
+    pub(crate) fn for_operator(&self) -> String {
+        format!("{}{}", self.message, self.stderr)
+    }
+
+    /// The message, after logging the whole of it for the operator.
+    pub(crate) fn logged(self, server: &str) -> String {
+        tracing::warn!(%server, error = %self.for_operator(), "MCP server unreachable");
+        self.message
     }
 }
 
@@ -339,7 +365,7 @@ impl Upstream {
         use rmcp::service::ServiceError;
         let connection = match self.connect(CallClient::quiet()).await {
             Ok(connection) => connection,
-            Err(why) => return TaskRead::Unreachable(why),
+            Err(why) => return TaskRead::Unreachable(why.logged(&self.settings.name)),
         };
         let peer = connection.peer().clone();
         let answers_sent = answers.is_some();
