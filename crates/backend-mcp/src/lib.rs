@@ -163,9 +163,6 @@ fn served(server: &Server) -> impl Iterator<Item = (&Tool, bool)> {
         {
             return None;
         }
-        if requires_task(tool) {
-            return None;
-        }
         let hinted = tool
             .annotations
             .as_ref()
@@ -177,15 +174,6 @@ fn served(server: &Server) -> impl Iterator<Item = (&Tool, bool)> {
                 .any(|name| name == tool.name.as_ref());
         Some((tool, repeatable))
     })
-}
-
-/// A tool the server serves only as a task (`execution.taskSupport:
-/// "required"`): agentgate does not make task-augmented calls upstream yet.
-fn requires_task(tool: &Tool) -> bool {
-    serde_json::to_value(tool)
-        .ok()
-        .and_then(|v| v.pointer("/execution/taskSupport").cloned())
-        .is_some_and(|v| v == "required")
 }
 
 fn prefixed(settings: &ServerSettings, name: &str) -> String {
