@@ -33,8 +33,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::upstream::{CallClient, CallEvent, Upstream};
 
-/// An ended call is kept this long for a step that must read it again.
-const KEEP_ENDED: Duration = Duration::from_secs(10 * 60);
+/// An ended call is kept this long for a step that must read it again
+/// (its save failed in a store outage): long enough for the engine's save
+/// retries, short enough that results do not pile up in memory.
+const KEEP_ENDED: Duration = Duration::from_secs(2 * 60);
 /// A live call no step looked at for this long is cancelled: its task is
 /// followed elsewhere, ended or gone.
 const UNFOLLOWED: Duration = Duration::from_secs(15 * 60);
