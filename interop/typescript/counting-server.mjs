@@ -5,7 +5,9 @@
 //
 //   COUNT_FILE=/tmp/calls node counting-server.mjs      (stdio)
 //
-// Every call appends one line `TOOL` to COUNT_FILE before it does anything else. Tools:
+// Every call appends one line `TOOL` to COUNT_FILE before it does anything else, and a call
+// the client cancels appends `cancelled TOOL: REASON` (the reason the client's
+// notifications/cancelled gave; `closed` when the connection closed instead). Tools:
 //   slow_write {seconds}  not idempotent; reports progress every second, then answers
 //   slow_read  {seconds}  readOnlyHint + idempotentHint; the same
 //   die_midway            not idempotent; the process exits 200 ms into the call
@@ -27,6 +29,10 @@ const server = new McpServer({ name: 'counting-server', version: '1.0.0' });
 
 async function slow(tool, seconds, extra) {
   count(tool);
+  extra.signal.addEventListener('abort', () => {
+    const reason = typeof extra.signal.reason === 'string' ? extra.signal.reason : 'closed';
+    count(`cancelled ${tool}: ${reason}`);
+  });
   const token = extra._meta?.progressToken;
   for (let i = 1; i <= seconds; i++) {
     await sleep(1000);

@@ -21,12 +21,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentgate_backend::{TaskId, UpstreamOutcome};
-use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitResult,
-    ElicitationAction, InputRequest, InputRequests, InputResponses, JsonObject,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotificationParam, ClientRequest, ElicitRequest, ElicitResult, ElicitationAction,
+    InputRequest, InputRequests, InputResponses, JsonObject, RequestId, ServerResult,
 };
-use rmcp::service::ServiceError;
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
+use rmcp::{ErrorData, RoleClient};
 use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +41,9 @@ const KEEP_ENDED: Duration = Duration::from_secs(2 * 60);
 /// A live call no step looked at for this long is cancelled: its task is
 /// followed elsewhere, ended or gone.
 const UNFOLLOWED: Duration = Duration::from_secs(15 * 60);
+/// How long writing a cancel notification may take before the connection
+/// is closed anyway.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Rounds of MRTR `input_required` answered before a call is given up.
 const MAX_INPUT_ROUNDS: u32 = 16;
 
@@ -329,11 +333,14 @@ impl Call {
         };
         let server = self.upstream.settings.name.clone();
         let rounds = updates.clone();
+        // The request in flight, so a cancel can name it to the server.
+        let in_flight: Mutex<Option<RequestId>> = Mutex::default();
+        let peer = connection.peer().clone();
         let calling = async {
             let mut params =
                 CallToolRequestParams::new(self.tool.clone()).with_arguments(self.args);
             for _ in 0..MAX_INPUT_ROUNDS {
-                match connection.call_tool_once(params.clone()).await {
+                match call_once(&peer, params.clone(), &in_flight).await {
                     Ok(CallToolResponse::Complete(result)) => return CallEnd::Answered(result),
                     Ok(CallToolResponse::InputRequired(asked)) => {
                         let requests = asked.input_requests.unwrap_or_default();
@@ -364,6 +371,16 @@ impl Call {
                         ));
                     }
                     Err(ServiceError::McpError(error)) => return CallEnd::Refused(error),
+                    Err(ServiceError::UnexpectedResponse) => {
+                        return CallEnd::Refused(ErrorData::internal_error(
+                            format!(
+                                "MCP server \"{server}\" answered `{}` with something that is \
+                                 not a tool result",
+                                self.tool
+                            ),
+                            None,
+                        ));
+                    }
                     Err(other) => return CallEnd::Lost(describe_lost(&other)),
                 }
             }
@@ -402,13 +419,46 @@ impl Call {
         if let Some(outcome) = outcome {
             self.upstream.metrics.record("tools/call", outcome);
         }
-        // Dropping the request future makes rmcp send notifications/cancelled
-        // for a call still open; then the connection is closed (a stdio
-        // server's process ends with it).
         drop(calling);
+        // A request still open is cancelled by name, and the notification
+        // is written before the connection closes (a stdio server's process
+        // ends with it).
+        let open = lock(&in_flight).take();
+        if let Some(id) = open {
+            let reason = match &end {
+                CallEnd::TimedOut(_) => "agentgate: the call timed out",
+                _ => "agentgate: the task was cancelled",
+            };
+            let notify = peer.notify_cancelled(CancelledNotificationParam::new(
+                Some(id),
+                Some(reason.to_owned()),
+            ));
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, notify).await;
+        }
         let _ = connection.cancel().await;
         drop(permit);
         let _ = updates.send(Update::Ended(end)).await;
+    }
+}
+
+/// One `tools/call` on `peer`, its id in `in_flight` while it is open.
+async fn call_once(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    in_flight: &Mutex<Option<RequestId>>,
+) -> Result<CallToolResponse, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await?;
+    *lock(in_flight) = Some(handle.id.clone());
+    let answer = handle.await_response().await;
+    *lock(in_flight) = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+        ServerResult::InputRequiredResult(result) => Ok(CallToolResponse::InputRequired(result)),
+        ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+        _ => Err(ServiceError::UnexpectedResponse),
     }
 }
 

@@ -273,6 +273,17 @@ fn counted(path: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
+        .filter(|line| !line.starts_with("cancelled "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The cancels the counting server saw, with their reasons.
+fn cancels(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.starts_with("cancelled "))
         .map(str::to_owned)
         .collect()
 }
@@ -399,6 +410,36 @@ async fn broken_servers_get_clear_errors_and_a_healthy_gateway() {
         "{message}"
     );
     assert_eq!(counted(&count), ["die_midway", "slow_write"]);
+    assert_eq!(
+        cancels(&count),
+        ["cancelled slow_write: agentgate: the call timed out"],
+        "the server was told why"
+    );
+
+    // A cancel reaches the server as notifications/cancelled.
+    let cancelled = start_task(&client, "slow_read", json!({"seconds": 60})).await;
+    let id = cancelled.task.task_id.clone();
+    watch_task(&client, &id, Duration::from_secs(30), |got| {
+        status_message(got).starts_with("progress ")
+    })
+    .await;
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/cancel");
+    let ended = poll_until(&client, &id, is_terminal).await;
+    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+    agentgate_testkit::poll::eventually(
+        "the server to see the cancel",
+        Duration::from_secs(10),
+        || cancels(&count).len() == 2,
+    )
+    .await;
+    assert_eq!(
+        cancels(&count)[1],
+        "cancelled slow_read: agentgate: the task was cancelled"
+    );
 
     // The server that cannot start serves no tools and says why.
     let tools = client.peer().list_all_tools().await.expect("tools/list");
