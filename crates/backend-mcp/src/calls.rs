@@ -2,50 +2,65 @@
 //! that cannot be saved, because it lives on a connection.
 //!
 //! ```text
-//! step (issue) ─▶ Calls::issue ─▶ spawned call: connect ─▶ tools/call ─┬─▶ Update::Event (progress, a question)
-//!                                                                      └─▶ Update::Ended (result, error, lost)
-//! step (follow) ─▶ LiveCall::next(wait) ─▶ what came since the last step, or Quiet
-//! step (answer) ─▶ LiveCall::answer ─▶ the upstream's question answered on its connection
-//! step (cancel) ─▶ LiveCall::cancel ─▶ the request dropped (rmcp sends notifications/cancelled), connection closed
-//! sweep ─▶ ended calls kept a while (a step whose save failed reads the end again), unfollowed calls cancelled
+//! step (arm)    ─▶ Calls::arm      ─▶ an entry that has sent nothing (the step saves issued = true)
+//! step (send)   ─▶ LiveCall::start ─▶ spawned call: connect ─▶ tools/call ─▶ writes into the entry:
+//!                                      the latest progress, the questions asked, the end
+//! step (follow) ─▶ LiveCall::next(wait) ─▶ the end, else the open question, else new progress, else Quiet
+//! step (answer) ─▶ LiveCall::answer ─▶ the open question answered on its connection
+//! step (cancel) ─▶ LiveCall::cancel ─▶ notifications/cancelled, the connection closed
+//! sweep ─▶ ended calls dropped after a while; calls no step followed for long cancelled
 //! ```
 //!
-//! Every call is tagged with this process's [`Calls::holder`], a name new
-//! at each start: a task's saved state records which process issued its
+//! Every entry is tagged with this process's [`Calls::holder`], a name new
+//! at each start: a task's saved state records which process holds its
 //! call, so a step run anywhere else (after a restart, on another instance)
-//! knows the call is not here, and never issues it a second time by
-//! mistake.
+//! knows the call is not here.
+//!
+//! **A call is sent at most once.** It is sent only by a step that starts
+//! from a saved state saying `issued` *and* finds the entry an earlier step
+//! of this process armed, unsent. Arming happens in the step *before*, whose
+//! save is what records `issued`; so a crash or a failed save can lose a
+//! call, never send it twice: a step that finds `issued` and no entry (a new
+//! process, or the entry swept) treats the call as lost.
+//!
+//! The spawned call never waits on a step: it writes into the entry's shared
+//! state and wakes whoever follows, so its time limit holds even while the
+//! task waits for a person's answer.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentgate_backend::{TaskId, UpstreamOutcome};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, ElicitRequest, ElicitResult, ElicitationAction,
-    InputRequest, InputRequests, InputResponses, JsonObject, RequestId, ServerResult,
+    CancelledNotificationParam, ClientRequest, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, InputRequest, InputRequests, InputResponses, JsonObject, RequestId,
+    ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use rmcp::{ErrorData, RoleClient};
-use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::upstream::{CallClient, CallEvent, Upstream};
+use crate::upstream::{CallClient, CallEvent, Upstream, capped};
 
 /// An ended call is kept this long for a step that must read it again
 /// (its save failed in a store outage): long enough for the engine's save
 /// retries, short enough that results do not pile up in memory.
 const KEEP_ENDED: Duration = Duration::from_secs(2 * 60);
-/// A live call no step looked at for this long is cancelled: its task is
-/// followed elsewhere, ended or gone.
+/// A call no step looked at for this long is cancelled: its task is
+/// followed elsewhere, ended or gone. (A call waiting for a person's answer
+/// is bounded by its call timeout instead.)
 const UNFOLLOWED: Duration = Duration::from_secs(15 * 60);
 /// How long writing a cancel notification may take before the connection
 /// is closed anyway.
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Rounds of MRTR `input_required` answered before a call is given up.
 const MAX_INPUT_ROUNDS: u32 = 16;
+/// Questions a server may have open at once on one call.
+const MAX_QUESTIONS: usize = 8;
 
 /// How a call ended.
 #[derive(Debug, Clone)]
@@ -87,14 +102,8 @@ pub(crate) enum Seen {
     Quiet,
 }
 
-enum Update {
-    Event(CallEvent),
-    /// MRTR: the server's input requests for the call's next round.
-    Input(InputRequests, oneshot::Sender<InputResponses>),
-    Ended(CallEnd),
-}
-
-/// Where the answers to an outstanding question go.
+/// Where the answers to a question go.
+#[derive(Debug)]
 enum Responder {
     /// `elicitation/create`, asked under `key`.
     Elicit {
@@ -108,15 +117,33 @@ enum Responder {
     },
 }
 
+/// A question the server asked, kept until it is answered (a step whose
+/// save failed shows it again).
+#[derive(Debug)]
+struct Question {
+    requests: InputRequests,
+    responder: Responder,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// Armed (false) until a step starts the call.
+    sent: bool,
+    progress: Option<String>,
+    questions: VecDeque<Question>,
+    asked: u32,
+    ended: Option<(CallEnd, Instant)>,
+    followed: Instant,
+}
+
 /// One call of this process.
+#[derive(Debug)]
 pub(crate) struct LiveCall {
-    updates: tokio::sync::Mutex<mpsc::Receiver<Update>>,
-    ended: Mutex<Option<(CallEnd, Instant)>>,
-    asking: Mutex<Option<Responder>>,
-    questions: Mutex<u32>,
-    prefix: String,
+    shared: Mutex<Shared>,
+    changed: Notify,
     cancel: CancellationToken,
-    followed: Mutex<Instant>,
+    /// The attempt's prefix of question keys.
+    prefix: String,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -124,65 +151,95 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl LiveCall {
-    /// Waits up to `wait` for what the call did since the last look. An
-    /// ended call answers its end every time it is asked.
+    fn new(attempt: u32) -> Self {
+        Self {
+            shared: Mutex::new(Shared {
+                sent: false,
+                progress: None,
+                questions: VecDeque::new(),
+                asked: 0,
+                ended: None,
+                followed: Instant::now(),
+            }),
+            changed: Notify::new(),
+            cancel: CancellationToken::new(),
+            prefix: format!("a{attempt}"),
+        }
+    }
+
+    /// Whether a step already started the call.
+    pub(crate) fn sent(&self) -> bool {
+        lock(&self.shared).sent
+    }
+
+    /// How the call ended, if it did.
+    pub(crate) fn ended(&self) -> Option<CallEnd> {
+        lock(&self.shared)
+            .ended
+            .as_ref()
+            .map(|(end, _)| end.clone())
+    }
+
+    /// Sends the call: `call` runs on its own task, holding `permit`.
+    pub(crate) fn start(self: &Arc<Self>, call: Call, permit: OwnedSemaphorePermit) {
+        lock(&self.shared).sent = true;
+        tokio::spawn(call.run(self.clone(), permit));
+    }
+
+    /// Makes an entry whose connection could not be made armed again, so a
+    /// later step may send it (nothing reached the server).
+    pub(crate) fn rearm(&self) {
+        let mut shared = lock(&self.shared);
+        shared.sent = false;
+        shared.ended = None;
+    }
+
+    /// Waits up to `wait` for news: the end, else the open question (shown
+    /// until it is answered), else new progress.
     pub(crate) async fn next(&self, wait: Duration) -> Seen {
-        *lock(&self.followed) = Instant::now();
-        if let Some((end, _)) = lock(&self.ended).clone() {
-            return Seen::Ended(end);
-        }
-        let mut updates = self.updates.lock().await;
-        let update = match tokio::time::timeout(wait, updates.recv()).await {
-            Err(_) => return Seen::Quiet,
-            Ok(None) => Update::Ended(CallEnd::Lost(
-                "agentgate's side of the call stopped".to_owned(),
-            )),
-            Ok(Some(update)) => update,
-        };
-        match update {
-            Update::Event(CallEvent::Progress(status)) => Seen::Progress(status),
-            Update::Event(CallEvent::Ask(params, reply)) => {
-                let key = self.next_key("elicitation");
-                let request = InputRequest::Elicitation(ElicitRequest::new(params));
-                *lock(&self.asking) = Some(Responder::Elicit {
-                    key: key.clone(),
-                    reply,
-                });
-                Seen::Asked(InputRequests::from([(key, request)]))
-            }
-            Update::Input(requests, reply) => {
-                let mut keys = BTreeMap::new();
-                let mut ours = InputRequests::new();
-                for (theirs, request) in requests {
-                    let key = self.next_key(&theirs);
-                    keys.insert(key.clone(), theirs);
-                    ours.insert(key, request);
+        let deadline = Instant::now() + wait;
+        loop {
+            let notified = self.changed.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut shared = lock(&self.shared);
+                shared.followed = Instant::now();
+                if let Some((end, _)) = &shared.ended {
+                    return Seen::Ended(end.clone());
                 }
-                *lock(&self.asking) = Some(Responder::Rounds { keys, reply });
-                Seen::Asked(ours)
+                if let Some(question) = shared.questions.front() {
+                    return Seen::Asked(question.requests.clone());
+                }
+                if let Some(status) = shared.progress.take() {
+                    return Seen::Progress(status);
+                }
             }
-            Update::Ended(end) => {
-                *lock(&self.ended) = Some((end.clone(), Instant::now()));
-                Seen::Ended(end)
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Seen::Quiet;
             }
         }
     }
 
-    /// Keys unique for the task's life: the attempt's prefix, a counter.
-    fn next_key(&self, name: &str) -> String {
-        let mut n = lock(&self.questions);
-        *n += 1;
-        format!("{}q{}-{name}", self.prefix, *n)
-    }
-
-    /// Sends the client's answers to the outstanding question. Answers to
-    /// nothing outstanding are dropped (the question was already answered,
-    /// or belonged to an earlier attempt).
+    /// Sends the client's answers to the open question, when they answer
+    /// it; answers to anything else (an earlier attempt's question, a
+    /// repeated delivery) are dropped.
     pub(crate) fn answer(&self, responses: &InputResponses) {
-        let Some(asking) = lock(&self.asking).take() else {
+        let question = {
+            let mut shared = lock(&self.shared);
+            let answers_it = shared
+                .questions
+                .front()
+                .is_some_and(|q| q.requests.keys().any(|key| responses.contains_key(key)));
+            if !answers_it {
+                return;
+            }
+            shared.questions.pop_front()
+        };
+        let Some(question) = question else {
             return;
         };
-        match asking {
+        match question.responder {
             Responder::Elicit { key, reply } => {
                 let result = responses
                     .get(&key)
@@ -204,16 +261,78 @@ impl LiveCall {
                 let _ = reply.send(theirs);
             }
         }
+        self.changed.notify_waiters();
     }
 
-    /// Stops the call: rmcp drops the request with `notifications/cancelled`
-    /// and the connection is closed.
+    /// Stops the call: the server is sent `notifications/cancelled` and the
+    /// connection is closed.
     pub(crate) fn cancel(&self) {
         self.cancel.cancel();
+    }
+
+    fn set_progress(&self, status: String) {
+        lock(&self.shared).progress = Some(status);
+        self.changed.notify_waiters();
+    }
+
+    /// Keys unique for the task's life: the attempt's prefix, a counter.
+    fn key(shared: &mut Shared, prefix: &str, name: &str) -> String {
+        shared.asked += 1;
+        format!("{prefix}q{}-{name}", shared.asked)
+    }
+
+    /// Keeps an `elicitation/create` until it is answered; refuses it when
+    /// too many are open.
+    fn ask_elicitation(&self, params: ElicitRequestParams, reply: oneshot::Sender<ElicitResult>) {
+        let mut shared = lock(&self.shared);
+        if shared.questions.len() >= MAX_QUESTIONS {
+            let _ = reply.send(ElicitResult::new(ElicitationAction::Cancel));
+            return;
+        }
+        let key = Self::key(&mut shared, &self.prefix, "elicitation");
+        let requests = InputRequests::from([(
+            key.clone(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        )]);
+        shared.questions.push_back(Question {
+            requests,
+            responder: Responder::Elicit { key, reply },
+        });
+        drop(shared);
+        self.changed.notify_waiters();
+    }
+
+    /// Keeps an MRTR round's input requests until they are answered.
+    fn ask_round(&self, requests: InputRequests) -> oneshot::Receiver<InputResponses> {
+        let (reply, answered) = oneshot::channel();
+        let mut shared = lock(&self.shared);
+        let mut keys = BTreeMap::new();
+        let mut ours = InputRequests::new();
+        for (theirs, request) in requests {
+            let key = Self::key(&mut shared, &self.prefix, &theirs);
+            keys.insert(key.clone(), theirs);
+            ours.insert(key, request);
+        }
+        shared.questions.push_back(Question {
+            requests: ours,
+            responder: Responder::Rounds { keys, reply },
+        });
+        drop(shared);
+        self.changed.notify_waiters();
+        answered
+    }
+
+    fn end(&self, end: CallEnd) {
+        let mut shared = lock(&self.shared);
+        shared.questions.clear();
+        shared.ended = Some((end, Instant::now()));
+        drop(shared);
+        self.changed.notify_waiters();
     }
 }
 
 /// This process's calls.
+#[derive(Debug)]
 pub(crate) struct Calls {
     holder: String,
     live: Mutex<HashMap<TaskId, Arc<LiveCall>>>,
@@ -241,9 +360,19 @@ impl Calls {
         &self.holder
     }
 
-    /// The call this process has open (or just ended) for `task`.
+    /// The entry this process keeps for `task`'s call, if any.
     pub(crate) fn get(&self, task: &TaskId) -> Option<Arc<LiveCall>> {
-        lock(&self.live).get(task).cloned()
+        let call = lock(&self.live).get(task).cloned()?;
+        lock(&call.shared).followed = Instant::now();
+        Some(call)
+    }
+
+    /// An entry for `task`'s call `attempt` that has sent nothing (kept if
+    /// there is one already: the arming step ran again).
+    pub(crate) fn arm(&self, task: &TaskId, attempt: u32) {
+        lock(&self.live)
+            .entry(task.clone())
+            .or_insert_with(|| Arc::new(LiveCall::new(attempt)));
     }
 
     /// Drops what this process keeps of `task`'s call (an open one is
@@ -254,43 +383,17 @@ impl Calls {
         }
     }
 
-    /// Starts `tool` with `args` on `upstream` for `task`, holding `permit`
-    /// until the call ends. `attempt` makes the keys of its questions its
-    /// own.
-    pub(crate) fn issue(
-        &self,
-        task: &TaskId,
-        attempt: u32,
-        call: Call,
-        permit: OwnedSemaphorePermit,
-    ) -> Arc<LiveCall> {
-        let (updates, receiver) = mpsc::channel(32);
-        let live = Arc::new(LiveCall {
-            updates: tokio::sync::Mutex::new(receiver),
-            ended: Mutex::default(),
-            asking: Mutex::default(),
-            questions: Mutex::new(0),
-            prefix: format!("a{attempt}"),
-            cancel: CancellationToken::new(),
-            followed: Mutex::new(Instant::now()),
-        });
-        lock(&self.live).insert(task.clone(), live.clone());
-        tokio::spawn(call.run(updates, live.cancel.clone(), permit));
-        live
-    }
-
     /// Forgets ended calls kept long enough, and cancels calls no step
     /// followed for long.
     pub(crate) fn sweep(&self) {
         let now = Instant::now();
         lock(&self.live).retain(|_, call| {
-            if let Some((_, at)) = &*lock(&call.ended) {
+            let shared = lock(&call.shared);
+            if let Some((_, at)) = &shared.ended {
                 return now.duration_since(*at) < KEEP_ENDED;
             }
-            // A call waiting for its question's answer is bounded by its
-            // call timeout, however long the person takes.
-            let asking = lock(&call.asking).is_some();
-            if !asking && now.duration_since(*lock(&call.followed)) >= UNFOLLOWED {
+            let waiting_for_answer = !shared.questions.is_empty();
+            if !waiting_for_answer && now.duration_since(shared.followed) >= UNFOLLOWED {
                 call.cancel();
                 return false;
             }
@@ -307,109 +410,9 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    async fn run(
-        self,
-        updates: mpsc::Sender<Update>,
-        cancel: CancellationToken,
-        permit: OwnedSemaphorePermit,
-    ) {
-        let timeout = self.upstream.settings.call_timeout;
-        let (events, mut from_server) = mpsc::channel(32);
-        let connection = tokio::select! {
-            () = cancel.cancelled() => Err(None),
-            connected = self.upstream.connect(CallClient::reporting(events)) => connected.map_err(Some),
-        };
-        let connection = match connection {
-            Ok(connection) => connection,
-            Err(None) => {
-                let _ = updates.send(Update::Ended(CallEnd::Cancelled)).await;
-                return;
-            }
-            Err(Some(why)) => {
-                let why = why.logged(&self.upstream.settings.name);
-                let _ = updates.send(Update::Ended(CallEnd::NotSent(why))).await;
-                return;
-            }
-        };
-        let server = self.upstream.settings.name.clone();
-        let rounds = updates.clone();
-        // The request in flight, so a cancel can name it to the server.
-        let in_flight: Mutex<Option<RequestId>> = Mutex::default();
-        let peer = connection.peer().clone();
-        let calling = async {
-            let mut params =
-                CallToolRequestParams::new(self.tool.clone()).with_arguments(self.args);
-            for _ in 0..MAX_INPUT_ROUNDS {
-                match call_once(&peer, params.clone(), &in_flight).await {
-                    Ok(CallToolResponse::Complete(result)) => return CallEnd::Answered(result),
-                    Ok(CallToolResponse::InputRequired(asked)) => {
-                        let requests = asked.input_requests.unwrap_or_default();
-                        let (reply, answered) = oneshot::channel();
-                        if rounds.send(Update::Input(requests, reply)).await.is_err() {
-                            return CallEnd::Cancelled;
-                        }
-                        let Ok(responses) = answered.await else {
-                            return CallEnd::Cancelled;
-                        };
-                        params.input_responses = Some(responses);
-                        params.request_state = asked.request_state;
-                    }
-                    Ok(CallToolResponse::Task(created)) => {
-                        return CallEnd::Task {
-                            id: created.task.task_id,
-                            poll: created.task.poll_interval_ms.map(Duration::from_millis),
-                        };
-                    }
-                    Ok(_) => {
-                        return CallEnd::Refused(ErrorData::internal_error(
-                            format!(
-                                "MCP server \"{server}\" answered `{}` with a kind of result \
-                                 agentgate does not know",
-                                self.tool
-                            ),
-                            None,
-                        ));
-                    }
-                    Err(ServiceError::McpError(error)) => return CallEnd::Refused(error),
-                    Err(ServiceError::UnexpectedResponse) => {
-                        return CallEnd::Refused(ErrorData::internal_error(
-                            format!(
-                                "MCP server \"{server}\" answered `{}` with something that is \
-                                 not a tool result",
-                                self.tool
-                            ),
-                            None,
-                        ));
-                    }
-                    Err(other) => return CallEnd::Lost(describe_lost(&other)),
-                }
-            }
-            CallEnd::Refused(ErrorData::internal_error(
-                format!(
-                    "MCP server \"{server}\" asked for input {MAX_INPUT_ROUNDS} times in one call \
-                     of `{}` without finishing; agentgate gave up",
-                    self.tool
-                ),
-                None,
-            ))
-        };
-        // Boxed, so it can be dropped (and the request cancelled) before
-        // the connection is closed.
-        let mut calling = Box::pin(calling);
-        let deadline = tokio::time::sleep(timeout);
-        let mut deadline = std::pin::pin!(deadline);
-        let end = loop {
-            tokio::select! {
-                end = &mut calling => break end,
-                Some(event) = from_server.recv() => {
-                    if updates.send(Update::Event(event)).await.is_err() {
-                        break CallEnd::Cancelled;
-                    }
-                }
-                () = cancel.cancelled() => break CallEnd::Cancelled,
-                () = &mut deadline => break CallEnd::TimedOut(timeout),
-            }
-        };
+    async fn run(self, live: Arc<LiveCall>, permit: OwnedSemaphorePermit) {
+        let end = self.call(&live).await;
+        drop(permit);
         let outcome = match &end {
             CallEnd::Answered(_) | CallEnd::Task { .. } => Some(UpstreamOutcome::Ok),
             CallEnd::Refused(_) => Some(UpstreamOutcome::ClientError),
@@ -419,10 +422,42 @@ impl Call {
         if let Some(outcome) = outcome {
             self.upstream.metrics.record("tools/call", outcome);
         }
+        live.end(end);
+    }
+
+    async fn call(&self, live: &LiveCall) -> CallEnd {
+        let settings = &self.upstream.settings;
+        let cancel = live.cancel.clone();
+        let (events, mut from_server) = mpsc::channel(32);
+        let connection = tokio::select! {
+            () = cancel.cancelled() => return CallEnd::Cancelled,
+            connected = self.upstream.connect(CallClient::reporting(events)) => connected,
+        };
+        let connection = match connection {
+            Ok(connection) => connection,
+            Err(why) => return CallEnd::NotSent(why.logged(&settings.name)),
+        };
+        // The request in flight, so a cancel can name it to the server.
+        let in_flight: Mutex<Option<RequestId>> = Mutex::default();
+        let peer = connection.peer().clone();
+        // Boxed, so it can be dropped before the connection is closed.
+        let mut calling = Box::pin(self.rounds(&peer, live, &in_flight));
+        let deadline = tokio::time::sleep(settings.call_timeout);
+        let mut deadline = std::pin::pin!(deadline);
+        let end = loop {
+            tokio::select! {
+                end = &mut calling => break end,
+                Some(event) = from_server.recv() => match event {
+                    CallEvent::Progress(status) => live.set_progress(status),
+                    CallEvent::Ask(params, reply) => live.ask_elicitation(params, reply),
+                },
+                () = cancel.cancelled() => break CallEnd::Cancelled,
+                () = &mut deadline => break CallEnd::TimedOut(settings.call_timeout),
+            }
+        };
         drop(calling);
         // A request still open is cancelled by name, and the notification
-        // is written before the connection closes (a stdio server's process
-        // ends with it).
+        // is written before the connection closes.
         let open = lock(&in_flight).take();
         if let Some(id) = open {
             let reason = match &end {
@@ -435,9 +470,86 @@ impl Call {
             ));
             let _ = tokio::time::timeout(NOTIFY_TIMEOUT, notify).await;
         }
-        let _ = connection.cancel().await;
-        drop(permit);
-        let _ = updates.send(Update::Ended(end)).await;
+        connection.close().await;
+        end
+    }
+
+    /// `tools/call`, and the MRTR rounds a 2026-07-28 server may ask for.
+    async fn rounds(
+        &self,
+        peer: &Peer<RoleClient>,
+        live: &LiveCall,
+        in_flight: &Mutex<Option<RequestId>>,
+    ) -> CallEnd {
+        let server = &self.upstream.settings.name;
+        let refused = |what: String| CallEnd::Refused(ErrorData::internal_error(what, None));
+        let mut params =
+            CallToolRequestParams::new(self.tool.clone()).with_arguments(self.args.clone());
+        for _ in 0..MAX_INPUT_ROUNDS {
+            match call_once(peer, params.clone(), in_flight).await {
+                Ok(CallToolResponse::Complete(result)) => return CallEnd::Answered(result),
+                Ok(CallToolResponse::InputRequired(asked)) => {
+                    let requests = asked.input_requests.unwrap_or_default();
+                    if let Some(kind) = requests.values().find_map(unserved) {
+                        return refused(format!(
+                            "MCP server \"{server}\" asked for {kind} during `{}`, which agentgate \
+                             does not serve to upstream servers",
+                            self.tool
+                        ));
+                    }
+                    let responses = if requests.is_empty() {
+                        InputResponses::new()
+                    } else {
+                        match live.ask_round(requests).await {
+                            Ok(responses) => responses,
+                            Err(_) => return CallEnd::Cancelled,
+                        }
+                    };
+                    params.input_responses = Some(responses);
+                    params.request_state = asked.request_state;
+                }
+                Ok(CallToolResponse::Task(created)) => {
+                    return CallEnd::Task {
+                        id: created.task.task_id,
+                        poll: created.task.poll_interval_ms.map(Duration::from_millis),
+                    };
+                }
+                Ok(_) => {
+                    return refused(format!(
+                        "MCP server \"{server}\" answered `{}` with a kind of result agentgate \
+                         does not know",
+                        self.tool
+                    ));
+                }
+                Err(ServiceError::McpError(error)) => return CallEnd::Refused(error),
+                Err(ServiceError::UnexpectedResponse) => {
+                    return refused(format!(
+                        "MCP server \"{server}\" answered `{}` with something that is not a tool \
+                         result",
+                        self.tool
+                    ));
+                }
+                Err(other) => return CallEnd::Lost(describe_lost(&other)),
+            }
+        }
+        refused(format!(
+            "MCP server \"{server}\" asked for input {MAX_INPUT_ROUNDS} times in one call of `{}` \
+             without finishing; agentgate gave up",
+            self.tool
+        ))
+    }
+}
+
+/// What an input request asks for that agentgate does not serve upstream
+/// (sampling, roots), if anything.
+pub(crate) fn unserved(request: &InputRequest) -> Option<&'static str> {
+    match request {
+        InputRequest::Elicitation(_) => None,
+        #[allow(deprecated)]
+        InputRequest::CreateMessage(_) => Some("sampling (a model's completion)"),
+        #[allow(deprecated)]
+        InputRequest::ListRoots(_) => Some("roots"),
+        _ => Some("an input request of a kind it does not know"),
     }
 }
 
@@ -470,12 +582,15 @@ fn describe_lost(error: &ServiceError) -> String {
             "the connection to the server closed during the call".to_owned()
         }
         ServiceError::Timeout { .. } => "the request timed out".to_owned(),
-        other => {
-            let text = other.to_string();
-            format!(
-                "the connection broke during the call ({})",
-                text.lines().next().unwrap_or("transport error")
+        other => format!(
+            "the connection broke during the call ({})",
+            capped(
+                other
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("transport error")
             )
-        }
+        ),
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! ```text
 //! start ─▶ save {holder: this process, issued: false}      (nothing sent yet)
-//! step  ─▶ holder here, not issued ─▶ Calls::issue ─▶ save {issued: true}
-//!       ─▶ holder here, issued     ─▶ follow: progress → statusMessage, a question → input_required,
-//!                                     the end → the result (or the error) as the server gave it
+//! step  ─▶ holder here, not issued ─▶ Calls::arm (in memory) ─▶ save {issued: true}
+//!       ─▶ holder here, issued, armed here ─▶ send the call (LiveCall::start), then follow:
+//!            progress → statusMessage, a question → input_required,
+//!            the end → the result (or the error) as the server gave it
+//!       ─▶ holder here, issued, nothing here ─▶ lost (below)
 //!       ─▶ holder elsewhere or gone ─▶ wait up to takeover_after, then:
 //!            idempotent tool → issue again (a new attempt);  otherwise → "interrupted; not repeated"
 //! cancel ─▶ the call here: cancelled upstream;  elsewhere: said so
@@ -15,10 +17,10 @@
 //!       ─▶ working / input_required / the end, as the server says;  cancel ─▶ tasks/cancel
 //! ```
 //!
-//! The call is issued only by a step that starts from a saved state naming
-//! this process as its holder, so a crash between sending the request and
-//! saving the step can never send it again: the next process to run the
-//! task finds a holder that is not itself.
+//! The call is sent only by a step that starts from a saved state naming
+//! this process as its holder and saying `issued`, and that finds the entry
+//! this process armed before that save: a crash or a failed save can lose a
+//! call (then the rules below decide), never send it twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,8 +34,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::calls::unserved;
 use crate::calls::{Call, CallEnd, Calls, Seen};
-use crate::upstream::{TaskRead, Upstream};
+use crate::upstream::{TaskAction, TaskRead, Upstream};
 
 /// How long a step follows its call before it saves and lets the next step
 /// go on (the task's `statusMessage` and the takeover clock move then).
@@ -87,6 +90,13 @@ pub struct CallState {
     /// The last status message, for the "interrupted" error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     status: Option<String>,
+    /// Rounds of questions the server's own task asked (keys are unique
+    /// per round).
+    #[serde(default)]
+    upstream_round: u32,
+    /// The server's keys answered in the last round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    answered: Vec<String>,
     /// Answers taken by a step not holding the call, for the holder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answers: Option<InputResponses>,
@@ -127,32 +137,39 @@ impl UpstreamToolJob {
         cx: &JobContext,
     ) -> StepResult<CallState> {
         state.foreign_since = None;
-        let live = match self.calls.get(&cx.task_id) {
-            Some(live) => live,
-            None if state.issued => {
-                return self.lost(state, "agentgate no longer holds the call", cx);
-            }
-            None => {
-                let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-                    return Ok(Step::Wait {
-                        status: Some(format!(
-                            "waiting for a free call slot at MCP server \"{}\" (max_calls = {})",
-                            self.server(),
-                            self.upstream.settings.max_calls
-                        )),
-                        after: RECHECK,
-                        state,
-                    });
-                };
-                let call = Call {
-                    upstream: self.upstream.clone(),
-                    tool: self.tool.clone(),
-                    args: state.args.clone(),
-                };
-                self.calls.issue(&cx.task_id, state.attempt, call, permit)
-            }
+        if !state.issued {
+            // Arm, and save `issued` before anything is sent: the module's
+            // doc says why.
+            self.calls.arm(&cx.task_id, state.attempt);
+            state.issued = true;
+            return Ok(Step::Wait {
+                status: state.status.clone(),
+                after: Duration::ZERO,
+                state,
+            });
+        }
+        let Some(live) = self.calls.get(&cx.task_id) else {
+            return self.lost(state, "agentgate no longer holds the call", cx);
         };
-        state.issued = true;
+        if !live.sent() {
+            let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                return Ok(Step::Wait {
+                    status: Some(format!(
+                        "waiting for a free call slot at MCP server \"{}\" (max_calls = {})",
+                        self.server(),
+                        self.upstream.settings.max_calls
+                    )),
+                    after: RECHECK,
+                    state,
+                });
+            };
+            let call = Call {
+                upstream: self.upstream.clone(),
+                tool: self.tool.clone(),
+                args: state.args.clone(),
+            };
+            live.start(call, permit);
+        }
         if let Some(answers) = answers.or_else(|| state.answers.take()) {
             live.answer(&answers);
         }
@@ -204,12 +221,12 @@ impl UpstreamToolJob {
                 Ok(Step::Fail(error))
             }
             CallEnd::NotSent(why) => {
-                // Nothing reached the server: forget the attempt so a later
-                // step issues it afresh, after a backoff of its own (the
-                // state must say "not issued", so it is saved with a wait).
-                self.calls.forget(&cx.task_id);
+                // Nothing reached the server: armed again, so a later step
+                // sends it, after a backoff of its own.
+                if let Some(live) = self.calls.get(&cx.task_id) {
+                    live.rearm();
+                }
                 let mut state = state;
-                state.issued = false;
                 state.unreached += 1;
                 if state.unreached >= MAX_UNREACHED {
                     return Ok(Step::Fail(ErrorData::internal_error(
@@ -238,9 +255,8 @@ impl UpstreamToolJob {
             ))),
             CallEnd::Cancelled => Ok(Step::cancelled()),
             CallEnd::Task { id, poll } => {
-                // The call is the server's task now: nothing of it lives on
-                // this process any more.
-                self.calls.forget(&cx.task_id);
+                // The call is the server's task now, followed by its id (the
+                // entry stays until swept, for a step whose save failed).
                 let mut state = state;
                 let status = format!(
                     "MCP server \"{}\" runs the call as its task {id}",
@@ -265,26 +281,55 @@ impl UpstreamToolJob {
         id: String,
         answers: Option<InputResponses>,
     ) -> StepResult<CallState> {
-        let answers = answers.or_else(|| state.answers.take()).map(|answers| {
-            answers
+        if let Some(answers) = answers.or_else(|| state.answers.take()) {
+            // Answers go in a step of their own, saved before the task is
+            // read again: a `tasks/get` the server answers from before the
+            // update (its store is eventually consistent) then finds them
+            // recorded instead of asking the same questions anew.
+            let round = format!("{UPSTREAM_KEY}r{}.", state.upstream_round);
+            let theirs: InputResponses = answers
                 .into_iter()
                 .filter_map(|(key, answer)| {
-                    key.strip_prefix(UPSTREAM_KEY)
+                    key.strip_prefix(&round)
                         .map(|theirs| (theirs.to_owned(), answer))
                 })
-                .collect::<InputResponses>()
-        });
-        let got = match self.upstream.task_request(&id, answers, false).await {
-            TaskRead::Got(got) => got,
-            TaskRead::Refused(mut error) => {
-                error.message = format!(
-                    "MCP server \"{}\" no longer answers for its task {id}: {}",
-                    self.server(),
-                    error.message
-                )
-                .into();
-                return Ok(Step::Fail(error));
+                .collect();
+            if !theirs.is_empty() {
+                let keys: Vec<String> = theirs.keys().cloned().collect();
+                match self
+                    .upstream
+                    .task_request(&id, TaskAction::Update(theirs))
+                    .await
+                {
+                    TaskRead::Got(_) | TaskRead::Done => {}
+                    TaskRead::Refused(error) => return Ok(Step::Fail(self.task_error(&id, error))),
+                    TaskRead::Unreachable(message) => {
+                        return Err(JobError::Retryable {
+                            message,
+                            retry_after: None,
+                        });
+                    }
+                }
+                state.answered = keys;
+                return Ok(Step::Wait {
+                    status: state.status.clone(),
+                    after: Duration::ZERO,
+                    state,
+                });
             }
+        }
+        let got = match self.upstream.task_request(&id, TaskAction::Get).await {
+            TaskRead::Got(got) => got,
+            TaskRead::Done => {
+                return Err(JobError::Retryable {
+                    message: format!(
+                        "MCP server \"{}\" sent no task for tasks/get",
+                        self.server()
+                    ),
+                    retry_after: None,
+                });
+            }
+            TaskRead::Refused(error) => return Ok(Step::Fail(self.task_error(&id, error))),
             TaskRead::Unreachable(message) => {
                 return Err(JobError::Retryable {
                     message,
@@ -304,9 +349,34 @@ impl UpstreamToolJob {
                 })
             }
             TaskPayload::InputRequired { input_requests } => {
+                if let Some(kind) = input_requests.values().find_map(unserved) {
+                    return Ok(Step::Fail(ErrorData::internal_error(
+                        format!(
+                            "MCP server \"{}\" asked for {kind} in its task {id}, which agentgate \
+                             does not serve to upstream servers",
+                            self.server()
+                        ),
+                        None,
+                    )));
+                }
+                if input_requests
+                    .keys()
+                    .all(|key| state.answered.contains(key))
+                {
+                    // Questions already answered: the server has not caught
+                    // up with the update yet.
+                    return Ok(Step::Wait {
+                        status: state.status.clone(),
+                        after: poll_after(poll),
+                        state,
+                    });
+                }
+                state.upstream_round += 1;
+                state.answered.clear();
+                let round = format!("{UPSTREAM_KEY}r{}.", state.upstream_round);
                 let requests = input_requests
                     .into_iter()
-                    .map(|(key, request)| (format!("{UPSTREAM_KEY}{key}"), request))
+                    .map(|(key, request)| (format!("{round}{key}"), request))
                     .collect();
                 Ok(Step::Ask {
                     status: status.or_else(|| {
@@ -431,6 +501,35 @@ impl UpstreamToolJob {
     }
 }
 
+impl UpstreamToolJob {
+    /// The server's error about its task `id`, saying whose it is.
+    fn task_error(&self, id: &str, mut error: ErrorData) -> ErrorData {
+        error.message = format!(
+            "MCP server \"{}\" (its task {id}): {}",
+            self.server(),
+            error.message
+        )
+        .into();
+        error
+    }
+
+    /// `tasks/cancel` for the server's task `id`.
+    async fn cancel_upstream_task(&self, id: &str) -> StepResult<CallState> {
+        match self.upstream.task_request(id, TaskAction::Cancel).await {
+            TaskRead::Got(_) | TaskRead::Done => Ok(Step::cancelled()),
+            TaskRead::Refused(error) => Ok(Step::cancelled_saying(format!(
+                "cancelled; MCP server \"{}\" refused to cancel its task {id}: {}",
+                self.server(),
+                error.message
+            ))),
+            TaskRead::Unreachable(message) => Err(JobError::Retryable {
+                message,
+                retry_after: None,
+            }),
+        }
+    }
+}
+
 impl Job for UpstreamToolJob {
     type Args = JsonObject;
     type State = CallState;
@@ -460,6 +559,8 @@ impl Job for UpstreamToolJob {
                 status: None,
                 answers: None,
                 upstream_task: None,
+                upstream_round: 0,
+                answered: Vec::new(),
             },
         })
     }
@@ -485,21 +586,18 @@ impl Job for UpstreamToolJob {
 
     async fn cancel(&self, state: CallState, cx: &JobContext) -> StepResult<CallState> {
         if let Some(id) = &state.upstream_task {
-            return match self.upstream.task_request(id, None, true).await {
-                TaskRead::Got(_) => Ok(Step::cancelled()),
-                TaskRead::Refused(error) => Ok(Step::cancelled_saying(format!(
-                    "cancelled; MCP server \"{}\" refused to cancel its task {id}: {}",
-                    self.server(),
-                    error.message
-                ))),
-                TaskRead::Unreachable(message) => Err(JobError::Retryable {
-                    message,
-                    retry_after: None,
-                }),
-            };
+            return self.cancel_upstream_task(id).await;
         }
         let here = state.holder == self.calls.holder();
-        match self.calls.get(&cx.task_id) {
+        let live = self.calls.get(&cx.task_id);
+        if let Some(CallEnd::Task { id, .. }) = live.as_ref().and_then(|live| live.ended())
+            && here
+        {
+            // The server made a task whose id no step saved yet: cancel it
+            // there, as a saved one would be.
+            return self.cancel_upstream_task(&id).await;
+        }
+        match live {
             Some(live) if here => {
                 live.cancel();
                 self.calls.forget(&cx.task_id);
@@ -512,5 +610,132 @@ impl Job for UpstreamToolJob {
                 self.server()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The exactly-once rule, step by step, with no server: the job's
+    //! steps run against a `Calls` of their own, as a process would, and a
+    //! server that cannot be started (nothing can reach it).
+
+    use agentgate_backend::{Owner, TaskId};
+
+    use super::*;
+    use crate::config::McpConfig;
+
+    fn job(repeatable: bool) -> UpstreamToolJob {
+        let config: McpConfig = agentgate_backend::parse_section(
+            "mcp",
+            Some(serde_json::json!({"servers": [{
+                "name": "s", "command": "/nonexistent/server", "takeover_after_seconds": 5
+            }]})),
+        )
+        .expect("parses");
+        let settings = config.resolve(&|_| None).expect("resolves").remove(0);
+        UpstreamToolJob {
+            upstream: Arc::new(Upstream {
+                settings,
+                metrics: agentgate_backend::UpstreamMetrics::detached("mcp"),
+            }),
+            calls: Arc::new(Calls::new()),
+            permits: Arc::new(Semaphore::new(4)),
+            tool: "write".to_owned(),
+            repeatable,
+        }
+    }
+
+    fn cx(at_ms: i64) -> JobContext {
+        JobContext::new(
+            TaskId::from_client("task-1"),
+            Owner::anonymous(),
+            1,
+            Millis::from_unix_ms(at_ms),
+        )
+    }
+
+    fn waited(step: StepResult<CallState>) -> CallState {
+        match step {
+            Ok(Step::Wait { state, .. }) => state,
+            other => panic!("expected a wait, got {other:?}"),
+        }
+    }
+
+    fn failure(step: StepResult<CallState>) -> String {
+        match step {
+            Ok(Step::Fail(error)) => error.message.to_string(),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_is_saved_as_issued_before_a_later_step_sends_it() {
+        let job = job(false);
+        let started = waited(job.start(JsonObject::new(), &cx(0)).await);
+        assert!(!started.issued, "nothing is sent by the first step");
+        let armed = waited(job.resume(started.clone(), Event::Tick, &cx(1)).await);
+        assert!(armed.issued, "the step that arms saves `issued`");
+        let entry = job.calls.get(&cx(1).task_id).expect("armed here");
+        assert!(!entry.sent(), "arming sends nothing");
+        // Its save failed: the same step runs again from the older state.
+        let again = waited(job.resume(started, Event::Tick, &cx(2)).await);
+        assert!(again.issued);
+        assert!(!entry.sent(), "running the arming step twice sends nothing");
+        // Only a step from the saved `issued` state sends (here: tries to
+        // start the server, which cannot start, so the call is armed again
+        // for a later try).
+        let tried = waited(job.resume(armed, Event::Tick, &cx(3)).await);
+        assert_eq!(tried.unreached, 1, "one try to send");
+        assert!(!entry.sent(), "armed again: nothing reached the server");
+    }
+
+    #[tokio::test]
+    async fn issued_with_nothing_here_is_lost_and_never_sent_again() {
+        let job = job(false);
+        let started = waited(job.start(JsonObject::new(), &cx(0)).await);
+        let mut issued = started;
+        issued.issued = true;
+        // This process's name, no entry: the entry was swept, or the step
+        // that armed it belonged to a process of the same name that is gone.
+        let message = failure(job.resume(issued, Event::Tick, &cx(1)).await);
+        assert!(
+            message
+                .starts_with("interrupted; not repeated because the tool is not marked idempotent"),
+            "{message}"
+        );
+        assert!(
+            job.calls.get(&cx(1).task_id).is_none(),
+            "nothing armed, nothing sent"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_repeatable_tool_gets_a_new_attempt_armed_before_it_is_sent() {
+        let job = job(true);
+        let mut issued = waited(job.start(JsonObject::new(), &cx(0)).await);
+        issued.issued = true;
+        let next = waited(job.resume(issued, Event::Tick, &cx(1)).await);
+        assert_eq!(next.attempt, 2);
+        assert!(!next.issued, "the new attempt goes through arming again");
+    }
+
+    #[tokio::test]
+    async fn a_call_held_elsewhere_is_waited_for_then_taken_over() {
+        let job = job(false);
+        let mut elsewhere = waited(job.start(JsonObject::new(), &cx(0)).await);
+        elsewhere.holder = "another-process".to_owned();
+        elsewhere.issued = true;
+        let waiting = waited(job.resume(elsewhere, Event::Tick, &cx(1_000)).await);
+        assert_eq!(waiting.foreign_since, Some(Millis::from_unix_ms(1_000)));
+        let still = waited(job.resume(waiting, Event::Tick, &cx(5_999)).await);
+        let message = failure(job.resume(still, Event::Tick, &cx(6_000)).await);
+        assert!(
+            message.contains("the agentgate process that held it stopped"),
+            "{message}"
+        );
+        assert!(
+            job.calls.get(&cx(1).task_id).is_none(),
+            "nothing sent from here"
+        );
     }
 }

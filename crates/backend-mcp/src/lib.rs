@@ -191,7 +191,7 @@ async fn list(upstream: &Upstream) -> Listing {
         connection.peer().list_all_tools(),
     )
     .await;
-    let _ = connection.cancel().await;
+    connection.close().await;
     upstream
         .metrics
         .record("tools/list", upstream::outcome_of(&listed));

@@ -32,13 +32,12 @@ use rmcp::model::{
 #[allow(deprecated)]
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
 use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, NotificationContext,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer,
     RequestContext, RunningService,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
-use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::{mpsc, oneshot};
 
 use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
@@ -123,7 +122,7 @@ impl ClientHandler for CallClient {
         };
         if let Some(message) = params.message.filter(|m| !m.trim().is_empty()) {
             status.push_str(": ");
-            status.push_str(&message);
+            status.push_str(&capped(&message));
         }
         // A full queue drops a progress report, never the call: the next
         // one says as much.
@@ -180,9 +179,37 @@ impl ClientHandler for CallClient {
     }
 }
 
-/// A connected call client; dropping it closes the connection (and ends a
-/// stdio server's process).
-pub(crate) type Connection = RunningService<RoleClient, CallClient>;
+/// A connected call client. [`Connection::close`] ends it, and a stdio
+/// server's whole process group with it (a wrapper such as `npx` or
+/// `sh -c` leaves the real server a grandchild, which closing stdin does
+/// not always stop).
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, CallClient>,
+    group: Option<u32>,
+}
+
+impl Connection {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    pub(crate) async fn close(self) {
+        let _ = self.service.cancel().await;
+        kill_group(self.group);
+    }
+}
+
+/// Kills what is left of a stdio server's process group.
+fn kill_group(group: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = group.and_then(|pid| i32::try_from(pid).ok()) {
+        use nix::sys::signal::{Signal, killpg};
+        // ESRCH (the group is gone already) is the usual answer.
+        let _ = killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    #[cfg(not(unix))]
+    let _ = group;
+}
 
 /// How to reach one server, and the count of what was asked of it
 /// (`agentgate_upstream_calls_total{backend="mcp"}`, by MCP method).
@@ -200,6 +227,8 @@ impl Upstream {
         client.tasks = matches!(self.settings.transport, Transport::Http { .. });
         let timeout = self.settings.connect_timeout;
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        let group: Mutex<Option<u32>> = Mutex::default();
+        let reader: Mutex<Option<tokio::task::JoinHandle<()>>> = Mutex::default();
         let connecting = async {
             match &self.settings.transport {
                 Transport::Stdio {
@@ -221,8 +250,9 @@ impl Upstream {
                         .stderr(Stdio::piped())
                         .spawn()
                         .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                    *relock(&group) = transport.id();
                     if let Some(err) = err {
-                        keep_tail(err, stderr.clone());
+                        *relock(&reader) = Some(keep_tail(err, stderr.clone()));
                     }
                     client
                         .serve_with_lifecycle(transport, lifecycle())
@@ -247,14 +277,20 @@ impl Upstream {
             Transport::Http { url, .. } => format!("server at {url}"),
         };
         let outcome = tokio::time::timeout(timeout, connecting).await;
+        let group = relock(&group).take();
         let error = match outcome {
-            Ok(Ok(connection)) => return Ok(connection),
+            Ok(Ok(service)) => return Ok(Connection { service, group }),
             Ok(Err(error)) => error,
             Err(_) => format!("it did not finish connecting within {}s", timeout.as_secs()),
         };
+        kill_group(group);
         self.metrics.record("connect", UpstreamOutcome::Transport);
-        // The stderr reader may still be collecting the server's last words.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Let the stderr reader collect the server's last words: it ends
+        // when the (now killed) process's stderr closes.
+        let reader = relock(&reader).take();
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+        }
         Err(ConnectError {
             message: format!(
                 "MCP server \"{}\" ({what}) could not be reached: {error}",
@@ -318,22 +354,66 @@ fn describe(error: &ClientInitializeError) -> String {
     }
 }
 
-fn keep_tail(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+/// Reads a stdio server's stderr to its end (so the server never blocks on
+/// a full pipe), keeping the last lines, each cut to [`LINE_CAP`]
+/// characters, for error messages; bytes that are not UTF-8 are replaced.
+fn keep_tail(
+    mut stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) -> tokio::task::JoinHandle<()> {
+    use tokio::io::AsyncReadExt as _;
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::debug!(target: "agentgate::mcp_upstream_stderr", "{line}");
-            let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut line: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let keep = |line: &mut Vec<u8>| {
+            let text = String::from_utf8_lossy(line).into_owned();
+            line.clear();
+            tracing::debug!(target: "agentgate::mcp_upstream_stderr", "{text}");
+            let mut tail = relock(&tail);
             if tail.len() == STDERR_TAIL {
                 tail.pop_front();
             }
-            tail.push_back(line.chars().take(500).collect());
+            tail.push_back(capped(&text));
+        };
+        loop {
+            let n = match stderr.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            for &byte in &chunk[..n] {
+                if byte == b'\n' {
+                    keep(&mut line);
+                } else if line.len() < LINE_CAP * 4 {
+                    line.push(byte);
+                }
+            }
         }
-    });
+        if !line.is_empty() {
+            keep(&mut line);
+        }
+    })
+}
+
+/// The longest line of a server's text (a progress message, a stderr line)
+/// that agentgate keeps, in characters.
+const LINE_CAP: usize = 1000;
+
+/// `text` cut to [`LINE_CAP`] characters, the last one an ellipsis.
+pub(crate) fn capped(text: &str) -> String {
+    if text.chars().count() <= LINE_CAP {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(LINE_CAP - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn relock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
-    let tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+    let tail = relock(tail);
     if tail.is_empty() {
         return String::new();
     }
@@ -341,10 +421,21 @@ fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
     format!("; its stderr ended with:\n{}", lines.join("\n"))
 }
 
-/// What `tasks/get` said of an upstream task, or why it could not be read.
+/// What to ask of a task a server holds.
+#[derive(Debug)]
+pub(crate) enum TaskAction {
+    Get,
+    Update(rmcp::model::InputResponses),
+    Cancel,
+}
+
+/// What the server said of its task, or why it could not be asked.
 #[derive(Debug)]
 pub(crate) enum TaskRead {
+    /// `tasks/get`'s answer.
     Got(rmcp::model::GetTaskResult),
+    /// `tasks/update` or `tasks/cancel` was accepted.
+    Done,
     /// The server answered with a JSON-RPC error (an unknown task, say).
     Refused(ErrorData),
     /// The server could not be reached or the connection broke: try again.
@@ -352,15 +443,8 @@ pub(crate) enum TaskRead {
 }
 
 impl Upstream {
-    /// One short connection for following a task the server holds:
-    /// `answers` first (`tasks/update`), then `tasks/get`, or only
-    /// `tasks/cancel` when `cancel`.
-    pub(crate) async fn task_request(
-        &self,
-        id: &str,
-        answers: Option<rmcp::model::InputResponses>,
-        cancel: bool,
-    ) -> TaskRead {
+    /// One request about a task the server holds, on a short connection.
+    pub(crate) async fn task_request(&self, id: &str, action: TaskAction) -> TaskRead {
         use rmcp::model::{CancelTaskParams, GetTaskParams, UpdateTaskParams};
         use rmcp::service::ServiceError;
         let connection = match self.connect(CallClient::quiet()).await {
@@ -368,27 +452,33 @@ impl Upstream {
             Err(why) => return TaskRead::Unreachable(why.logged(&self.settings.name)),
         };
         let peer = connection.peer().clone();
-        let answers_sent = answers.is_some();
+        let operation = match &action {
+            TaskAction::Get => "tasks/get",
+            TaskAction::Update(_) => "tasks/update",
+            TaskAction::Cancel => "tasks/cancel",
+        };
         let request = async move {
-            if cancel {
-                peer.cancel_task(CancelTaskParams::new(id.to_owned()))
-                    .await?;
-            } else if let Some(answers) = answers {
-                peer.update_task(UpdateTaskParams::new(id.to_owned(), answers))
-                    .await?;
+            match action {
+                TaskAction::Get => peer
+                    .get_task(GetTaskParams::new(id.to_owned()))
+                    .await
+                    .map(Some),
+                TaskAction::Update(answers) => peer
+                    .update_task(UpdateTaskParams::new(id.to_owned(), answers))
+                    .await
+                    .map(|()| None),
+                TaskAction::Cancel => peer
+                    .cancel_task(CancelTaskParams::new(id.to_owned()))
+                    .await
+                    .map(|()| None),
             }
-            peer.get_task(GetTaskParams::new(id.to_owned())).await
         };
         let read = tokio::time::timeout(self.settings.connect_timeout, request).await;
-        let _ = connection.cancel().await;
-        let operation = match (cancel, &answers_sent) {
-            (true, _) => "tasks/cancel",
-            (false, true) => "tasks/update",
-            (false, false) => "tasks/get",
-        };
+        connection.close().await;
         self.metrics.record(operation, outcome_of(&read));
         match read {
-            Ok(Ok(got)) => TaskRead::Got(got),
+            Ok(Ok(Some(got))) => TaskRead::Got(got),
+            Ok(Ok(None)) => TaskRead::Done,
             Ok(Err(ServiceError::McpError(error))) => TaskRead::Refused(error),
             Ok(Err(other)) => TaskRead::Unreachable(format!(
                 "MCP server \"{}\": {}",

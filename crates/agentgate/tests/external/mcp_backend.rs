@@ -315,7 +315,8 @@ async fn a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe() {
     let gate = start().await;
     let client = tasks_client(&gate).await;
     let write = start_task(&client, "slow_write", json!({"seconds": 30})).await;
-    let read = start_task(&client, "slow_read", json!({"seconds": 4})).await;
+    // Long enough to be running still when the kill comes.
+    let read = start_task(&client, "slow_read", json!({"seconds": 8})).await;
     for id in [&write.task.task_id, &read.task.task_id] {
         watch_task(&client, id, Duration::from_secs(30), |got| {
             status_message(got).starts_with("progress ")
@@ -339,7 +340,7 @@ async fn a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe() {
     else {
         panic!("the idempotent call completes after the restart")
     };
-    assert_eq!(text_of(&result), "slow_read done after 4s");
+    assert_eq!(text_of(&result), "slow_read done after 8s");
     let TaskPayload::Failed { error } = poll_until(&client, &write.task.task_id, is_terminal).await
     else {
         panic!("the other one fails")
@@ -410,6 +411,12 @@ async fn broken_servers_get_clear_errors_and_a_healthy_gateway() {
         "{message}"
     );
     assert_eq!(counted(&count), ["die_midway", "slow_write"]);
+    agentgate_testkit::poll::eventually(
+        "the server to see the timed-out call cancelled",
+        Duration::from_secs(10),
+        || !cancels(&count).is_empty(),
+    )
+    .await;
     assert_eq!(
         cancels(&count),
         ["cancelled slow_write: agentgate: the call timed out"],
@@ -525,8 +532,8 @@ async fn an_upstream_task_is_followed_across_a_restart() {
     };
     let key = input_requests.keys().next().expect("one question").clone();
     assert_eq!(
-        key, "upstream.who",
-        "the server's key, marked as the server's"
+        key, "upstream.r1.who",
+        "the server's key, marked as the server's, in its first round"
     );
     let mut answers = InputResponses::new();
     answers.insert(key, json!({"action": "accept", "content": {"name": "Ada"}}));
