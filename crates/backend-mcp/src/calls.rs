@@ -59,6 +59,8 @@ const UNFOLLOWED: Duration = Duration::from_secs(15 * 60);
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Rounds of MRTR `input_required` answered before a call is given up.
 const MAX_INPUT_ROUNDS: u32 = 16;
+/// Progress is shown (and the task saved) at most this often.
+const PROGRESS_GAP: Duration = Duration::from_secs(1);
 /// Questions a server may have open at once on one call.
 const MAX_QUESTIONS: usize = 8;
 
@@ -195,14 +197,18 @@ impl LiveCall {
     }
 
     /// Waits up to `wait` for news: the end, else the open question (shown
-    /// until it is answered), else new progress.
+    /// until it is answered), else new progress. Progress is shown at most
+    /// once per [`PROGRESS_GAP`], the latest of what came: each showing
+    /// costs the task a save.
     pub(crate) async fn next(&self, wait: Duration) -> Seen {
-        let deadline = Instant::now() + wait;
+        let start = Instant::now();
+        let deadline = start + wait;
+        let progress_due = start + PROGRESS_GAP;
         loop {
             let notified = self.changed.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
-            {
+            let until = {
                 let mut shared = lock(&self.shared);
                 shared.followed = Instant::now();
                 if let Some((end, _)) = &shared.ended {
@@ -211,13 +217,24 @@ impl LiveCall {
                 if let Some(question) = shared.questions.front() {
                     return Seen::Asked(question.requests.clone());
                 }
-                if let Some(status) = shared.progress.take() {
+                let now = Instant::now();
+                if (now >= progress_due || now >= deadline)
+                    && let Some(status) = shared.progress.take()
+                {
                     return Seen::Progress(status);
                 }
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return Seen::Quiet;
-            }
+                if now >= deadline {
+                    return Seen::Quiet;
+                }
+                if shared.progress.is_some() {
+                    progress_due.min(deadline)
+                } else {
+                    deadline
+                }
+            };
+            // Woken by news, or at the time to show progress or give up;
+            // the top of the loop decides which.
+            let _ = tokio::time::timeout_at(until, notified).await;
         }
     }
 
