@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use agentgate_backend::engine::Input;
 use agentgate_backend::{Event, JobContext, JobError, Millis, RetryPolicy, Step};
-use rmcp::model::ErrorCode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
-use crate::job::error_object;
+use crate::job::engine_failure;
 use crate::store::StoreError;
 use crate::task::{Outcome, TaskRecord};
 
@@ -36,10 +35,9 @@ impl Engine {
                 // effect only to be refused once more: the task fails,
                 // with an error short and plain enough to be stored.
                 let failed = Outcome::Failed {
-                    error: error_object(
-                        ErrorCode::INTERNAL_ERROR.0,
-                        format!("the step's result could not be stored: {reason}"),
-                    ),
+                    error: engine_failure(format!(
+                        "the step's result could not be stored: {reason}"
+                    )),
                 };
                 match self.save(&task, failed).await {
                     Save::Done => {}
@@ -67,13 +65,10 @@ impl Engine {
             return outcome;
         }
         Outcome::Failed {
-            error: error_object(
-                ErrorCode::INTERNAL_ERROR.0,
-                format!(
-                    "the step's result is {size} bytes, over the gateway's limit of {limit} \
+            error: engine_failure(format!(
+                "the step's result is {size} bytes, over the gateway's limit of {limit} \
                      bytes (engine.max_result_bytes)"
-                ),
-            ),
+            )),
         }
     }
 
@@ -193,10 +188,10 @@ impl Engine {
         let now = self.inner.clock.now();
         let Some(spec) = self.inner.tools.get(&task.tool) else {
             return Some(Outcome::Failed {
-                error: error_object(
-                    ErrorCode::INTERNAL_ERROR.0,
-                    format!("tool `{}` is not served by this instance", task.tool),
-                ),
+                error: engine_failure(format!(
+                    "tool `{}` is not served by this instance",
+                    task.tool
+                )),
             });
         };
         let input = match (&task.job_state, task.cancel_requested) {
@@ -239,7 +234,7 @@ impl Engine {
             // A kind of failure this engine does not know (a newer SDK):
             // failing the task says so, where retrying might never end.
             Some(Err(other)) => Outcome::Failed {
-                error: error_object(ErrorCode::INTERNAL_ERROR.0, other.to_string()),
+                error: engine_failure(other.to_string()),
             },
             Some(Ok(step)) => into_outcome(step, now),
         })
@@ -272,13 +267,10 @@ impl Engine {
         let retried_for = retry.scheduled(failures - 1);
         if i64::from(failures) >= max_failures || retried_for >= retry_for {
             return Outcome::Failed {
-                error: error_object(
-                    ErrorCode::INTERNAL_ERROR.0,
-                    format!(
-                        "gave up after {failures} attempts over at least {}s: {message}",
-                        retried_for.as_secs()
-                    ),
-                ),
+                error: engine_failure(format!(
+                    "gave up after {failures} attempts over at least {}s: {message}",
+                    retried_for.as_secs()
+                )),
             };
         }
         // Upstream's Retry-After wins when it asks for longer.

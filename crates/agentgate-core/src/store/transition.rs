@@ -241,10 +241,9 @@ pub(crate) fn apply(task: &mut TaskRecord, mut outcome: Outcome, now: Millis) {
                 // A job bug: keys must be unique for the task's lifetime, or a
                 // late answer to the old request would be taken for the new one.
                 task.status = TaskPhase::Failed;
-                task.error = Some(crate::job::error_object(
-                    rmcp::model::ErrorCode::INTERNAL_ERROR.0,
-                    format!("job reused input keys {reused:?}; keys must be unique per task"),
-                ));
+                task.error = Some(crate::job::engine_failure(format!(
+                    "job reused input keys {reused:?}; keys must be unique per task"
+                )));
                 finish(task);
                 return;
             }
