@@ -217,6 +217,38 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
     let ended = poll_until(&client, &id, is_terminal).await;
     assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
 
+    // A client without the tasks extension gets the same tools inline: the
+    // server's question reaches it as elicitation/create, its answer goes
+    // back upstream.
+    let mut inline = TestClient::new(
+        rmcp::model::ClientCapabilities::builder()
+            .enable_elicitation()
+            .build(),
+        rmcp::model::ProtocolVersion::V_2025_06_18,
+    );
+    inline.answer = json!({"name": "Grace Hopper", "check": true});
+    let seen = inline.seen.clone();
+    let inline = inline.http(&gate.url).await;
+    let result = inline
+        .call_tool(agentgate_testkit::call(
+            "ev_trigger-elicitation-request",
+            json!({}),
+        ))
+        .await
+        .expect("an inline call");
+    let result = serde_json::to_value(&result).expect("json");
+    let text = text_of(result.as_object().expect("an object"));
+    assert!(
+        text.contains("Grace Hopper"),
+        "inline answer reached the server: {text}"
+    );
+    assert_eq!(
+        seen.lock().expect("seen").elicitations,
+        ["Please provide inputs for the following fields:"],
+        "the server's own question, asked inline"
+    );
+    inline.cancel().await.expect("close");
+
     // Each upstream request counted, by MCP method.
     let metrics = reqwest::get(gate.url.replace("/mcp", "/metrics"))
         .await
@@ -226,7 +258,7 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
         .expect("metrics text");
     for line in [
         "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/list\",outcome=\"ok\"} 1",
-        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 3",
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 4",
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
     }
