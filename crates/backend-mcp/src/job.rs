@@ -172,6 +172,7 @@ impl UpstreamToolJob {
         }
         if let Some(answers) = answers.or_else(|| state.answers.take()) {
             live.answer(&answers);
+            state.status = Some(format!("answer sent to MCP server \"{}\"", self.server()));
         }
         match live.next(FOLLOW).await {
             Seen::Quiet => Ok(Step::Wait {

@@ -74,6 +74,10 @@ pub(crate) struct Emulators {
 /// The demo's A2A agent: its name, and so its tool `helper_send_message`.
 pub(crate) const A2A_AGENT: &str = "helper";
 
+/// The name of the MCP server behind the demo's gateway (its tools are
+/// served as `example_…`).
+pub(crate) const MCP_SERVER: &str = "example";
+
 pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     if !(args.time_scale > 0.0 && args.time_scale <= 10.0) {
         bail!(
@@ -132,10 +136,12 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     let a2a = backend_a2a::A2aBackend::from_config(a2a_config, builder.upstream_metrics("a2a"))
         .await
         .context("starting the A2A backend against its emulator")?;
+    let mcp = example_mcp_server(temp.path(), builder.upstream_metrics("mcp")).await?;
     let runtime = builder
         .backend(qbusiness)
         .backend(copilot)
         .backend(a2a)
+        .backend(mcp)
         .start()?;
 
     let listener = bind(args.listen).await?;
@@ -185,6 +191,31 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The MCP server behind the demo's gateway: this binary's own example
+/// backend (`countdown`) served over stdio by a child `agentgate serve
+/// --stdio` on a store of its own, so the step needs nothing installed.
+async fn example_mcp_server(
+    dir: &std::path::Path,
+    metrics: agentgate_backend::UpstreamMetrics,
+) -> Result<backend_mcp::McpBackend> {
+    let exe = std::env::current_exe().context("finding the agentgate binary for the MCP step")?;
+    let config = dir.join("example-server.toml");
+    std::fs::write(&config, "[countdown]\nenabled = true\n")
+        .context("writing the example MCP server's config")?;
+    let store = format!("sqlite://{}", dir.join("example-server.db").display());
+    let section = serde_json::json!({"servers": [{
+        "name": MCP_SERVER,
+        "command": exe,
+        "args": ["--config", config, "serve", "--stdio", "--store", store],
+        "prefix": format!("{MCP_SERVER}_"),
+    }]});
+    let config = agentgate_backend::parse_section(backend_mcp::SECTION, Some(section))?;
+    let backend = backend_mcp::McpBackend::from_config(config, metrics)
+        .await
+        .context("starting the MCP backend against the example server")?;
+    Ok(backend)
 }
 
 /// Binds `addr`, or a free port on the same address if it is taken.

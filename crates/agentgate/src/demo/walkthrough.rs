@@ -1,4 +1,4 @@
-//! The demo's narrated walkthrough: six steps, each a real MCP exchange
+//! The demo's narrated walkthrough: seven steps, each a real MCP exchange
 //! with the gateway over HTTP through the `agentgate call` client
 //! ([`crate::client`]), printed as it happens.
 //!
@@ -9,7 +9,10 @@
 //! 4. Copilot assigned to an issue, followed live until its PR is finished;
 //! 5. a Copilot task cancelled while the agent works;
 //! 6. an A2A agent that asks a question: `input_required`, answered with
-//!    `tasks/update`, then its answer.
+//!    `tasks/update`, then its answer;
+//! 7. a slow tool of another MCP server (`[[mcp.servers]]`; here this
+//!    binary's example server over stdio) as a durable task: its progress,
+//!    its question through `tasks/update`, its answer.
 //!
 //! Each step has a deadline; a failed step is reported and the walkthrough
 //! goes on, so the summary says exactly what worked.
@@ -54,8 +57,8 @@ impl Report {
             println!(
                 "All {} steps worked: answers kept their citations and conversation, the \
                  approval went through tasks/update, the Copilot work was followed to its \
-                 pull request as a durable task, and the A2A agent's question was answered \
-                 in its task.",
+                 pull request as a durable task, and the A2A agent's and the MCP server's \
+                 questions were answered in their tasks.",
                 self.steps.len()
             );
         }
@@ -63,7 +66,7 @@ impl Report {
 }
 
 /// How many steps the walkthrough has.
-const STEPS: usize = 6;
+const STEPS: usize = 7;
 
 /// Runs every step against the gateway at `url`.
 pub(crate) async fn run(url: &str) -> Report {
@@ -122,6 +125,13 @@ pub(crate) async fn run(url: &str) -> Report {
         6,
         "An A2A agent that asks a question",
         ask_a2a_agent(&connection),
+    )
+    .await;
+    step(
+        &mut report,
+        7,
+        "Another MCP server's slow tool as a durable task",
+        another_mcp_server(&connection),
     )
     .await;
     connection.close().await;
@@ -339,7 +349,10 @@ async fn ask_a2a_agent(connection: &Connection) -> Result<String> {
     println!(
         "  {tool} {{\"message\": \"Please greet me\", \"metadata\": {{\"skill\": \"ask-input\"}}}}"
     );
-    let mut replier = Replier("Ada");
+    let mut replier = Replier {
+        field: "answer",
+        value: "Ada",
+    };
     let task = match connection
         .call(
             &tool,
@@ -374,9 +387,55 @@ async fn ask_a2a_agent(connection: &Connection) -> Result<String> {
     Ok("asked a question, answered through tasks/update, then greeted".into())
 }
 
-/// The demo's user answering an A2A agent's question (a form with one
-/// `answer` field) with a name.
-struct Replier(&'static str);
+async fn another_mcp_server(connection: &Connection) -> Result<String> {
+    let tool = format!("{}_countdown", super::MCP_SERVER);
+    println!(
+        "  {tool} {{\"seconds\": 3, \"ask\": true}}   (a tool of the MCP server behind the gateway)"
+    );
+    let mut replier = Replier {
+        field: "name",
+        value: "Grace",
+    };
+    let task = match connection
+        .call(
+            &tool,
+            serde_json::Map::from_iter([
+                ("seconds".to_owned(), json!(3)),
+                ("ask".to_owned(), json!(true)),
+            ]),
+            &mut replier,
+        )
+        .await?
+    {
+        CallOutcome::Task(task) => task,
+        CallOutcome::Done(_) => bail!("the server answered at once instead of starting a task"),
+    };
+    println!("  → task {} created", task.task_id);
+    let result = match connection
+        .follow(&task.task_id, &mut Narrator::new(), &mut replier)
+        .await
+        .with_context(|| format!("following task {}", task.task_id))?
+    {
+        FinalState::Completed { result, .. } => result,
+        other => bail!(
+            "the task ended {:?} instead of completed",
+            other.task().status
+        ),
+    };
+    let answer = first_text(&result);
+    println!("  the MCP server answered: {answer}");
+    if answer != "Hello, Grace!" {
+        bail!("the server's answer was {answer:?}, not its greeting");
+    }
+    Ok("its progress followed, its question answered through tasks/update, then greeted".into())
+}
+
+/// The demo's user answering a question (a form) by filling `field` with
+/// `value`.
+struct Replier {
+    field: &'static str,
+    value: &'static str,
+}
 
 impl InputSource for Replier {
     async fn answer(&mut self, requests: &InputRequests) -> Result<InputResponses> {
@@ -388,9 +447,9 @@ impl InputSource for Replier {
                     .as_str()
                     .unwrap_or("(no message)")
             );
-            println!("  answering {:?} with tasks/update", self.0);
+            println!("  answering {:?} with tasks/update", self.value);
         }
-        Answers::new(vec![("answer".into(), self.0.into())], true, None)
+        Answers::new(vec![(self.field.into(), self.value.into())], true, None)
             .answer(requests)
             .await
     }

@@ -63,7 +63,12 @@ async fn the_walkthrough_shows_every_step_and_exits_zero() {
     expect("What is your name?");
     expect("answering \"Ada\" with tasks/update");
     expect("the agent answered: Hello, Ada!");
-    expect("All 6 steps worked");
+    // 7: another MCP server's tool, its question answered in the task.
+    expect("example_countdown {\"seconds\": 3, \"ask\": true}");
+    expect("Who should I greet?");
+    expect("answering \"Grace\" with tasks/update");
+    expect("the MCP server answered: Hello, Grace!");
+    expect("All 7 steps worked");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     // Not a terminal: no colour codes, no spinner.
     assert!(!stdout.contains('\u{1b}'), "escape codes in plain output");
