@@ -359,26 +359,35 @@ async fn a2a_sdk_agent_with(args: &[&str]) -> Result<(tokio::process::Child, u16
             python.display()
         ));
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let mut server = Command::new(&python)
-        .arg(dir.join("server.py"))
-        .arg(port.to_string())
-        .args(args)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the SDK agent starts");
-    let stdout = server.stdout.take().expect("stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let ready = tokio::time::timeout(DRIVER_TIMEOUT, lines.next_line())
-        .await
-        .expect("the SDK agent is ready in time")
-        .expect("stdout");
-    assert_eq!(ready.as_deref(), Some("READY"));
-    Ok((server, port))
+    // A port found free can be taken by a parallel test before the agent
+    // binds it (the agent then exits without READY): try another.
+    for _ in 0..3 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = Command::new(&python)
+            .arg(dir.join("server.py"))
+            .arg(port.to_string())
+            .args(args)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the SDK agent starts");
+        let stdout = server.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(DRIVER_TIMEOUT, lines.next_line())
+            .await
+            .expect("the SDK agent is ready in time")
+            .expect("stdout");
+        match ready.as_deref() {
+            Some("READY") => return Ok((server, port)),
+            // It exited: try another port.
+            None => {}
+            Some(other) => panic!("the SDK agent said {other:?} instead of READY"),
+        }
+    }
+    panic!("the SDK agent exited before READY three times (ports taken?)")
 }
 
 /// The SDK agent behind `agentgate serve --listen` (streams, push to the

@@ -273,26 +273,40 @@ async fn the_reference_server_over_stdio_through_agentgate() {
 
 async fn the_reference_server_over_http_through_agentgate() {
     let script = everything();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let mut upstream = Command::new("node")
-        .arg(&script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the reference server");
+    // A port found free can be taken by a parallel test before the server
+    // binds it; the server then exits, and connecting would reach the
+    // other test's process: so the server must still run once it answers.
+    let mut started = None;
+    for _ in 0..3 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut upstream = Command::new("node")
+            .arg(&script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the reference server");
+        agentgate_testkit::poll::eventually(
+            "the reference server to listen or exit",
+            Duration::from_secs(30),
+            || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    || matches!(upstream.try_wait(), Ok(Some(_)))
+            },
+        )
+        .await;
+        if matches!(upstream.try_wait(), Ok(None)) {
+            started = Some((upstream, port));
+            break;
+        }
+    }
+    let (mut upstream, port) = started.expect("the reference server started on one of three ports");
     let url = format!("http://127.0.0.1:{port}/mcp");
-    agentgate_testkit::poll::eventually(
-        "the reference server to listen",
-        Duration::from_secs(30),
-        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
-    )
-    .await;
     let dir = tempfile::tempdir().expect("tempdir");
     let server =
         format!("[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\nprefix = \"ev_\"\n");
