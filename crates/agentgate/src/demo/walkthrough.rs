@@ -353,32 +353,8 @@ async fn ask_a2a_agent(connection: &Connection) -> Result<String> {
         field: "answer",
         value: "Ada",
     };
-    let task = match connection
-        .call(
-            &tool,
-            serde_json::Map::from_iter([
-                ("message".to_owned(), json!("Please greet me")),
-                ("metadata".to_owned(), json!({"skill": "ask-input"})),
-            ]),
-            &mut replier,
-        )
-        .await?
-    {
-        CallOutcome::Task(task) => task,
-        CallOutcome::Done(_) => bail!("the server answered at once instead of starting a task"),
-    };
-    println!("  → task {} created", task.task_id);
-    let result = match connection
-        .follow(&task.task_id, &mut Narrator::new(), &mut replier)
-        .await
-        .with_context(|| format!("following task {}", task.task_id))?
-    {
-        FinalState::Completed { result, .. } => result,
-        other => bail!(
-            "the task ended {:?} instead of completed",
-            other.task().status
-        ),
-    };
+    let args = json!({"message": "Please greet me", "metadata": {"skill": "ask-input"}});
+    let result = call_and_follow(connection, &tool, args, &mut replier).await?;
     let answer = first_text(&result);
     println!("  the agent answered: {answer}");
     if answer != "Hello, Ada!" {
@@ -396,32 +372,8 @@ async fn another_mcp_server(connection: &Connection) -> Result<String> {
         field: "name",
         value: "Grace",
     };
-    let task = match connection
-        .call(
-            &tool,
-            serde_json::Map::from_iter([
-                ("seconds".to_owned(), json!(3)),
-                ("ask".to_owned(), json!(true)),
-            ]),
-            &mut replier,
-        )
-        .await?
-    {
-        CallOutcome::Task(task) => task,
-        CallOutcome::Done(_) => bail!("the server answered at once instead of starting a task"),
-    };
-    println!("  → task {} created", task.task_id);
-    let result = match connection
-        .follow(&task.task_id, &mut Narrator::new(), &mut replier)
-        .await
-        .with_context(|| format!("following task {}", task.task_id))?
-    {
-        FinalState::Completed { result, .. } => result,
-        other => bail!(
-            "the task ended {:?} instead of completed",
-            other.task().status
-        ),
-    };
+    let args = json!({"seconds": 3, "ask": true});
+    let result = call_and_follow(connection, &tool, args, &mut replier).await?;
     let answer = first_text(&result);
     println!("  the MCP server answered: {answer}");
     if answer != "Hello, Grace!" {
@@ -477,7 +429,7 @@ async fn start(
     connection: &Connection,
     tool: &str,
     args: Value,
-    input: &mut Approver,
+    input: &mut impl InputSource,
 ) -> Result<CallOutcome> {
     let Value::Object(args) = args else {
         bail!("tool arguments must be an object");
@@ -491,7 +443,7 @@ async fn call_and_follow(
     connection: &Connection,
     tool: &str,
     args: Value,
-    input: &mut Approver,
+    input: &mut impl InputSource,
 ) -> Result<CallToolResult> {
     let task = match start(connection, tool, args, input).await? {
         CallOutcome::Task(task) => task,
