@@ -76,6 +76,39 @@ fn status_message(got: &rmcp::model::GetTaskResult) -> String {
     got.task.task.status_message.clone().unwrap_or_default()
 }
 
+/// Waits until task `id` reports progress from its server.
+async fn until_progress(client: &Client, id: &str) {
+    watch_task(client, id, Duration::from_secs(30), |got| {
+        status_message(got).starts_with("progress ")
+    })
+    .await;
+}
+
+/// Starts `tool` with `args`, cancels its task once its server reports
+/// progress, and checks that it ended `cancelled`.
+async fn cancel_while_working(client: &Client, tool: &str, args: Value) {
+    let task = start_task(client, tool, args).await;
+    let id = task.task.task_id.clone();
+    until_progress(client, &id).await;
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/cancel");
+    let ended = poll_until(client, &id, is_terminal).await;
+    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+}
+
+/// The gateway's `/metrics` page.
+async fn metrics_of(gate: &Gate) -> String {
+    reqwest::get(gate.url.replace("/mcp", "/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("metrics text")
+}
+
 fn text_of(result: &serde_json::Map<String, Value>) -> String {
     result["content"]
         .as_array()
@@ -198,24 +231,12 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
     );
 
     // A cancel while the server works.
-    let task = start_task(
+    cancel_while_working(
         &client,
         "ev_trigger-long-running-operation",
         json!({"duration": 60, "steps": 60}),
     )
     .await;
-    let id = task.task.task_id.clone();
-    watch_task(&client, &id, Duration::from_secs(30), |got| {
-        status_message(got).starts_with("progress ")
-    })
-    .await;
-    client
-        .peer()
-        .cancel_task(CancelTaskParams::new(id.clone()))
-        .await
-        .expect("tasks/cancel");
-    let ended = poll_until(&client, &id, is_terminal).await;
-    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
 
     // A client without the tasks extension gets the same tools inline: the
     // server's question reaches it as elicitation/create, its answer goes
@@ -250,12 +271,7 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
     inline.cancel().await.expect("close");
 
     // Each upstream request counted, by MCP method.
-    let metrics = reqwest::get(gate.url.replace("/mcp", "/metrics"))
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
+    let metrics = metrics_of(&gate).await;
     for line in [
         "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/list\",outcome=\"ok\"} 1",
         "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 4",
@@ -364,10 +380,7 @@ async fn a_lost_call_is_repeated_only_when_the_tool_says_it_is_safe() {
     // Long enough to be running still when the kill comes.
     let read = start_task(&client, "slow_read", json!({"seconds": 8})).await;
     for id in [&write.task.task_id, &read.task.task_id] {
-        watch_task(&client, id, Duration::from_secs(30), |got| {
-            status_message(got).starts_with("progress ")
-        })
-        .await;
+        until_progress(&client, id).await;
     }
     drop(client);
     let _ = gate.kill_and_wait().await;
@@ -470,19 +483,7 @@ async fn broken_servers_get_clear_errors_and_a_healthy_gateway() {
     );
 
     // A cancel reaches the server as notifications/cancelled.
-    let cancelled = start_task(&client, "slow_read", json!({"seconds": 60})).await;
-    let id = cancelled.task.task_id.clone();
-    watch_task(&client, &id, Duration::from_secs(30), |got| {
-        status_message(got).starts_with("progress ")
-    })
-    .await;
-    client
-        .peer()
-        .cancel_task(CancelTaskParams::new(id.clone()))
-        .await
-        .expect("tasks/cancel");
-    let ended = poll_until(&client, &id, is_terminal).await;
-    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+    cancel_while_working(&client, "slow_read", json!({"seconds": 60})).await;
     agentgate_testkit::poll::eventually(
         "the server to see the cancel",
         Duration::from_secs(10),
@@ -594,12 +595,7 @@ async fn an_upstream_task_is_followed_across_a_restart() {
     assert_eq!(text_of(&result), "Hello, Ada!");
 
     // The server ran one countdown, not two.
-    let metrics = reqwest::get(inner.url.replace("/mcp", "/metrics"))
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
+    let metrics = metrics_of(&inner).await;
     let mut countdowns: Vec<&str> = metrics
         .lines()
         .filter(|l| l.starts_with("agentgate_tasks{tool=\"countdown\""))
