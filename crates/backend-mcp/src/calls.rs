@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentgate_backend::{TaskId, UpstreamOutcome};
+use agentgate_backend::{Owner, TaskId, UpstreamOutcome};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotificationParam, ClientRequest, ElicitRequest, ElicitRequestParams, ElicitResult,
@@ -422,6 +422,9 @@ impl Calls {
 /// One `tools/call` to make.
 pub(crate) struct Call {
     pub(crate) upstream: Arc<Upstream>,
+    /// Whose call it is: the upstream identity comes from this principal's
+    /// configuration.
+    pub(crate) owner: Owner,
     pub(crate) tool: String,
     pub(crate) args: JsonObject,
 }
@@ -448,7 +451,7 @@ impl Call {
         let (events, mut from_server) = mpsc::channel(32);
         let connection = tokio::select! {
             () = cancel.cancelled() => return CallEnd::Cancelled,
-            connected = self.upstream.connect(CallClient::reporting(events)) => connected,
+            connected = self.upstream.connect(CallClient::reporting(events), Some(&self.owner)) => connected,
         };
         let connection = match connection {
             Ok(connection) => connection,

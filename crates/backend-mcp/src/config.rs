@@ -14,6 +14,7 @@
 //! name = "research"
 //! url = "https://mcp.example.com/mcp" # … or a Streamable HTTP server
 //! bearer_token_env = "RESEARCH_MCP_TOKEN"
+//! principal_tokens = { "token:alice" = "RESEARCH_TOKEN_ALICE" }  # alice's calls as alice
 //! ```
 //!
 //! [`McpConfig`] is what the file says (an unknown key is refused by path);
@@ -60,6 +61,10 @@ pub struct ServerConfig {
     pub url: Option<String>,
     /// The environment variable holding the bearer token sent to `url`.
     pub bearer_token_env: Option<String>,
+    /// A bearer token per principal: principal → the environment variable
+    /// holding that principal's own token at `url`. A listed principal's
+    /// calls go upstream as itself; the others use `bearer_token_env`.
+    pub principal_tokens: BTreeMap<String, String>,
     /// Serve only these of its tools (default: all it lists).
     pub tools: Option<Vec<String>>,
     /// Put before every tool name agentgate serves (default: none).
@@ -118,6 +123,9 @@ pub enum Transport {
         url: String,
         /// Sent as `Authorization: Bearer …`, to `url` only.
         token: Option<Secret>,
+        /// Each listed principal's own token, sent instead of `token` for
+        /// that principal's calls.
+        principal_tokens: BTreeMap<String, Secret>,
     },
 }
 
@@ -296,11 +304,16 @@ impl ServerConfig {
                 "is empty; name the program that serves MCP on stdio, e.g. \"npx\"",
             ));
         }
-        if self.bearer_token_env.is_some() {
-            return Err(refuse(
-                format!("{at}.bearer_token_env"),
-                "is for `url` servers; give a stdio server its token with `env` or `pass_env`",
-            ));
+        for (field, set) in [
+            ("bearer_token_env", self.bearer_token_env.is_some()),
+            ("principal_tokens", !self.principal_tokens.is_empty()),
+        ] {
+            if set {
+                return Err(refuse(
+                    format!("{at}.{field}"),
+                    "is for `url` servers; give a stdio server its token with `env` or `pass_env`",
+                ));
+            }
         }
         let mut vars = BTreeMap::new();
         for (i, var) in self.pass_env.iter().enumerate() {
@@ -364,9 +377,42 @@ impl ServerConfig {
                 }
             },
         };
+        let mut principal_tokens = BTreeMap::new();
+        for (principal, var) in &self.principal_tokens {
+            let path = format!("{at}.principal_tokens.\"{principal}\"");
+            if principal.trim().is_empty() {
+                return Err(refuse(
+                    path,
+                    "names no principal; use the principal as its tasks are owned, e.g. \"token:alice\"",
+                ));
+            }
+            if let Some(allowed) = &self.principals
+                && !allowed.contains(principal)
+            {
+                return Err(refuse(
+                    path,
+                    format!(
+                        "{principal:?} has a token here but is not in {at}.principals, so it \
+                         could never use it; add it there or remove the token"
+                    ),
+                ));
+            }
+            match env(var).filter(|token| !token.trim().is_empty()) {
+                Some(token) => {
+                    principal_tokens.insert(principal.clone(), Secret(token));
+                }
+                None => {
+                    return Err(refuse(
+                        path,
+                        format!("{var} is not set (or empty); export {principal}'s token in it"),
+                    ));
+                }
+            }
+        }
         Ok(Transport::Http {
             url: url.to_owned(),
             token,
+            principal_tokens,
         })
     }
 }
@@ -452,6 +498,40 @@ mod tests {
         assert_eq!(
             missing.resolve(&lookup).expect_err("refused").path,
             "servers[0].pass_env[0]"
+        );
+    }
+
+    #[test]
+    fn a_principal_token_needs_its_variable_and_an_allowed_principal() {
+        let c = config(
+            serde_json::json!({"servers": [{"name": "a", "url": "https://h/mcp",
+            "principals": ["token:alice"], "principal_tokens": {"token:bob": "BOB_TOKEN"}}]}),
+        );
+        let error = c.resolve(&no_env).expect_err("refused");
+        assert_eq!(error.path, "servers[0].principal_tokens.\"token:bob\"");
+        assert!(
+            error.message.contains("not in servers[0].principals"),
+            "{}",
+            error.message
+        );
+        let c = config(
+            serde_json::json!({"servers": [{"name": "a", "url": "https://h/mcp",
+            "principal_tokens": {"token:bob": "BOB_TOKEN"}}]}),
+        );
+        assert!(
+            c.resolve(&no_env)
+                .expect_err("refused")
+                .message
+                .contains("BOB_TOKEN")
+        );
+        let set = |name: &str| (name == "BOB_TOKEN").then(|| "bob-secret".to_owned());
+        let settings = c.resolve(&set).expect("resolves");
+        assert!(!format!("{settings:?}").contains("bob-secret"));
+        let stdio = config(serde_json::json!({"servers": [{"name": "a", "command": "x",
+            "principal_tokens": {"token:bob": "BOB_TOKEN"}}]}));
+        assert_eq!(
+            stdio.resolve(&set).expect_err("refused").path,
+            "servers[0].principal_tokens"
         );
     }
 

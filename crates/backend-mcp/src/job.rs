@@ -25,7 +25,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Step, StepResult};
+use agentgate_backend::{Event, Job, JobContext, JobError, Millis, Owner, Step, StepResult};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ElicitRequestParams, InputRequest, InputResponses, JsonObject, TaskPayload,
@@ -165,6 +165,7 @@ impl UpstreamToolJob {
             };
             let call = Call {
                 upstream: self.upstream.clone(),
+                owner: cx.owner.clone(),
                 tool: self.tool.clone(),
                 args: state.args.clone(),
             };
@@ -281,6 +282,7 @@ impl UpstreamToolJob {
         mut state: CallState,
         id: String,
         answers: Option<InputResponses>,
+        cx: &JobContext,
     ) -> StepResult<CallState> {
         if let Some(answers) = answers.or_else(|| state.answers.take()) {
             // Answers go in a step of their own, saved before the task is
@@ -299,7 +301,7 @@ impl UpstreamToolJob {
                 let keys: Vec<String> = theirs.keys().cloned().collect();
                 match self
                     .upstream
-                    .task_request(&id, TaskAction::Update(theirs))
+                    .task_request(&id, TaskAction::Update(theirs), &cx.owner)
                     .await
                 {
                     TaskRead::Got(_) | TaskRead::Done => {}
@@ -319,7 +321,11 @@ impl UpstreamToolJob {
                 });
             }
         }
-        let got = match self.upstream.task_request(&id, TaskAction::Get).await {
+        let got = match self
+            .upstream
+            .task_request(&id, TaskAction::Get, &cx.owner)
+            .await
+        {
             TaskRead::Got(got) => got,
             TaskRead::Done => {
                 return Err(JobError::Retryable {
@@ -515,8 +521,12 @@ impl UpstreamToolJob {
     }
 
     /// `tasks/cancel` for the server's task `id`.
-    async fn cancel_upstream_task(&self, id: &str) -> StepResult<CallState> {
-        match self.upstream.task_request(id, TaskAction::Cancel).await {
+    async fn cancel_upstream_task(&self, id: &str, owner: &Owner) -> StepResult<CallState> {
+        match self
+            .upstream
+            .task_request(id, TaskAction::Cancel, owner)
+            .await
+        {
             TaskRead::Got(_) | TaskRead::Done => Ok(Step::cancelled()),
             TaskRead::Refused(error) => Ok(Step::cancelled_saying(format!(
                 "cancelled; MCP server \"{}\" refused to cancel its task {id}: {}",
@@ -577,7 +587,7 @@ impl Job for UpstreamToolJob {
             Event::Tick => None,
         };
         if let Some(id) = state.upstream_task.clone() {
-            self.follow_task(state, id, answers).await
+            self.follow_task(state, id, answers, cx).await
         } else if state.holder == self.calls.holder() {
             self.follow(state, answers, cx).await
         } else {
@@ -587,7 +597,7 @@ impl Job for UpstreamToolJob {
 
     async fn cancel(&self, state: CallState, cx: &JobContext) -> StepResult<CallState> {
         if let Some(id) = &state.upstream_task {
-            return self.cancel_upstream_task(id).await;
+            return self.cancel_upstream_task(id, &cx.owner).await;
         }
         let here = state.holder == self.calls.holder();
         let live = self.calls.get(&cx.task_id);
@@ -596,7 +606,7 @@ impl Job for UpstreamToolJob {
         {
             // The server made a task whose id no step saved yet: cancel it
             // there, as a saved one would be.
-            return self.cancel_upstream_task(&id).await;
+            return self.cancel_upstream_task(&id, &cx.owner).await;
         }
         match live {
             Some(live) if here => {

@@ -182,7 +182,7 @@ fn prefixed(settings: &ServerSettings, name: &str) -> String {
 
 /// Connects once, lists every tool (following pages), disconnects.
 async fn list(upstream: &Upstream) -> Listing {
-    let connection = match upstream.connect(CallClient::quiet()).await {
+    let connection = match upstream.connect(CallClient::quiet(), None).await {
         Ok(connection) => connection,
         Err(why) => return Listing::Unreachable(why.for_operator()),
     };

@@ -40,7 +40,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::{mpsc, oneshot};
 
-use agentgate_backend::{UpstreamMetrics, UpstreamOutcome};
+use agentgate_backend::{Owner, UpstreamMetrics, UpstreamOutcome};
 
 use crate::config::{ServerSettings, Transport};
 
@@ -223,7 +223,14 @@ impl Upstream {
     /// Starts (stdio) or opens (HTTP) a connection with `client` at its end,
     /// within the server's connect timeout. The error says what failed in
     /// the operator's terms, with the end of a stdio server's stderr.
-    pub(crate) async fn connect(&self, mut client: CallClient) -> Result<Connection, ConnectError> {
+    /// `owner` is the principal the connection speaks for: its own token
+    /// is sent when the server has one for it (`principal_tokens`), else the
+    /// server's.
+    pub(crate) async fn connect(
+        &self,
+        mut client: CallClient,
+        owner: Option<&Owner>,
+    ) -> Result<Connection, ConnectError> {
         client.tasks = matches!(self.settings.transport, Transport::Http { .. });
         let timeout = self.settings.connect_timeout;
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();
@@ -259,9 +266,14 @@ impl Upstream {
                         .await
                         .map_err(|e| describe(&e))
                 }
-                Transport::Http { url, token } => {
+                Transport::Http {
+                    url,
+                    token,
+                    principal_tokens,
+                } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                    if let Some(token) = token {
+                    let own = owner.and_then(|owner| principal_tokens.get(owner.as_str()));
+                    if let Some(token) = own.or(token.as_ref()) {
                         config = config.auth_header(token.expose().to_owned());
                     }
                     let transport = StreamableHttpClientTransport::from_config(config);
@@ -444,10 +456,15 @@ pub(crate) enum TaskRead {
 
 impl Upstream {
     /// One request about a task the server holds, on a short connection.
-    pub(crate) async fn task_request(&self, id: &str, action: TaskAction) -> TaskRead {
+    pub(crate) async fn task_request(
+        &self,
+        id: &str,
+        action: TaskAction,
+        owner: &Owner,
+    ) -> TaskRead {
         use rmcp::model::{CancelTaskParams, GetTaskParams, UpdateTaskParams};
         use rmcp::service::ServiceError;
-        let connection = match self.connect(CallClient::quiet()).await {
+        let connection = match self.connect(CallClient::quiet(), Some(owner)).await {
             Ok(connection) => connection,
             Err(why) => return TaskRead::Unreachable(why.logged(&self.settings.name)),
         };

@@ -615,6 +615,108 @@ async fn an_upstream_task_is_followed_across_a_restart() {
     client.cancel().await.expect("close");
 }
 
+/// Many principals on one gateway, each reaching an upstream server as
+/// itself (`principal_tokens`): the server (a second agentgate with bearer
+/// tokens) owns each call's task by the caller's own upstream identity, so
+/// one principal's upstream task is not another's.
+async fn each_principal_reaches_the_server_as_itself() {
+    let inner_dir = tempfile::tempdir().expect("tempdir");
+    let inner = GateBuilder::agentgate(BIN, inner_dir.path())
+        .config(
+            "[countdown]\nenabled = true\n[auth]\nmode = \"tokens\"\n\
+             [[auth.tokens]]\nprincipal = \"gateway\"\ntoken_env = \"AT_INNER_GATEWAY\"\n\
+             [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"AT_INNER_ALICE\"\n\
+             [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"AT_INNER_BOB\"\n",
+        )
+        .env("AT_INNER_GATEWAY", "inner-gateway-token-0123456789")
+        .env("AT_INNER_ALICE", "inner-alice-token-0123456789")
+        .env("AT_INNER_BOB", "inner-bob-token-0123456789")
+        .start()
+        .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "[auth]\nmode = \"tokens\"\n\
+         [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"OUTER_ALICE\"\n\
+         [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"OUTER_BOB\"\n\
+         [[mcp.servers]]\nname = \"inner\"\nurl = \"{}\"\nprefix = \"inner_\"\n\
+         bearer_token_env = \"INNER_GATEWAY\"\n\
+         principal_tokens = {{ \"token:alice\" = \"INNER_ALICE\", \"token:bob\" = \"INNER_BOB\" }}\n",
+        inner.url
+    );
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config)
+        .env("OUTER_ALICE", "outer-alice-token-0123456789")
+        .env("OUTER_BOB", "outer-bob-token-0123456789")
+        .env("INNER_GATEWAY", "inner-gateway-token-0123456789")
+        .env("INNER_ALICE", "inner-alice-token-0123456789")
+        .env("INNER_BOB", "inner-bob-token-0123456789")
+        .start()
+        .await;
+
+    // Each principal's call, through the gateway: the id of the task the
+    // server made for it, read from the status message that names it.
+    let mut upstream_ids = Vec::new();
+    for who in ["alice", "bob"] {
+        let client = TestClient::tasks()
+            .http_with_token(&gate.url, &format!("outer-{who}-token-0123456789"))
+            .await;
+        let task = start_task(&client, "inner_countdown", json!({"seconds": 2})).await;
+        let mut upstream_id = None;
+        let done = watch_task(
+            &client,
+            &task.task.task_id,
+            Duration::from_secs(30),
+            |got| {
+                let status = status_message(got);
+                if let Some(id) = status.split("runs the call as its task ").nth(1) {
+                    upstream_id = Some(id.to_owned());
+                }
+                is_terminal(&got.task.payload)
+            },
+        )
+        .await;
+        assert!(
+            matches!(done.task.payload, TaskPayload::Completed { .. }),
+            "{who}: {:?}",
+            done.task.payload
+        );
+        upstream_ids.push(upstream_id.unwrap_or_else(|| panic!("{who}: the server's task id")));
+        client.cancel().await.expect("close");
+    }
+
+    // At the server, alice's task is alice's and bob's is bob's.
+    let alice = TestClient::tasks()
+        .http_with_token(&inner.url, "inner-alice-token-0123456789")
+        .await;
+    let bob = TestClient::tasks()
+        .http_with_token(&inner.url, "inner-bob-token-0123456789")
+        .await;
+    for (client, own, other, who) in [
+        (&alice, &upstream_ids[0], &upstream_ids[1], "alice"),
+        (&bob, &upstream_ids[1], &upstream_ids[0], "bob"),
+    ] {
+        let get = |id: &str| {
+            client
+                .peer()
+                .get_task(rmcp::model::GetTaskParams::new(id.to_owned()))
+        };
+        assert!(get(own).await.is_ok(), "{who}'s own upstream task");
+        assert!(
+            get(other).await.is_err(),
+            "the other's upstream task is not {who}'s"
+        );
+    }
+    // The tokens went to the server, and into nothing the gateway wrote.
+    let log = gate.stderr();
+    for token in [
+        "inner-gateway-token",
+        "inner-alice-token",
+        "inner-bob-token",
+    ] {
+        assert!(!log.contains(token), "{token} in the gateway's log:\n{log}");
+    }
+}
+
 /// The upstream server agentgate's own `QBusinessQueryTool` replaces
 /// (`awslabs.amazon-qbusiness-anonymous-mcp-server`, pinned in
 /// `interop/python/requirements.txt`), run by agentgate as a stdio MCP
@@ -708,6 +810,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "an_upstream_task_is_followed_across_a_restart",
             an_upstream_task_is_followed_across_a_restart,
+        )
+        .multi_thread(
+            "each_principal_reaches_the_server_as_itself",
+            each_principal_reaches_the_server_as_itself,
         )
         .multi_thread(
             "the_upstream_qbusiness_server_as_a_durable_task",
