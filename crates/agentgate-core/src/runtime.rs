@@ -75,6 +75,7 @@ pub struct RuntimeBuilder {
     limits: Option<Limits>,
     tools: Vec<Served>,
     selection: Option<Vec<String>>,
+    read_only: bool,
     backends: Vec<Arc<dyn Backend>>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
     run_steps: bool,
@@ -189,6 +190,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Serves only the tools whose definitions say they change nothing
+    /// (`annotations.readOnlyHint: true`), after any selection; the task
+    /// tools (`task_status`, `task_answer`, `task_cancel`) stay. A tool
+    /// that says nothing is taken to change something.
+    pub fn read_only(mut self, on: bool) -> Self {
+        self.read_only = on;
+        self
+    }
+
     /// Whether this instance claims and runs steps (default: yes). One
     /// that does not still serves every request: its tasks wait for an
     /// instance that runs steps (on PostgreSQL, another one), and tests
@@ -211,10 +221,29 @@ impl RuntimeBuilder {
 
     /// Starts the engine and every backend's background work.
     pub fn start(self) -> Result<Runtime, RuntimeError> {
-        let tools = match &self.selection {
+        let mut tools = match &self.selection {
             None => self.tools,
             Some(names) => select(self.tools, names)?,
         };
+        if self.read_only {
+            let (kept, left): (Vec<Served>, Vec<Served>) = tools.into_iter().partition(|served| {
+                served
+                    .spec
+                    .tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    == Some(true)
+            });
+            if !left.is_empty() {
+                let names: Vec<&str> = left.iter().map(|s| &*s.spec.tool.name).collect();
+                tracing::info!(
+                    tools = %names.join(", "),
+                    "read-only: not serving the tools not marked readOnlyHint"
+                );
+            }
+            tools = kept;
+        }
         let mut registry = ToolRegistry::new();
         let mut served_by: std::collections::BTreeMap<String, String> = Default::default();
         for Served {
@@ -303,6 +332,7 @@ impl Runtime {
             limits: None,
             tools: Vec::new(),
             selection: None,
+            read_only: false,
             backends: Vec::new(),
             webhooks: Vec::new(),
             run_steps: true,

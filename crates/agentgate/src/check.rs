@@ -63,7 +63,8 @@ pub(crate) async fn run(args: StoreArgs, file: FileConfig, path: Option<&Path>) 
     };
 
     let selection = file.server.tools.clone();
-    let runtime = match crate::backends::add_all(Runtime::builder(store), &file.backends, selection)
+    let builder = Runtime::builder(store).read_only(file.server.read_only == Some(true));
+    let runtime = match crate::backends::add_all(builder, &file.backends, selection)
         .await
         .and_then(|builder| Ok(builder.start()?))
     {

@@ -46,6 +46,9 @@ pub(crate) struct ServerSection {
     /// its tools); `task_status`, `task_answer` and `task_cancel` are always
     /// served. Default: every tool.
     pub tools: Option<Vec<String>>,
+    /// Serve only tools marked read-only (`readOnlyHint`), after `tools`;
+    /// the task tools stay. Default false.
+    pub read_only: Option<bool>,
     /// Extra `Host` header values to accept (loopback names always are).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,

@@ -78,6 +78,13 @@ pub(crate) struct ServeArgs {
         value_delimiter = ','
     )]
     tools: Vec<String>,
+
+    /// Serve only the tools marked read-only (`readOnlyHint: true`, e.g. an
+    /// MCP server's read-only tools), after --tools; the task tools stay.
+    /// A tool that says nothing is taken to change something. Default:
+    /// `server.read_only` of the config file, else off.
+    #[arg(long, env = "AGENTGATE_READ_ONLY")]
+    read_only: bool,
 }
 
 /// Where the key that seals the store's secrets comes from.
@@ -327,7 +334,11 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
     config.store_key = args.store_key.load(&file, &store_url)?;
     tracing::info!(worker = %config.worker_id, "lease owner id of this instance");
     let worker = config.worker_id.clone();
-    let builder = Runtime::builder(store).config(config).limits(limits);
+    let read_only = args.read_only || file.server.read_only == Some(true);
+    let builder = Runtime::builder(store)
+        .config(config)
+        .limits(limits)
+        .read_only(read_only);
     let selection = Some(args.tools)
         .filter(|names| !names.is_empty())
         .or_else(|| file.server.tools.clone());

@@ -58,7 +58,8 @@ async fn served_tools(file: &FileConfig) -> Result<Vec<Tool>> {
         .await
         .context("opening a private in-memory store")?;
     let selection = file.server.tools.clone();
-    let runtime = crate::backends::add_all(Runtime::builder(store), &file.backends, selection)
+    let builder = Runtime::builder(store).read_only(file.server.read_only == Some(true));
+    let runtime = crate::backends::add_all(builder, &file.backends, selection)
         .await?
         .start()?;
     let gateway = runtime

@@ -792,6 +792,50 @@ async fn the_upstream_qbusiness_server_as_a_durable_task() {
     client.cancel().await.expect("close");
 }
 
+/// Read-only mode keeps an MCP server's tools marked `readOnlyHint` and
+/// nothing else that could change something upstream.
+async fn read_only_mode_keeps_the_tools_marked_read_only() {
+    let script = counting_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("agentgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nread_only = true\n{}",
+            stdio_server(
+                "counting",
+                &script,
+                &[],
+                &format!(
+                    "env = {{ COUNT_FILE = {} }}",
+                    toml_str(&dir.path().join("calls").display().to_string())
+                )
+            )
+        ),
+    )
+    .expect("write the config");
+    let out = std::process::Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .arg("tools")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .output()
+        .expect("agentgate tools");
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = list
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        ["slow_read", "task_status", "task_answer", "task_cancel"],
+        "{list}"
+    );
+}
+
 /// This file's tests, for the binary's `main`.
 pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
     tests
@@ -810,6 +854,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "an_upstream_task_is_followed_across_a_restart",
             an_upstream_task_is_followed_across_a_restart,
+        )
+        .multi_thread(
+            "read_only_mode_keeps_the_tools_marked_read_only",
+            read_only_mode_keeps_the_tools_marked_read_only,
         )
         .multi_thread(
             "each_principal_reaches_the_server_as_itself",

@@ -456,6 +456,64 @@ fn tools_of_a_backend_not_set_up_or_turned_off_are_not_listed() {
 }
 
 #[tokio::test]
+async fn read_only_serves_no_tool_that_may_change_something() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("agentgate.toml");
+    let config = config.to_str().expect("a UTF-8 path");
+    // None of this build's own tools is marked readOnlyHint: Q Business may
+    // run plugin actions, Copilot writes to GitHub, the example counts
+    // down. Read-only leaves the task tools.
+    std::fs::write(
+        config,
+        "[server]\nread_only = true\n[countdown]\nenabled = true\n",
+    )
+    .expect("write");
+    let out = run_configured(&["--config", config, "tools"]);
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = list
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        ["task_status", "task_answer", "task_cancel"],
+        "{list}"
+    );
+    // Off, they are all there.
+    std::fs::write(config, "[countdown]\nenabled = true\n").expect("write");
+    let out = run_configured(&["--config", config, "tools"]);
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        list.contains("countdown") && list.contains("assign_copilot_to_issue"),
+        "{list}"
+    );
+    // `serve --read-only` turns it on over the file.
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .args([
+            "--config",
+            config,
+            "serve",
+            "--stdio",
+            "--read-only",
+            "--store",
+        ])
+        .arg(format!("sqlite://{}", dir.path().join("r.db").display()))
+        .envs(CONFIGURED);
+    let client = agentgate_testkit::TestClient::new(
+        ClientCapabilities::default(),
+        ProtocolVersion::V_2026_07_28,
+    )
+    .stdio(command)
+    .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    assert_eq!(names, ["task_status", "task_answer", "task_cancel"]);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_tool_selection_serves_only_what_it_names() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("agentgate.toml");
