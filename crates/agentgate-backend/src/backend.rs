@@ -11,12 +11,10 @@ use std::sync::Arc;
 
 use crate::{AccessToken, BoxFuture, Nudge, Owner, ToolSpec, UpstreamMetrics, Webhook};
 
-/// One agent API served as MCP tools.
+/// One agent API served as MCP tools. Its name (its config section, and
+/// how logs and `agentgate check` call it) is its
+/// [`ConfiguredBackend::NAME`], said once.
 pub trait Backend: Send + Sync + 'static {
-    /// Short name: its config section (`[name]`) and the `backend` label of
-    /// its metrics.
-    fn name(&self) -> &str;
-
     /// The tools it serves.
     fn tools(&self) -> Vec<ToolSpec>;
 

@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use agentgate_backend::engine::NudgeTasks;
 use agentgate_backend::{
-    Backend, BoxFuture, Nudge, NudgeError, TaskId, ToolSpec, UpstreamMetrics, WEBHOOK_PREFIX,
-    Webhook, WebhookRequest,
+    Backend, BoxFuture, ConfiguredBackend, Nudge, NudgeError, TaskId, ToolSpec, UpstreamMetrics,
+    WEBHOOK_PREFIX, Webhook, WebhookRequest,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -76,7 +76,7 @@ pub struct RuntimeBuilder {
     tools: Vec<Served>,
     selection: Option<Vec<String>>,
     read_only: bool,
-    backends: Vec<Arc<dyn Backend>>,
+    backends: Vec<(&'static str, Arc<dyn Backend>)>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
     run_steps: bool,
 }
@@ -160,24 +160,24 @@ impl RuntimeBuilder {
         self.metrics.upstream(backend.to_owned())
     }
 
-    /// Serves `backend`'s tools and runs its background work. The tools of
-    /// a backend whose [`Backend::setup`] is not ready are served but not
-    /// listed.
-    pub fn backend(mut self, backend: impl Backend) -> Self {
-        let name = backend.name().to_owned();
+    /// Serves `backend`'s tools and runs its background work, under its
+    /// [`ConfiguredBackend::NAME`]. The tools of a backend whose
+    /// [`Backend::setup`] is not ready are served but not listed.
+    pub fn backend<B: ConfiguredBackend>(mut self, backend: B) -> Self {
+        let name = B::NAME;
         let listed = matches!(backend.setup(), agentgate_backend::Health::Ready(_));
         for spec in backend.tools() {
             self.tools.push(Served {
                 origin: format!("backend `{name}`"),
-                backend: Some(name.clone()),
+                backend: Some(name.to_owned()),
                 spec,
                 listed,
             });
         }
         if let Some(webhook) = backend.webhook() {
-            self.webhooks.push((name, webhook));
+            self.webhooks.push((name.to_owned(), webhook));
         }
-        self.backends.push(Arc::new(backend));
+        self.backends.push((name, Arc::new(backend)));
         self
     }
 
@@ -276,10 +276,10 @@ impl RuntimeBuilder {
                 tokio::spawn(engine.clone().run(shutdown.clone())),
             ));
         }
-        for backend in &self.backends {
+        for (name, backend) in &self.backends {
             let nudge = Nudge::new(EngineNudge(engine.clone()));
             let work = backend.run(nudge, shutdown.child_token());
-            tasks.push((format!("backend `{}`", backend.name()), tokio::spawn(work)));
+            tasks.push((format!("backend `{name}`"), tokio::spawn(work)));
         }
         Ok(Runtime {
             engine,
@@ -300,7 +300,7 @@ pub struct Runtime {
     tasks: Vec<(String, JoinHandle<()>)>,
     webhooks: Vec<(String, Arc<dyn Webhook>)>,
     /// Every backend, shown the requests made with an OAuth access token.
-    backends: Arc<[Arc<dyn Backend>]>,
+    backends: Arc<[(&'static str, Arc<dyn Backend>)]>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -365,8 +365,8 @@ impl Runtime {
         &self.shutdown
     }
 
-    /// Every backend it serves, in the order they were added.
-    pub fn backends(&self) -> &[Arc<dyn Backend>] {
+    /// Every backend it serves, with its name, in the order they were added.
+    pub fn backends(&self) -> &[(&'static str, Arc<dyn Backend>)] {
         &self.backends
     }
 
@@ -375,7 +375,7 @@ impl Runtime {
     pub async fn gateway(&self, transport: TransportKind) -> Result<Gateway, SealError> {
         let gateway = Gateway::new(self.tasks(), transport)
             .await?
-            .with_backends(self.backends.clone());
+            .with_backends(self.backends.iter().map(|(_, b)| b.clone()).collect());
         Ok(match &self.limits {
             Some(limits) => gateway.with_limits(limits.clone()),
             None => gateway,

@@ -96,19 +96,19 @@ pub(crate) fn log_setup(
     runtime: &Runtime,
     sections: &BTreeMap<String, serde_json::Value>,
 ) -> Result<()> {
-    for backend in runtime.backends().iter() {
+    for (name, backend) in runtime.backends() {
         match backend.setup() {
             Health::Ready(summary) if summary.is_empty() => {
-                tracing::info!(backend = backend.name(), "backend ready");
+                tracing::info!(backend = name, "backend ready");
             }
             Health::Ready(summary) => {
-                tracing::info!(backend = backend.name(), "backend ready: {summary}");
+                tracing::info!(backend = name, "backend ready: {summary}");
             }
             Health::NotConfigured(why) | Health::Broken(why) => tracing::warn!(
-                backend = backend.name(),
+                backend = name,
                 "backend not set up, its tools are not listed: {why}"
             ),
-            other => tracing::warn!(backend = backend.name(), "backend: {other:?}"),
+            other => tracing::warn!(backend = name, "backend: {other:?}"),
         }
     }
     for (name, why) in off(sections)? {
@@ -122,12 +122,10 @@ pub(crate) fn not_set_up(runtime: &Runtime) -> Vec<(String, String)> {
     runtime
         .backends()
         .iter()
-        .filter_map(|backend| match backend.setup() {
+        .filter_map(|(name, backend)| match backend.setup() {
             Health::Ready(_) => None,
-            Health::NotConfigured(why) | Health::Broken(why) => {
-                Some((backend.name().to_owned(), why))
-            }
-            other => Some((backend.name().to_owned(), format!("{other:?}"))),
+            Health::NotConfigured(why) | Health::Broken(why) => Some(((*name).to_owned(), why)),
+            other => Some(((*name).to_owned(), format!("{other:?}"))),
         })
         .collect()
 }

@@ -74,7 +74,7 @@ pub(crate) async fn run(args: StoreArgs, file: FileConfig, path: Option<&Path>) 
             return Ok(false);
         }
     };
-    for backend in runtime.backends() {
+    for (name, backend) in runtime.backends() {
         let health = tokio::time::timeout(CHECK_TIMEOUT, backend.check())
             .await
             .unwrap_or_else(|_| {
@@ -83,7 +83,7 @@ pub(crate) async fn run(args: StoreArgs, file: FileConfig, path: Option<&Path>) 
                     CHECK_TIMEOUT.as_secs()
                 ))
             });
-        report(backend.name(), health);
+        report(name, health);
     }
     for (name, why) in crate::backends::off(&file.backends)? {
         report(name, Health::NotConfigured(why));

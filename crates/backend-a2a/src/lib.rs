@@ -312,10 +312,6 @@ fn capped(text: &str, cap: usize) -> String {
 }
 
 impl Backend for A2aBackend {
-    fn name(&self) -> &str {
-        SECTION
-    }
-
     fn setup(&self) -> agentgate_backend::Health {
         use agentgate_backend::Health;
         match self.agents.len() {

@@ -232,10 +232,6 @@ impl ConfiguredBackend for Copilot {
 
 /// The backend: its tools, and the watcher as its background work.
 impl Backend for Copilot {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-
     fn tools(&self) -> Vec<ToolSpec> {
         Copilot::tools(self)
     }

@@ -211,10 +211,6 @@ async fn list(upstream: &Upstream) -> Listing {
 }
 
 impl Backend for McpBackend {
-    fn name(&self) -> &str {
-        SECTION
-    }
-
     /// Ready while any server's tools were listed: a server that could not
     /// be reached only lacks its own tools (and `check` names it).
     fn setup(&self) -> Health {

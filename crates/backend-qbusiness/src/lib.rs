@@ -152,10 +152,6 @@ impl agentgate_backend::ConfiguredBackend for QBusinessQuery {
 /// The backend: one tool, no background work (ChatSync answers each call);
 /// with identity-aware sessions, each OAuth request renews its principal's.
 impl agentgate_backend::Backend for QBusinessQuery {
-    fn name(&self) -> &str {
-        <Self as agentgate_backend::ConfiguredBackend>::NAME
-    }
-
     fn tools(&self) -> Vec<ToolSpec> {
         vec![tool(self.clone())]
     }

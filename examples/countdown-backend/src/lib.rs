@@ -96,10 +96,6 @@ impl ConfiguredBackend for Countdown {
 }
 
 impl Backend for Countdown {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-
     fn setup(&self) -> agentgate_backend::Health {
         agentgate_backend::Health::Ready(format!(
             "the example backend, countdowns of up to {} s",

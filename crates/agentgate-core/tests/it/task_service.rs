@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{
-    Backend, BoxFuture, Event, Job, JobContext, Nudge, Owner, Step, StepResult, TaskId, TaskPhase,
-    ToolPolicy, ToolSpec,
+    Backend, BoxFuture, ConfiguredBackend, Event, Job, JobContext, Nudge, Owner, Step, StepResult,
+    TaskId, TaskPhase, ToolPolicy, ToolSpec, UpstreamMetrics,
 };
 use agentgate_core::clock::ManualClock;
 use agentgate_core::engine::{Changed, EngineConfig, TaskError, TaskQuota, Tasks};
@@ -352,10 +352,6 @@ struct ProbeBackend {
 }
 
 impl Backend for ProbeBackend {
-    fn name(&self) -> &str {
-        "probe"
-    }
-
     fn tools(&self) -> Vec<ToolSpec> {
         let policy = ToolPolicy::default().step_timeout(Duration::from_secs(3600));
         vec![ToolSpec::new("probe", "test", policy, self.probe.clone())]
@@ -368,6 +364,20 @@ impl Backend for ProbeBackend {
             shutdown.cancelled().await;
             returned.store(true, std::sync::atomic::Ordering::SeqCst);
         })
+    }
+}
+
+/// The runtime names a backend by its config section; this one is built
+/// by the tests, never from a config.
+impl ConfiguredBackend for ProbeBackend {
+    const NAME: &'static str = "probe";
+    type Config = ();
+
+    async fn from_config(
+        (): (),
+        _: UpstreamMetrics,
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Err("the probe backend is built by its tests".into())
     }
 }
 
