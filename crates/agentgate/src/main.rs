@@ -4,6 +4,7 @@
 //! `main` parses the command line, sets up logging (always to stderr: stdout
 //! belongs to the MCP stdio transport) and hands over to the subcommand.
 
+mod auth;
 mod backends;
 mod check;
 mod client;
@@ -108,28 +109,17 @@ enum AuthCommand {
         #[arg(long)]
         principal: String,
     },
-}
-
-/// Prints a new token and its `[[auth.tokens]]` entry.
-fn new_token(principal: &str) -> Result<()> {
-    let valid = !principal.is_empty()
-        && principal
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._@-".contains(c));
-    if !valid {
-        anyhow::bail!(
-            "--principal {principal:?}: use letters, digits and . _ @ - only (e.g. alice, ci-bot)"
-        );
-    }
-    let token = agentgate_core::auth::tokens::new_token();
-    let hash = agentgate_core::auth::tokens::token_hash(&token);
-    println!(
-        "# The token for {principal}, shown only now; give it to the client as\n\
-         # `Authorization: Bearer <token>`:\n{token}\n\n\
-         # Add to the config file, under [auth] mode = \"tokens\":\n\
-         [[auth.tokens]]\nprincipal = \"{principal}\"\nsha256 = \"{hash}\""
-    );
-    Ok(())
+    /// List who may call under the config's `[auth]`, and where each token
+    /// comes from (a hash's first digits, or its variable; never a token).
+    List,
+    /// Remove a principal's tokens from the config file (--config), keeping
+    /// the rest of the file as written; `serve` reads tokens at start, so
+    /// restart it.
+    Revoke {
+        /// The principal whose `[[auth.tokens]]` entries go.
+        #[arg(long)]
+        principal: String,
+    },
 }
 
 /// What the log shows when `RUST_LOG` is not set.
@@ -252,7 +242,11 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => demo::run(args).await,
         Command::Serve(args) => serve::run(args, file).await,
         Command::Migrate(args) => serve::migrate(args, file).await,
-        Command::Auth(AuthCommand::NewToken { principal }) => new_token(&principal),
+        Command::Auth(AuthCommand::NewToken { principal }) => auth::new_token(&principal),
+        Command::Auth(AuthCommand::List) => auth::list(&file),
+        Command::Auth(AuthCommand::Revoke { principal }) => {
+            auth::revoke(cli.config.as_deref(), &principal)
+        }
         Command::Tools(args) => tools::run(args, file).await,
         Command::Completions { shell } => {
             use clap::CommandFactory as _;

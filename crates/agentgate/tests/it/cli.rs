@@ -667,3 +667,100 @@ fn bash_completes_subcommands_and_flags_with_the_printed_script() {
     let flags = complete("agentgate serve --sto", 2, "--sto", "serve");
     assert!(flags.split(' ').any(|f| f == "--store"), "{flags}");
 }
+
+/// `auth list` names who may call without showing a token; `auth revoke`
+/// removes one principal's entries and keeps the rest of the file as
+/// written; after a restart the revoked token is refused and the others
+/// still work.
+#[tokio::test]
+async fn auth_revoke_removes_one_principal_and_keeps_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let toml = "# the team's gateway\n[auth]\nmode = \"tokens\"\n\n\
+                [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"ALICE_TOKEN\"\n\n\
+                [[auth.tokens]]\nprincipal = \"ci\"\ntoken_env = \"CI_TOKEN\"   # the CI system\n";
+    std::fs::write(dir.path().join("agentgate.toml"), toml).expect("write");
+    let config = dir.path().join("agentgate.toml");
+    let status = |url: String, token: &'static str| async move {
+        reqwest::Client::new()
+            .post(url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .send()
+            .await
+            .expect("POST /mcp")
+            .status()
+    };
+    let gate = agentgate_testkit::GateBuilder::agentgate(BIN, dir.path())
+        .config_file(&config)
+        .env("ALICE_TOKEN", "alice-secret-token-0123456789")
+        .env("CI_TOKEN", "ci-secret-token-0123456789")
+        .start()
+        .await;
+    assert_ne!(
+        status(gate.url.clone(), "alice-secret-token-0123456789").await,
+        401
+    );
+    drop(gate);
+
+    let listed = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["auth", "list"])
+        .env("ALICE_TOKEN", "alice-secret-token-0123456789")
+        .output()
+        .expect("auth list");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("token:alice") && listed.contains("$ALICE_TOKEN (set)"),
+        "{listed}"
+    );
+    assert!(listed.contains("$CI_TOKEN (not set)"), "{listed}");
+    assert!(!listed.contains("secret-token"), "no token shown: {listed}");
+
+    let unknown = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["auth", "revoke", "--principal", "bob"])
+        .output()
+        .expect("auth revoke bob");
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("no token of \"bob\"; its principals are: alice, ci"),
+        "{unknown:?}"
+    );
+    let revoked = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["auth", "revoke", "--principal", "alice"])
+        .output()
+        .expect("auth revoke alice");
+    assert!(revoked.status.success(), "{revoked:?}");
+    assert!(
+        String::from_utf8_lossy(&revoked.stdout).contains("Restart `agentgate serve`"),
+        "{revoked:?}"
+    );
+    let edited = std::fs::read_to_string(&config).expect("read");
+    assert_eq!(
+        edited,
+        "# the team's gateway\n[auth]\nmode = \"tokens\"\n\n\
+         [[auth.tokens]]\nprincipal = \"ci\"\ntoken_env = \"CI_TOKEN\"   # the CI system\n"
+    );
+
+    let gate = agentgate_testkit::GateBuilder::agentgate(BIN, dir.path())
+        .config_file(&config)
+        .env("ALICE_TOKEN", "alice-secret-token-0123456789")
+        .env("CI_TOKEN", "ci-secret-token-0123456789")
+        .start()
+        .await;
+    assert_eq!(
+        status(gate.url.clone(), "alice-secret-token-0123456789").await,
+        401
+    );
+    assert_ne!(
+        status(gate.url.clone(), "ci-secret-token-0123456789").await,
+        401
+    );
+}
