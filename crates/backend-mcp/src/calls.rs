@@ -61,6 +61,8 @@ const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_INPUT_ROUNDS: u32 = 16;
 /// Progress is shown (and the task saved) at most this often.
 const PROGRESS_GAP: Duration = Duration::from_secs(1);
+/// The longest task id a server may give a call it runs as its own task.
+const MAX_TASK_ID: usize = 256;
 /// Questions a server may have open at once on one call.
 const MAX_QUESTIONS: usize = 8;
 
@@ -529,6 +531,15 @@ impl Call {
                     params.request_state = asked.request_state;
                 }
                 Ok(CallToolResponse::Task(created)) => {
+                    // Saved with the task and shown in its status: a server
+                    // may not make it as long as it likes.
+                    if created.task.task_id.len() > MAX_TASK_ID {
+                        return refused(format!(
+                            "MCP server \"{server}\" made `{}` a task whose id is over \
+                             {MAX_TASK_ID} bytes; agentgate does not follow it",
+                            self.tool
+                        ));
+                    }
                     return CallEnd::Task {
                         id: created.task.task_id,
                         poll: created.task.poll_interval_ms.map(Duration::from_millis),

@@ -36,7 +36,7 @@ use tokio::sync::Semaphore;
 
 use crate::calls::unserved;
 use crate::calls::{Call, CallEnd, Calls, Seen};
-use crate::upstream::{TaskAction, TaskRead, Upstream};
+use crate::upstream::{TaskAction, TaskRead, Upstream, capped};
 
 /// How long a step follows its call before it saves and lets the next step
 /// go on (the task's `statusMessage` and the takeover clock move then).
@@ -205,7 +205,11 @@ impl UpstreamToolJob {
                     })
                     .unwrap_or_else(|| "input needed".to_owned());
                 Ok(Step::Ask {
-                    status: Some(format!("MCP server \"{}\" asks: {message}", self.server())),
+                    status: Some(format!(
+                        "MCP server \"{}\" asks: {}",
+                        self.server(),
+                        capped(&message)
+                    )),
                     requests,
                     state,
                 })
@@ -344,7 +348,8 @@ impl UpstreamToolJob {
                 });
             }
         };
-        let status = got.task.task.status_message.clone();
+        // The server's words, cut like its progress messages are.
+        let status = got.task.task.status_message.as_deref().map(capped);
         let poll = got.task.task.poll_interval_ms.map(Duration::from_millis);
         match got.task.payload {
             TaskPayload::Working => {
