@@ -28,7 +28,7 @@
 //! task waits for a person's answer.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentgate_backend::{Owner, TaskId, UpstreamOutcome};
@@ -44,7 +44,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::upstream::{CallClient, CallEvent, Upstream, capped};
+use crate::upstream::{CallClient, CallEvent, Upstream, capped, lock};
 
 /// An ended call is kept this long for a step that must read it again
 /// (its save failed in a store outage): long enough for the engine's save
@@ -148,10 +148,6 @@ pub(crate) struct LiveCall {
     cancel: CancellationToken,
     /// The attempt's prefix of question keys.
     prefix: String,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl LiveCall {

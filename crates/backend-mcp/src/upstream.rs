@@ -257,9 +257,9 @@ impl Upstream {
                         .stderr(Stdio::piped())
                         .spawn()
                         .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-                    *relock(&group) = transport.id();
+                    *lock(&group) = transport.id();
                     if let Some(err) = err {
-                        *relock(&reader) = Some(keep_tail(err, stderr.clone()));
+                        *lock(&reader) = Some(keep_tail(err, stderr.clone()));
                     }
                     client
                         .serve_with_lifecycle(transport, lifecycle())
@@ -289,7 +289,7 @@ impl Upstream {
             Transport::Http { url, .. } => format!("server at {url}"),
         };
         let outcome = tokio::time::timeout(timeout, connecting).await;
-        let group = relock(&group).take();
+        let group = lock(&group).take();
         let error = match outcome {
             Ok(Ok(service)) => return Ok(Connection { service, group }),
             Ok(Err(error)) => error,
@@ -299,7 +299,7 @@ impl Upstream {
         self.metrics.record("connect", UpstreamOutcome::Transport);
         // Let the stderr reader collect the server's last words: it ends
         // when the (now killed) process's stderr closes.
-        let reader = relock(&reader).take();
+        let reader = lock(&reader).take();
         if let Some(reader) = reader {
             let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
         }
@@ -381,7 +381,7 @@ fn keep_tail(
             let text = String::from_utf8_lossy(line).into_owned();
             line.clear();
             tracing::debug!(target: "agentgate::mcp_upstream_stderr", "{text}");
-            let mut tail = relock(&tail);
+            let mut tail = lock(&tail);
             if tail.len() == STDERR_TAIL {
                 tail.pop_front();
             }
@@ -420,12 +420,13 @@ pub(crate) fn capped(text: &str) -> String {
     cut
 }
 
-fn relock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A lock that a panicking holder does not poison for everyone else.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn tail_text(tail: &Mutex<VecDeque<String>>) -> String {
-    let tail = relock(tail);
+    let tail = lock(tail);
     if tail.is_empty() {
         return String::new();
     }
