@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use agentgate_backend::{Owner, TaskId, TaskPhase, ToolSpec};
+use agentgate_backend::{Owner, TaskId, ToolSpec};
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, ElicitRequestParams,
     ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses,
@@ -25,16 +25,13 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::error::GatewayError;
+use super::follower::{TaskFollower, Turn};
 use super::gateway::{Gateway, at_least_2026_07_28};
 use super::render;
 use crate::task::TaskRecord;
 
 /// How long a sealed MRTR `requestState` stays valid.
 const REQUEST_STATE_TTL: Duration = Duration::from_secs(15 * 60);
-
-/// Longest wait between store reads while following a task inline: another
-/// instance may be the one running it.
-const RECHECK: Duration = Duration::from_secs(1);
 
 /// What a sealed `requestState` carries. It is authenticated, not
 /// encrypted: nothing secret goes in.
@@ -95,54 +92,35 @@ impl Gateway {
             let task = super::inline_task::inline_task(id, watch, cx);
             return view.follow(task).await.map(Into::into);
         }
-        let mut watch = self.tasks.watch(owner, vec![id.clone()]);
-        let deadline = Instant::now() + spec.policy.sync_budget;
+        let watch = self.tasks.watch(owner, vec![id.clone()]);
+        let mut follower =
+            TaskFollower::new(id, watch, cx).until(Instant::now() + spec.policy.sync_budget);
         let progress_token = cx.meta.get_progress_token();
         let mut progress = 0u32;
         let mut last_message: Option<String> = None;
         loop {
-            let record = watch.read(id).await?;
-            match record.status {
-                TaskPhase::Completed => {
-                    return render::tool_result(&record.id, record.result.as_ref()).map(Into::into);
-                }
-                TaskPhase::Failed => return Err(render::task_error(record.error.as_ref())),
-                TaskPhase::Cancelled => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                        "Error: task {id} was cancelled before it finished"
-                    ))])
-                    .into());
-                }
-                TaskPhase::InputRequired => {
+            match follower.next().await? {
+                Turn::Ended(record) => return render::ended_call(&record).map(Into::into),
+                Turn::NeedsInput(record) => {
                     if let Some(answer) = self.ask_inline(&record, owner, cx).await? {
                         return Ok(answer);
                     }
-                    continue;
+                    follower.read_again();
                 }
-                TaskPhase::Working => {}
-            }
-            if let Some(token) = &progress_token
-                && record.status_message != last_message
-            {
-                progress += 1;
-                let mut note = ProgressNotificationParam::new(token.clone(), f64::from(progress));
-                note.message = record.status_message.clone();
-                // A client that went away cannot take progress; the task goes on.
-                let _ = cx.peer.notify_progress(note).await;
-                last_message = record.status_message.clone();
-            }
-            tokio::select! {
-                _ = watch.changed(RECHECK) => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    let record = watch.read(id).await?;
-                    if record.status.is_terminal() || record.status == TaskPhase::InputRequired {
-                        continue;
+                Turn::Working(record) => {
+                    if let Some(token) = &progress_token
+                        && record.status_message != last_message
+                    {
+                        progress += 1;
+                        let mut note =
+                            ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                        note.message = record.status_message.clone();
+                        // A client that went away cannot take progress; the task goes on.
+                        let _ = cx.peer.notify_progress(note).await;
+                        last_message = record.status_message;
                     }
-                    return Ok(still_running(&record, spec));
                 }
-                () = cx.ct.cancelled() => {
-                    return Err(GatewayError::RequestCancelled(id.clone()).into());
-                }
+                Turn::OutOfTime(record) => return Ok(still_running(&record, spec)),
             }
         }
     }

@@ -86,7 +86,7 @@ impl InlineRequest for GatewayInline<'_> {
             TaskPhase::Completed => Some(render::tool_result(&task.id, task.result.as_ref())),
             TaskPhase::Failed => Some(Err(render::task_error(task.error.as_ref()))),
             TaskPhase::Cancelled => Some(Ok(CallToolResult::error(vec![ContentBlock::text(
-                format!("Error: task {} was cancelled before it finished", task.id),
+                render::cancelled_text(&task.id),
             )]))),
             TaskPhase::Working | TaskPhase::InputRequired => None,
         }

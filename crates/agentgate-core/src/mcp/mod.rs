@@ -13,6 +13,8 @@
 //! - [`gateway`]: the handler and its request path.
 //! - [`error`]: every JSON-RPC error code, chosen in one place.
 //! - [`render`]: stored records → the Tasks extension's wire shapes.
+//! - [`follower`]: the one loop that follows a task for one request (the
+//!   inline call and 2025-11-25's `tasks/result`).
 //! - [`inline`]: driving a task for clients without the tasks extension.
 //! - [`inline_task`]: the gateway's side of a tool's own answer for such
 //!   clients ([`agentgate_backend::SyncView`]), where its upstream had a contract to
@@ -31,6 +33,7 @@
 
 mod builtin;
 mod error;
+mod follower;
 mod gateway;
 mod inline;
 mod inline_task;

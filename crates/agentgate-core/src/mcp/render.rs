@@ -2,8 +2,8 @@
 
 use agentgate_backend::{Millis, TaskId, TaskPhase};
 use rmcp::model::{
-    CallToolResult, DetailedTask, ErrorData, InputRequests, JsonObject, Task, TaskPayload,
-    TaskStatus as WireStatus,
+    CallToolResult, ContentBlock, DetailedTask, ErrorData, InputRequests, JsonObject, Task,
+    TaskPayload, TaskStatus as WireStatus,
 };
 use serde_json::Value;
 
@@ -84,6 +84,24 @@ pub(crate) fn tool_result(
 ) -> Result<CallToolResult, ErrorData> {
     let raw = result.cloned().unwrap_or(Value::Null);
     serde_json::from_value(raw).map_err(|e| corrupt(id, &format!("result: {e}")))
+}
+
+/// How a task that ended answers the `tools/call` that started it, for a
+/// client that followed it inline: its result, its error, or a tool error
+/// saying it was cancelled.
+pub(crate) fn ended_call(record: &TaskRecord) -> Result<CallToolResult, ErrorData> {
+    match record.status {
+        TaskPhase::Failed => Err(task_error(record.error.as_ref())),
+        TaskPhase::Cancelled => Ok(CallToolResult::error(vec![ContentBlock::text(
+            cancelled_text(&record.id),
+        )])),
+        _ => tool_result(&record.id, record.result.as_ref()),
+    }
+}
+
+/// What a call or `tasks/result` says of a task that was cancelled.
+pub(crate) fn cancelled_text(id: &TaskId) -> String {
+    format!("Error: task {id} was cancelled before it finished")
 }
 
 /// The stored JSON-RPC error (`error`) of a failed task.

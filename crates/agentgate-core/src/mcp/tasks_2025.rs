@@ -30,8 +30,6 @@
 //! client sees exactly what it saw before. Ownership is the gateway's usual
 //! rule: another owner's id is answered exactly like an unknown one.
 
-use std::time::Duration;
-
 use agentgate_backend::{Owner, TaskId, TaskPhase};
 use axum::body::{Body, Bytes};
 use futures::StreamExt as _;
@@ -45,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::GatewayError;
+use super::follower::{TaskFollower, Turn};
 use super::gateway::Gateway;
 use super::render;
 use super::transport::sse_patch::FirstEventPatch;
@@ -65,10 +64,6 @@ pub(crate) const RESERVED: &str = "io.agentgate/reserved/";
 
 /// The `_meta` key tying a message to its task (2025-11-25).
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-
-/// How often `tasks/result` rereads a task that may run on another instance,
-/// whose changes this process does not always hear about.
-const RECHECK: Duration = Duration::from_secs(1);
 
 /// What the HTTP layer does with one request for the 2025-11-25 task wire.
 pub(crate) enum Route {
@@ -558,36 +553,24 @@ impl Gateway {
         cx: &RequestContext<RoleServer>,
     ) -> Result<Value, ErrorData> {
         let owner = self.owner(cx);
-        let mut watch = self.tasks.watch(&owner, vec![id.clone()]);
+        let watch = self.tasks.watch(&owner, vec![id.clone()]);
+        let mut follower = TaskFollower::new(&id, watch, cx);
         let mut asked: Vec<String> = Vec::new();
         let mut seen: Option<(TaskPhase, Option<String>)> = None;
         loop {
-            let record = watch.read(&id).await?;
+            let turn = follower.next().await?;
+            let (Turn::Ended(record)
+            | Turn::NeedsInput(record)
+            | Turn::Working(record)
+            | Turn::OutOfTime(record)) = &turn;
             let now = (record.status, record.status_message.clone());
             if seen.as_ref().is_some_and(|before| *before != now) {
-                self.notify_status(cx, &record).await;
+                self.notify_status(cx, record).await;
             }
             seen = Some(now);
-            match record.status {
-                TaskPhase::Completed => {
-                    let mut result = record.result.clone().unwrap_or_else(|| json!({}));
-                    if let Some(object) = result.as_object_mut() {
-                        let meta = object.entry("_meta").or_insert_with(|| json!({}));
-                        if let Some(meta) = meta.as_object_mut() {
-                            meta.insert(RELATED_TASK.into(), json!({ "taskId": id.as_str() }));
-                        }
-                    }
-                    return Ok(result);
-                }
-                TaskPhase::Failed => return Err(render::task_error(record.error.as_ref())),
-                TaskPhase::Cancelled => {
-                    return Ok(json!({
-                        "content": [{"type": "text", "text": format!("Task {id} was cancelled.")}],
-                        "isError": true,
-                        "_meta": { RELATED_TASK: { "taskId": id.as_str() } },
-                    }));
-                }
-                TaskPhase::InputRequired => {
+            match turn {
+                Turn::Ended(record) => return ended_result(&record),
+                Turn::NeedsInput(record) => {
                     let requests = render::input_requests(&record)?;
                     let fresh: Vec<_> = requests
                         .iter()
@@ -613,20 +596,37 @@ impl Gateway {
                         if !responses.is_empty() {
                             self.check_input_size(&responses)?;
                             self.tasks.answer(&owner, &id, responses).await?;
-                            continue;
+                            follower.read_again();
                         }
                     }
                 }
-                TaskPhase::Working => {}
-            }
-            tokio::select! {
-                _ = watch.changed(RECHECK) => {}
-                () = cx.ct.cancelled() => {
-                    return Err(GatewayError::RequestCancelled(id).into());
-                }
+                // No deadline was set: a `tasks/result` waits as long as the task lives.
+                Turn::Working(_) | Turn::OutOfTime(_) => {}
             }
         }
     }
+}
+
+/// What `tasks/result` answers for a task that ended: the stored
+/// `CallToolResult` as it was given (nothing in it dropped), or the task's
+/// JSON-RPC error, tied to the task by `_meta`.
+fn ended_result(record: &TaskRecord) -> Result<Value, ErrorData> {
+    let related = json!({ "taskId": record.id.as_str() });
+    let mut result = match record.status {
+        TaskPhase::Failed => return Err(render::task_error(record.error.as_ref())),
+        TaskPhase::Cancelled => json!({
+            "content": [{"type": "text", "text": render::cancelled_text(&record.id)}],
+            "isError": true,
+        }),
+        _ => record.result.clone().unwrap_or_else(|| json!({})),
+    };
+    if let Some(object) = result.as_object_mut() {
+        let meta = object.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(RELATED_TASK.into(), related);
+        }
+    }
+    Ok(result)
 }
 
 /// Marks an elicitation sent during `tasks/result` as the task's
