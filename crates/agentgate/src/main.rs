@@ -215,7 +215,7 @@ async fn main() -> std::process::ExitCode {
     );
     init_logging(cli.log_format, default_filter(client));
     let format = cli.log_format;
-    match run(cli).await {
+    match Box::pin(run(cli)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             match format {

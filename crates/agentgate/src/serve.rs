@@ -100,6 +100,11 @@ pub(crate) struct StoreKeyArgs {
 }
 
 impl StoreKeyArgs {
+    /// The key file given on the command line (or `AGENTGATE_STORE_KEY_FILE`).
+    pub(crate) fn file(&self) -> Option<&std::path::Path> {
+        self.store_key_file.as_deref()
+    }
+
     /// The store key: `AGENTGATE_STORE_KEY`, else the key file (flag, then
     /// config, then the default place for `store_url`).
     pub(crate) fn load(&self, file: &FileConfig, store_url: &str) -> Result<SealKey> {

@@ -2,31 +2,35 @@
 //! MCP clients at the running gateway, over HTTP or as a stdio process on
 //! the same store and emulators.
 
+use std::path::Path;
+
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
 use super::Emulators;
 
 /// Prints the URL, a stdio command, and ready-to-paste client settings.
-pub(crate) fn print(url: &str, store_url: &str, emulators: &Emulators) -> Result<()> {
+pub(crate) fn print(
+    url: &str,
+    store_url: &str,
+    config: &Path,
+    emulators: &Emulators,
+) -> Result<()> {
     let exe = std::env::current_exe().context("finding this program's path")?;
     let exe = exe.display().to_string();
+    let config = config.display().to_string();
     // A stdio server is a second process: it shares the task store (SQLite
-    // in WAL mode takes both) and talks to this process's emulators.
-    let env = json!({
-        "AWS_ENDPOINT_URL_QBUSINESS": emulators.qbusiness_url,
-        "AWS_REGION": emulators.qbusiness.region,
-        "AWS_ACCESS_KEY_ID": emulators.qbusiness.access_key_id,
-        "AWS_SECRET_ACCESS_KEY": emulators.qbusiness.secret_access_key,
-        "QBUSINESS_APPLICATION_ID": emulators.qbusiness.application_id,
-        "GITHUB_API_URL": emulators.github_url,
-        "GITHUB_PERSONAL_ACCESS_TOKEN": agentgate_sim::github::DEFAULT_GITHUB_TOKEN,
-    });
-    let args = ["serve", "--stdio", "--store", store_url];
-    let env_line: Vec<String> = env
-        .as_object()
+    // in WAL mode takes both), the gateway's config and the emulators.
+    let env: serde_json::Map<String, serde_json::Value> = emulators
+        .env()
         .into_iter()
-        .flatten()
+        .map(|(name, value)| (name.to_owned(), value.into()))
+        .collect();
+    let args = [
+        "--config", &config, "serve", "--stdio", "--store", store_url,
+    ];
+    let env_line: Vec<String> = env
+        .iter()
         .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
         .collect();
     let claude = json!({ "mcpServers": { "agentgate-demo": {
@@ -50,12 +54,9 @@ pub(crate) fn print(url: &str, store_url: &str, emulators: &Emulators) -> Result
         args.join(" ")
     );
     println!(
-        "  A2A agent:       {} serves `{}_send_message` here; a stdio server reaches it with \
-         a config file holding [[a2a.agents]] name = \"{}\", url = \"{}\"",
-        emulators.a2a_url,
+        "  config:          {config} (the gateway's: its A2A agent `{}` and MCP server `{}`)",
         super::A2A_AGENT,
-        super::A2A_AGENT,
-        emulators.a2a_url
+        super::MCP_SERVER
     );
     println!();
     println!("Claude Desktop (claude_desktop_config.json):");

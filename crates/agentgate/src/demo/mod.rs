@@ -3,39 +3,39 @@
 //!
 //! ```text
 //! Q Business emulator ◀─ChatSync (SigV4)─┐
-//! GitHub emulator     ◀─GraphQL / REST───┤ backends ◀─ engine ◀─ gateway (HTTP /mcp)
-//! A2A agent emulator  ◀─A2A JSON-RPC─────┤                          ▲
-//!                                        └──────── walkthrough: a real MCP client over HTTP
+//! GitHub emulator     ◀─GraphQL / REST───┤ agentgate serve (a child process: gateway.rs)
+//! A2A agent emulator  ◀─A2A JSON-RPC─────┤   backends ◀─ engine ◀─ gateway (HTTP /mcp)
+//! MCP server (stdio)  ◀─MCP──────────────┘                              ▲
+//!                                    walkthrough: a real MCP client over HTTP
 //! ```
 //!
-//! One process starts the three emulators on loopback, the engine on a SQLite
-//! file in a fresh temporary directory (or `--store`), and the gateway on
-//! `127.0.0.1:8722` (another free port if that one is taken). The
-//! [`walkthrough`] then drives the gateway through the `agentgate call`
-//! client as any MCP client would, narrating each step. Afterwards the demo
-//! keeps serving and prints how to connect other clients ([`connect`]),
-//! until Ctrl-C; `--no-serve` exits with the walkthrough's verdict instead.
+//! One process starts the three emulators on loopback, then `agentgate
+//! serve` as a child ([`gateway`]) from a config file and environment
+//! pointing at them, so the demo serves what `serve` serves, from the same
+//! backend list: its store a SQLite file in a fresh temporary directory (or
+//! `--store`), on `127.0.0.1:8722` (another free port if that one is
+//! taken). The [`walkthrough`] then drives the gateway through the
+//! `agentgate call` client as any MCP client would, narrating each step.
+//! Afterwards the demo keeps serving and prints how to connect other clients
+//! ([`connect`]), until Ctrl-C; `--no-serve` exits with the walkthrough's
+//! verdict instead.
 
 mod connect;
+mod gateway;
 mod walkthrough;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use agentgate_core::engine::EngineConfig;
-use agentgate_core::mcp::{HttpOptions, TransportKind, serve_http};
 use agentgate_sim::a2a::{self, A2aConfig, A2aSim};
-use agentgate_sim::github::{self, DEFAULT_GITHUB_TOKEN, GithubConfig, GithubSim};
+use agentgate_sim::github::{self, GithubConfig, GithubSim};
 use agentgate_sim::qbusiness::{self, QBusinessConfig, QBusinessSim};
 use anyhow::{Context as _, Result, bail};
-use backend_copilot::{CopilotConfig, Endpoint, Token};
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use agentgate_core::runtime::Runtime;
-
-use crate::serve::router;
+use self::gateway::GatewaySettings;
 
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
@@ -96,92 +96,53 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     };
 
     let emulators = start_emulators(args.time_scale, &shutdown).await?;
-    let store = agentgate_core::store::open(&store_url)
-        .await
-        .with_context(|| {
-            format!(
-                "opening task store {}",
-                agentgate_core::store::redact_url(&store_url)
-            )
-        })?;
-    let builder = Runtime::builder(store).config(EngineConfig {
-        store_key: args
-            .store_key
-            .load(&crate::config::FileConfig::default(), &store_url)?,
-        ..EngineConfig::default()
-    });
-    let endpoint = Endpoint::new(
-        &emulators.github_url,
-        Some(Token::new(DEFAULT_GITHUB_TOKEN)),
+    let (listen, taken) = free_or_any(args.listen);
+    let mut gateway = gateway::start(
+        GatewaySettings {
+            listen,
+            store_url: &store_url,
+            store_key_file: args.store_key.file(),
+            dir: temp.path(),
+        },
+        &emulators,
     )
-    .context("the GitHub emulator's address")?;
-    let copilot = backend_copilot::Copilot::new(endpoint, CopilotConfig::default())
-        .with_upstream_metrics(builder.upstream_metrics("github"));
-    let settings = backend_qbusiness::Settings {
-        region: emulators.qbusiness.region.clone(),
-        application_id: emulators.qbusiness.application_id.clone(),
-        profile: None,
-    };
-    let client = settings.fixed_client(
-        &emulators.qbusiness_url,
-        &emulators.qbusiness.access_key_id,
-        &emulators.qbusiness.secret_access_key,
-        Some(builder.upstream_metrics("qbusiness")),
-    );
-    let qbusiness = backend_qbusiness::QBusinessQuery::with_client(settings, client);
-    let a2a_config = backend_a2a::A2aBackend::parse(Some(serde_json::json!({
-        "agents": [{ "name": A2A_AGENT, "url": emulators.a2a_url }],
-        "poll_interval_ms": 200,
-    })))?;
-    let a2a = backend_a2a::A2aBackend::from_config(a2a_config, builder.upstream_metrics("a2a"))
-        .await
-        .context("starting the A2A backend against its emulator")?;
-    let mcp = example_mcp_server(temp.path(), builder.upstream_metrics("mcp")).await?;
-    let runtime = builder
-        .backend(qbusiness)
-        .backend(copilot)
-        .backend(a2a)
-        .backend(mcp)
-        .start()?;
-
-    let listener = bind(args.listen).await?;
-    let url = format!("http://{}/mcp", listener.local_addr()?);
-    let gateway = runtime.gateway(TransportKind::Http).await?;
-    let served = tokio::spawn(serve_http(
-        listener,
-        router(
-            gateway,
-            runtime.probes(),
-            HttpOptions::default(),
-            runtime.shutdown_token().clone(),
-        ),
-        runtime.shutdown_token().clone(),
-    ));
+    .await?;
+    if taken {
+        println!(
+            "port {} is taken; the gateway listens on {} instead",
+            args.listen.port(),
+            gateway
+                .url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+        );
+    }
     println!(
-        "{} gateway {url}, Amazon Q Business emulator {}, GitHub emulator {}, A2A agent emulator {}",
+        "{} gateway {}, Amazon Q Business emulator {}, GitHub emulator {}, A2A agent emulator {}",
         console::style("agentgate demo:").bold(),
+        gateway.url,
         emulators.qbusiness_url,
         emulators.github_url,
         emulators.a2a_url
     );
 
-    let report = walkthrough::run(&url).await;
+    let report = walkthrough::run(&gateway.url).await;
     report.print_summary();
 
     if !args.no_serve {
-        connect::print(&url, &store_url, &emulators)?;
-        tokio::signal::ctrl_c()
-            .await
-            .context("waiting for Ctrl-C")?;
-        println!("stopping");
+        connect::print(&gateway.url, &store_url, &gateway.config, &emulators)?;
+        // Ctrl-C reaches the gateway too (one terminal), so either may end first.
+        tokio::select! {
+            signal = tokio::signal::ctrl_c() => {
+                signal.context("waiting for Ctrl-C")?;
+                println!("stopping");
+            }
+            exited = gateway.exited() => exited?,
+        }
     }
-    runtime.stop().await?;
+    gateway.stop().await?;
     shutdown.cancel();
-    served
-        .await
-        .context("gateway task")?
-        .context("serving HTTP")?;
-    // `temp` is removed here, after the store is closed.
+    // `temp` is removed here, after the gateway has closed the store.
     drop(temp);
     if args.no_serve && !report.all_passed() {
         bail!(
@@ -193,47 +154,41 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-/// The MCP server behind the demo's gateway: this binary's own example
-/// backend (`countdown`) served over stdio by a child `agentgate serve
-/// --stdio` on a store of its own, so the step needs nothing installed.
-async fn example_mcp_server(
-    dir: &std::path::Path,
-    metrics: agentgate_backend::UpstreamMetrics,
-) -> Result<backend_mcp::McpBackend> {
-    let exe = std::env::current_exe().context("finding the agentgate binary for the MCP step")?;
-    let config = dir.join("example-server.toml");
-    std::fs::write(&config, "[countdown]\nenabled = true\n")
-        .context("writing the example MCP server's config")?;
-    let store = format!("sqlite://{}", dir.join("example-server.db").display());
-    let section = serde_json::json!({"servers": [{
-        "name": MCP_SERVER,
-        "command": exe,
-        "args": ["--config", config, "serve", "--stdio", "--store", store],
-        "prefix": format!("{MCP_SERVER}_"),
-    }]});
-    let config = agentgate_backend::parse_section(backend_mcp::SECTION, Some(section))?;
-    let backend = backend_mcp::McpBackend::from_config(config, metrics)
-        .await
-        .context("starting the MCP backend against the example server")?;
-    Ok(backend)
+/// `addr` if nothing listens there now, else the same address with any
+/// port (and `true`, so the demo says so).
+fn free_or_any(addr: SocketAddr) -> (SocketAddr, bool) {
+    match std::net::TcpListener::bind(addr) {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && addr.port() != 0 => {
+            (SocketAddr::new(addr.ip(), 0), true)
+        }
+        // Free (released here for the gateway to bind), or an error the
+        // gateway will report with its own words.
+        _ => (addr, false),
+    }
 }
 
-/// Binds `addr`, or a free port on the same address if it is taken.
-async fn bind(addr: SocketAddr) -> Result<TcpListener> {
-    match TcpListener::bind(addr).await {
-        Ok(listener) => Ok(listener),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && addr.port() != 0 => {
-            let listener = TcpListener::bind(SocketAddr::new(addr.ip(), 0))
-                .await
-                .with_context(|| format!("listening on {} (any port)", addr.ip()))?;
-            println!(
-                "port {} is taken; the gateway listens on {} instead",
-                addr.port(),
-                listener.local_addr()?
-            );
-            Ok(listener)
-        }
-        Err(e) => Err(e).with_context(|| format!("listening on {addr}")),
+impl Emulators {
+    /// The environment that points Q Business and Copilot at the
+    /// emulators: what a user would export for `agentgate serve`.
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL_QBUSINESS", self.qbusiness_url.clone()),
+            ("AWS_REGION", self.qbusiness.region.clone()),
+            ("AWS_ACCESS_KEY_ID", self.qbusiness.access_key_id.clone()),
+            (
+                "AWS_SECRET_ACCESS_KEY",
+                self.qbusiness.secret_access_key.clone(),
+            ),
+            (
+                "QBUSINESS_APPLICATION_ID",
+                self.qbusiness.application_id.clone(),
+            ),
+            ("GITHUB_API_URL", self.github_url.clone()),
+            (
+                "GITHUB_PERSONAL_ACCESS_TOKEN",
+                github::DEFAULT_GITHUB_TOKEN.to_owned(),
+            ),
+        ]
     }
 }
 
