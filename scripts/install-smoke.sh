@@ -8,7 +8,8 @@
 #
 # 1. The package under systemd (the Containerfile's `with-systemd` stage): installed with
 #    dpkg -i, the unit enabled and started by systemd as PID 1, with its sandboxing. Checked:
-#    the user, the state directory's mode, `systemd-analyze verify`, the service's user,
+#    the user, the state directory's mode, `systemd-analyze verify`, the third-party
+#    licences in /usr/share/doc/agentgate, the service's user,
 #    /readyz, a clean `systemctl stop`, and that `dpkg --purge` removes the store and user.
 # 2. The image (the default stage), agentgate as PID 1: it refuses a public address without
 #    [auth], serves with a token from the environment (401 without it), keeps its store in
@@ -70,6 +71,8 @@ if [ "$state" != active ]; then
     fail "systemd did not start agentgate.service (state: ${state:-none})"
 fi
 in_systemd systemd-analyze verify /lib/systemd/system/agentgate.service
+in_systemd zgrep -q '^rmcp [0-9.]*: ' /usr/share/doc/agentgate/third-party-licenses.txt.gz ||
+    fail "the package does not carry the licences of the crates compiled in"
 pid="$(in_systemd systemctl show -P MainPID agentgate.service)"
 user="$(in_systemd stat -c %U "/proc/$pid")"
 [ "$user" = agentgate ] || fail "the service runs as $user, not agentgate"

@@ -15,7 +15,9 @@
 # the postinst creates the system user `agentgate` and its state directory
 # /var/lib/agentgate (the SQLite task store and its key). Nothing starts by itself: a
 # gateway without its backends' credentials has nothing to serve.
-# Needs dpkg-deb and objdump (binutils), both in Debian.
+# /usr/share/doc/agentgate/third-party-licenses.txt.gz carries the licence of every crate
+# compiled in (scripts/third-party-licenses.py, from cargo metadata).
+# Needs dpkg-deb and objdump (binutils), both in Debian, and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,6 +48,9 @@ install -D -m 0644 packaging/agentgate.toml "$stage/etc/agentgate/agentgate.toml
 install -D -m 0644 README.md "$stage/usr/share/doc/agentgate/README.md"
 cp -r docs "$stage/usr/share/doc/agentgate/docs"
 install -D -m 0644 packaging/copyright "$stage/usr/share/doc/agentgate/copyright"
+# The crates compiled into the binary, with their licence texts (gzip, as Debian ships docs).
+python3 scripts/third-party-licenses.py "$stage/usr/share/doc/agentgate/third-party-licenses.txt" >/dev/null
+gzip -9n "$stage/usr/share/doc/agentgate/third-party-licenses.txt"
 
 mkdir -p "$stage/DEBIAN"
 cat >"$stage/DEBIAN/control" <<EOF
