@@ -52,7 +52,7 @@ const LONG_VERSION: &str = concat!(
     " (commit ",
     env!("AGENTGATE_COMMIT"),
     ")\nMCP protocol versions: 2025-06-18, 2025-11-25 (tasks), 2026-07-28 (tasks extension, SEP-2663)\n\
-     backends: qbusiness, copilot, a2a, countdown (example)\nrmcp 3.11.0"
+     backends: qbusiness, copilot, a2a, mcp, countdown (example)\nrmcp 3.11.0"
 );
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -63,8 +63,9 @@ enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Try agentgate with no cloud account: both emulators and the gateway
-    /// in one process, and a narrated walkthrough as an MCP client.
+    /// Try agentgate with no cloud account: the backends' emulators, the
+    /// gateway (`serve`, configured for them), and a narrated walkthrough
+    /// as an MCP client.
     Demo(demo::DemoArgs),
     /// Run the MCP server, over stdio (for desktop clients) or Streamable HTTP.
     Serve(serve::ServeArgs),
@@ -290,9 +291,16 @@ mod tests {
         for version in agentgate_core::mcp::Gateway::protocol_versions() {
             assert!(text.contains(version.as_str()), "{version:?}: {text}");
         }
-        for backend in crate::backends::BACKENDS {
-            assert!(text.contains(backend.name), "{}: {text}", backend.name);
-        }
+        // The backends line names this build's list, in order, no more.
+        let listed: Vec<&str> = text
+            .lines()
+            .find_map(|line| line.strip_prefix("backends: "))
+            .expect("a backends line")
+            .split(", ")
+            .map(|entry| entry.trim_end_matches(" (example)"))
+            .collect();
+        let built: Vec<&str> = crate::backends::BACKENDS.iter().map(|b| b.name).collect();
+        assert_eq!(listed, built, "{text}");
         let rmcp = format!("rmcp {}", env!("RMCP_VERSION"));
         assert!(text.contains(&rmcp), "{rmcp}: {text}");
     }
