@@ -646,6 +646,11 @@ impl TaskStore for PostgresStore {
              lease_server_until = {SERVER_NOW} + $5, fence = tasks.fence + 1 \
              FROM due WHERE tasks.id = due.id RETURNING tasks.*, due.previous_owner",
         ))
+        // Planned each time: a prepared claim's generic plan, costed while
+        // the table was small, joins `due` back to `tasks` by a sequential
+        // scan, and would keep doing so on that connection as the table
+        // grows (see the group commit's `update`).
+        .persistent(false)
         .bind(worker)
         .bind(now.saturating_add(lease))
         .bind(now)
