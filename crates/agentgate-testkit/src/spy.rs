@@ -232,6 +232,15 @@ impl<S: TaskStore> TaskStore for StoreSpy<S> {
         self.enter("stored_usage")?;
         self.inner.stored_usage(owner, at_most).await
     }
+    async fn history(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> StoreResult<Option<Vec<agentgate_core::store::TaskEvent>>> {
+        self.enter("history")?;
+        self.inner.history(owner, id, now).await
+    }
     async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>> {
         self.enter("oldest_ended")?;
         self.inner.oldest_ended(owner).await

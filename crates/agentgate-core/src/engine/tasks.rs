@@ -305,6 +305,20 @@ impl Tasks {
             .ok_or(TaskError::UnknownTask)
     }
 
+    /// `owner`'s task's history, oldest first: every change the store
+    /// recorded with it (see [`TaskStore::history`](crate::store::TaskStore::history)).
+    pub async fn history(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+    ) -> Result<Vec<crate::store::TaskEvent>, TaskError> {
+        self.engine
+            .store()
+            .history(owner, id, self.now())
+            .await?
+            .ok_or(TaskError::UnknownTask)
+    }
+
     /// Records answers to a task's outstanding input requests; once none is
     /// left the task is due and the scheduler is woken. Answers to requests
     /// already answered are ignored (`accepted` says which counted).

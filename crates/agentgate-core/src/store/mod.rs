@@ -63,7 +63,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentgate_backend::{Millis, Owner, TaskId};
+use agentgate_backend::{Millis, Owner, TaskId, TaskPhase};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -79,6 +79,53 @@ mod transition;
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+
+/// One entry of a task's history, as the store recorded it (see
+/// [`TaskStore::history`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TaskEvent {
+    /// Its place in the task's history, from 1 (the oldest may have been
+    /// dropped: at most 500 are kept per task).
+    pub seq: u64,
+    /// When, on the database's clock.
+    pub at: Millis,
+    /// What happened: `created`, `claimed`, `taken_over` (a lease that ran
+    /// out), `step_ended` (and working on), `question_asked`, `answered`,
+    /// `cancel_requested`, `released`, `completed`, `failed` or
+    /// `cancelled`.
+    pub kind: String,
+    /// The instance that held the lease: the one claiming, or the one whose
+    /// step ended or whose lease was released.
+    pub worker: Option<String>,
+    /// The task's status after the change.
+    pub status: TaskPhase,
+    /// The task's status message after the change (`from W` for a
+    /// takeover: the instance whose lease ran out).
+    pub message: Option<String>,
+}
+
+/// A `task_events` row as both stores read it: seq, at, kind, worker,
+/// status, message.
+type EventRow = (i64, i64, String, Option<String>, String, Option<String>);
+
+/// Reads the `task_events` rows of one task.
+fn decode_events(id: &TaskId, rows: Vec<EventRow>) -> StoreResult<Vec<TaskEvent>> {
+    rows.into_iter()
+        .map(|(seq, at, kind, worker, status, message)| {
+            Ok(TaskEvent {
+                seq: u64::try_from(seq).unwrap_or(0),
+                at: Millis::from_unix_ms(at),
+                kind,
+                worker,
+                status: TaskPhase::parse(&status).ok_or_else(|| StoreError::Corrupt {
+                    task: id.to_string(),
+                    reason: format!("history status {status}"),
+                })?,
+                message,
+            })
+        })
+        .collect()
+}
 
 /// Errors a store can return.
 #[derive(Debug, thiserror::Error)]
@@ -324,7 +371,7 @@ pub struct ListCursor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskCount {
     pub tool: String,
-    pub status: agentgate_backend::TaskPhase,
+    pub status: TaskPhase,
     pub count: u64,
 }
 
@@ -463,6 +510,16 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// waits for room.
     async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>>;
 
+    /// The history of `owner`'s task `id` (migration 0010: the store's own
+    /// triggers append an event in the transaction of every change), oldest
+    /// first; `None` for a task `get` would not show.
+    async fn history(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> StoreResult<Option<Vec<TaskEvent>>>;
+
     /// `owner`'s tasks that have not expired, newest first (by creation,
     /// then id), at most `limit`, starting after `after` (the last task of
     /// the previous page): `tasks/list`. One index range
@@ -536,11 +593,9 @@ fn fenced(rows_affected: u64, task: &TaskId) -> StoreResult<()> {
 /// A `(tool, status, count)` row of `count_by_tool_and_status`.
 fn task_count((tool, status, count): (String, String, i64)) -> StoreResult<TaskCount> {
     Ok(TaskCount {
-        status: agentgate_backend::TaskPhase::parse(&status).ok_or_else(|| {
-            StoreError::Corrupt {
-                task: format!("(a {tool} task)"),
-                reason: format!("status {status}"),
-            }
+        status: TaskPhase::parse(&status).ok_or_else(|| StoreError::Corrupt {
+            task: format!("(a {tool} task)"),
+            reason: format!("status {status}"),
         })?,
         tool,
         count: u64::try_from(count).unwrap_or(0),

@@ -797,6 +797,26 @@ impl TaskStore for SqliteStore {
         })
     }
 
+    async fn history(
+        &self,
+        owner: &Owner,
+        id: &TaskId,
+        now: Millis,
+    ) -> StoreResult<Option<Vec<super::TaskEvent>>> {
+        // The task's own visibility rules first (owner, expiry).
+        if self.get(owner, id, now).await?.is_none() {
+            return Ok(None);
+        }
+        let rows = sqlx::query_as(
+            "SELECT seq, at, kind, worker, status, message FROM task_events \
+             WHERE task_id = ? ORDER BY seq",
+        )
+        .bind(id.as_str())
+        .fetch_all(&self.db.pool)
+        .await?;
+        super::decode_events(id, rows).map(Some)
+    }
+
     async fn oldest_ended(&self, owner: &Owner) -> StoreResult<Option<Millis>> {
         // The first entry per ended status in `tasks_owner_stored`.
         let oldest: Option<Millis> = sqlx::query_scalar(&format!(

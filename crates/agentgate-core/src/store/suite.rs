@@ -433,6 +433,148 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
     );
 }
 
+/// The kinds of a task's history, in order, with the worker of each.
+async fn history(store: &dyn TaskStore, id: &TaskId) -> Vec<(String, Option<String>)> {
+    let events = store
+        .history(&alice(), id, T0)
+        .await
+        .expect("history")
+        .expect("a visible task has a history");
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(
+        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
+        "one event per change, in order: {seqs:?}"
+    );
+    events.into_iter().map(|e| (e.kind, e.worker)).collect()
+}
+
+fn kinds(events: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+    events
+        .iter()
+        .map(|(kind, worker)| ((*kind).to_owned(), worker.map(str::to_owned)))
+        .collect()
+}
+
+pub async fn every_change_is_in_the_tasks_history_once_in_order(store: &dyn TaskStore) {
+    let id = new_task(store, None).await;
+    let claimed = store.claim("w1", 1, LEASE, T0).await.expect("claim");
+    store
+        .checkpoint(&id, "w1", claimed[0].fence, ask(&["name"]), at(1))
+        .await
+        .expect("ask");
+    store
+        .record_input(
+            &alice(),
+            &id,
+            BTreeMap::from([("name".to_owned(), json!({"action": "accept"}))]),
+            at(2),
+        )
+        .await
+        .expect("answer");
+    let claimed = store.claim("w2", 1, LEASE, at(3)).await.expect("claim");
+    let working = Outcome::Waiting {
+        state: json!({"n": 2}),
+        status_message: Some("still at it".into()),
+        due_at: at(5),
+    };
+    store
+        .checkpoint(&id, "w2", claimed[0].fence, working, at(4))
+        .await
+        .expect("step");
+    // A heartbeat is not history.
+    let claimed = store.claim("w2", 1, LEASE, at(10)).await.expect("claim");
+    store
+        .heartbeat(&id, "w2", claimed[0].fence, LEASE, at(11))
+        .await
+        .expect("heartbeat");
+    store
+        .request_cancel(&alice(), &id, at(12))
+        .await
+        .expect("cancel");
+    store
+        .checkpoint(&id, "w2", claimed[0].fence, Outcome::cancelled(), at(13))
+        .await
+        .expect("cancelled");
+    assert_eq!(
+        history(store, &id).await,
+        kinds(&[
+            ("created", None),
+            ("claimed", Some("w1")),
+            ("question_asked", Some("w1")),
+            ("answered", None),
+            ("claimed", Some("w2")),
+            ("step_ended", Some("w2")),
+            ("claimed", Some("w2")),
+            ("cancel_requested", Some("w2")),
+            ("cancelled", Some("w2")),
+        ])
+    );
+
+    // A lease that ran out is taken over, and a given-back one released.
+    let id = new_task(store, None).await;
+    store
+        .claim("w1", 1, Duration::ZERO, T0)
+        .await
+        .expect("claim");
+    let taken = store.claim("w2", 1, LEASE, at(1)).await.expect("claim");
+    store
+        .release(&id, "w2", taken[0].fence, at(2))
+        .await
+        .expect("release");
+    let events = store
+        .history(&alice(), &id, T0)
+        .await
+        .expect("history")
+        .expect("visible");
+    let took = &events[2];
+    assert_eq!(
+        (
+            took.kind.as_str(),
+            took.worker.as_deref(),
+            took.message.as_deref()
+        ),
+        ("taken_over", Some("w2"), Some("from w1")),
+        "{events:?}"
+    );
+    assert_eq!(
+        history(store, &id).await,
+        kinds(&[
+            ("created", None),
+            ("claimed", Some("w1")),
+            ("taken_over", Some("w2")),
+            ("released", Some("w2")),
+        ])
+    );
+
+    // Another owner's task has no history to read; a deleted task none left.
+    let other = store
+        .history(&Owner::new("mallory"), &id, T0)
+        .await
+        .expect("history");
+    assert!(other.is_none(), "another owner must not see a history");
+}
+
+pub async fn a_tasks_history_keeps_its_last_500_events(store: &dyn TaskStore) {
+    let id = new_task(store, None).await;
+    // Each round is two events: claimed, then released.
+    for round in 0..260u64 {
+        let claimed = store.claim("w1", 1, LEASE, at(round)).await.expect("claim");
+        store
+            .release(&id, "w1", claimed[0].fence, at(round))
+            .await
+            .expect("release");
+    }
+    let events = store
+        .history(&alice(), &id, T0)
+        .await
+        .expect("history")
+        .expect("visible");
+    assert_eq!(events.len(), 500, "the last 500 are kept");
+    let last = events.last().expect("events");
+    assert_eq!((last.seq, last.kind.as_str()), (521, "released"));
+    assert_eq!(events[0].seq, 22, "the oldest went first");
+}
+
 pub async fn heartbeat_keeps_a_lease_alive(store: &dyn TaskStore) {
     let id = new_task(store, None).await;
     let claimed = store.claim("w1", 1, LEASE, T0).await.expect("claim");
@@ -1737,6 +1879,8 @@ macro_rules! store_suite {
             concurrent_checkpoints_each_get_their_own_answer,
             concurrent_creates_each_get_their_own_answer,
             expired_lease_is_taken_over_and_stale_worker_is_fenced,
+            every_change_is_in_the_tasks_history_once_in_order,
+            a_tasks_history_keeps_its_last_500_events,
             heartbeat_keeps_a_lease_alive,
             waiting_step_is_due_again_at_its_time,
             input_is_accepted_for_outstanding_keys_only,

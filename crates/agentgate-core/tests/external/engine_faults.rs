@@ -475,6 +475,14 @@ impl TaskStore for Full {
     async fn stored_usage(&self, _: &Owner, _: u64) -> StoreResult<StoredUsage> {
         Ok(StoredUsage::default())
     }
+    async fn history(
+        &self,
+        _: &Owner,
+        _: &TaskId,
+        _: Millis,
+    ) -> StoreResult<Option<Vec<agentgate_core::store::TaskEvent>>> {
+        Ok(None)
+    }
     async fn oldest_ended(&self, _: &Owner) -> StoreResult<Option<Millis>> {
         Ok(None)
     }
