@@ -27,6 +27,9 @@ use sqlx::Connection as _;
 use sqlx::postgres::{PgConnection, PgPool};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentgate");
+
+/// A `task_events` row: seq, kind, worker, message, status.
+type HistoryRow = (i64, String, Option<String>, Option<String>, String);
 const INSTANCES: usize = 3;
 /// `[engine] lease_seconds`: the shortest lease the binary accepts.
 const LEASE: Duration = Duration::from_secs(3);
@@ -310,6 +313,43 @@ async fn sigkill_of_the_busiest_instance_loses_no_task_and_repeats_no_side_effec
             a2a.tasks_in_context(&format!("agentgate-{id}")),
             1,
             "{id}: {a2a:?}"
+        );
+    }
+
+    // Each orphan's history (the store's `task_events`) says what happened:
+    // created, taken over from the killed instance by a live one, ended
+    // completed; one event per change, in order.
+    for id in taken_over.keys() {
+        let events: Vec<HistoryRow> = sqlx::query_as(
+            "SELECT seq, kind, worker, message, status FROM task_events WHERE task_id = $1 \
+             ORDER BY seq",
+        )
+        .bind(id)
+        .fetch_all(&mut conn)
+        .await
+        .expect("read the task's history");
+        let seqs: Vec<i64> = events.iter().map(|e| e.0).collect();
+        assert_eq!(
+            seqs,
+            (1..=i64::try_from(events.len()).expect("few")).collect::<Vec<_>>(),
+            "{id}: {events:?}"
+        );
+        assert_eq!(events[0].1, "created", "{id}: {events:?}");
+        let takeover = events
+            .iter()
+            .find(|e| e.1 == "taken_over")
+            .unwrap_or_else(|| panic!("{id}: no takeover in its history: {events:?}"));
+        assert_eq!(
+            takeover.3.as_deref(),
+            Some(format!("from {victim}").as_str()),
+            "{id}: {events:?}"
+        );
+        assert_ne!(takeover.2.as_deref(), Some(victim.as_str()), "{id}");
+        let last = events.last().expect("events");
+        assert_eq!(
+            (last.1.as_str(), last.4.as_str()),
+            ("completed", "completed"),
+            "{id}: {events:?}"
         );
     }
 
