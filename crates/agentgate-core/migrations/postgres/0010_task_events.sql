@@ -4,8 +4,9 @@
 -- given back, the end). A trigger appends them, so every write that changes
 -- a task records its events in the same transaction, whichever code path or
 -- instance made it. `at` is the database server's clock in Unix
--- milliseconds; `seq` orders a task's events. At most 500 are kept per task
--- (the oldest go first), and a task's events go with it.
+-- milliseconds; `seq` orders a task's events; a status message is kept to
+-- its first 1 000 characters. At most 500 are kept per task (the oldest go
+-- first), and a task's events go with it.
 CREATE TABLE task_events (
     task_id TEXT NOT NULL,
     seq     BIGINT NOT NULL,
@@ -29,7 +30,7 @@ BEGIN
     END IF;
     IF TG_OP = 'INSERT' THEN
         INSERT INTO task_events VALUES
-            (NEW.id, 1, now_ms, 'created', NULL, NEW.status, NEW.status_message);
+            (NEW.id, 1, now_ms, 'created', NULL, NEW.status, left(NEW.status_message, 1000));
         IF NEW.lease_owner IS NOT NULL THEN
             INSERT INTO task_events VALUES
                 (NEW.id, 2, now_ms, 'claimed', NEW.lease_owner, NEW.status, NULL);
@@ -49,12 +50,14 @@ BEGIN
     END IF;
     -- One row per other write: a step's end, named by its outcome (a
     -- question asked, completed, failed, cancelled, or `step_ended` when it
-    -- works on; its status and message say more), else what changed.
+    -- works on; its status and message say more), a step that failed and
+    -- will be retried (`step_failed`), else what changed.
     kind := CASE
         WHEN NEW.steps <> OLD.steps THEN CASE NEW.status
             WHEN 'input_required' THEN 'question_asked'
             WHEN 'working' THEN 'step_ended'
             ELSE NEW.status END
+        WHEN NEW.failures > OLD.failures THEN 'step_failed'
         WHEN NEW.cancel_requested AND NOT OLD.cancel_requested THEN 'cancel_requested'
         WHEN NEW.input_responses <> OLD.input_responses THEN 'answered'
         WHEN NEW.status <> OLD.status THEN NEW.status
@@ -63,7 +66,8 @@ BEGIN
     IF kind IS NOT NULL THEN
         SELECT COALESCE(MAX(seq), 0) + 1 INTO next_seq FROM task_events WHERE task_id = NEW.id;
         INSERT INTO task_events VALUES (NEW.id, next_seq, now_ms, kind,
-            COALESCE(OLD.lease_owner, NEW.lease_owner), NEW.status, NEW.status_message);
+            COALESCE(OLD.lease_owner, NEW.lease_owner), NEW.status,
+            left(NEW.status_message, 1000));
         DELETE FROM task_events WHERE task_id = NEW.id AND seq <= next_seq - 500;
     END IF;
     RETURN NULL;

@@ -90,7 +90,8 @@ pub struct TaskEvent {
     /// When, on the database's clock.
     pub at: Millis,
     /// What happened: `created`, `claimed`, `taken_over` (a lease that ran
-    /// out), `step_ended` (and working on), `question_asked`, `answered`,
+    /// out), `step_ended` (and working on), `step_failed` (to be retried),
+    /// `question_asked`, `answered`,
     /// `cancel_requested`, `released`, `completed`, `failed` or
     /// `cancelled`.
     pub kind: String,
@@ -99,8 +100,9 @@ pub struct TaskEvent {
     pub worker: Option<String>,
     /// The task's status after the change.
     pub status: TaskPhase,
-    /// The task's status message after the change (`from W` for a
-    /// takeover: the instance whose lease ran out).
+    /// The task's status message after the change, its first 1 000
+    /// characters (`from W` for a takeover: the instance whose lease ran
+    /// out).
     pub message: Option<String>,
 }
 

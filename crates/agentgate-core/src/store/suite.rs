@@ -472,27 +472,37 @@ pub async fn every_change_is_in_the_tasks_history_once_in_order(store: &dyn Task
         .await
         .expect("answer");
     let claimed = store.claim("w2", 1, LEASE, at(3)).await.expect("claim");
+    // A long status message is kept to its first 1 000 characters.
     let working = Outcome::Waiting {
         state: json!({"n": 2}),
-        status_message: Some("still at it".into()),
+        status_message: Some("still at it ".repeat(200)),
         due_at: at(5),
     };
     store
         .checkpoint(&id, "w2", claimed[0].fence, working, at(4))
         .await
         .expect("step");
-    // A heartbeat is not history.
     let claimed = store.claim("w2", 1, LEASE, at(10)).await.expect("claim");
+    let retry = Outcome::Retry {
+        status_message: Some("upstream busy; retrying".into()),
+        due_at: at(11),
+    };
     store
-        .heartbeat(&id, "w2", claimed[0].fence, LEASE, at(11))
+        .checkpoint(&id, "w2", claimed[0].fence, retry, at(10))
+        .await
+        .expect("retry");
+    // A heartbeat is not history.
+    let claimed = store.claim("w2", 1, LEASE, at(12)).await.expect("claim");
+    store
+        .heartbeat(&id, "w2", claimed[0].fence, LEASE, at(13))
         .await
         .expect("heartbeat");
     store
-        .request_cancel(&alice(), &id, at(12))
+        .request_cancel(&alice(), &id, at(14))
         .await
         .expect("cancel");
     store
-        .checkpoint(&id, "w2", claimed[0].fence, Outcome::cancelled(), at(13))
+        .checkpoint(&id, "w2", claimed[0].fence, Outcome::cancelled(), at(15))
         .await
         .expect("cancelled");
     assert_eq!(
@@ -505,9 +515,22 @@ pub async fn every_change_is_in_the_tasks_history_once_in_order(store: &dyn Task
             ("claimed", Some("w2")),
             ("step_ended", Some("w2")),
             ("claimed", Some("w2")),
+            ("step_failed", Some("w2")),
+            ("claimed", Some("w2")),
             ("cancel_requested", Some("w2")),
             ("cancelled", Some("w2")),
         ])
+    );
+    let events = store
+        .history(&alice(), &id, T0)
+        .await
+        .expect("history")
+        .expect("visible");
+    let step = events[5].message.as_deref().unwrap_or_default();
+    assert_eq!(step.chars().count(), 1000, "{step}");
+    assert_eq!(
+        events[7].message.as_deref(),
+        Some("upstream busy; retrying")
     );
 
     // A lease that ran out is taken over, and a given-back one released.
