@@ -100,30 +100,34 @@ pub(crate) struct StoreKeyArgs {
 }
 
 impl StoreKeyArgs {
-    /// The key file given on the command line (or `AGENTGATE_STORE_KEY_FILE`).
-    pub(crate) fn file(&self) -> Option<&std::path::Path> {
-        self.store_key_file.as_deref()
-    }
-
-    /// The store key: `AGENTGATE_STORE_KEY`, else the key file (flag, then
-    /// config, then the default place for `store_url`).
+    /// The store key: `AGENTGATE_STORE_KEY`, else the key file (see
+    /// [`Self::path`]).
     pub(crate) fn load(&self, file: &FileConfig, store_url: &str) -> Result<SealKey> {
         if let Ok(text) = std::env::var("AGENTGATE_STORE_KEY") {
             return SealKey::parse(&text).context("reading AGENTGATE_STORE_KEY");
         }
-        let path = match self
+        let Some(path) = self.path(file, store_url)? else {
+            return Ok(SealKey::generate());
+        };
+        let key = SealKey::load_or_create(&path)?;
+        tracing::info!(file = %path.display(), "store key loaded");
+        Ok(key)
+    }
+
+    /// Where the key file of `store_url` is: the flag, then the config,
+    /// then beside a SQLite file, else in the user's data directory; `None`
+    /// for an in-memory store (a key that lives as long as it does).
+    pub(crate) fn path(&self, file: &FileConfig, store_url: &str) -> Result<Option<PathBuf>> {
+        match self
             .store_key_file
             .clone()
             .or_else(|| file.server.store_key_file.clone())
             .or_else(|| SealKey::default_file(store_url))
         {
-            Some(path) => path,
-            None if store_url.contains(":memory:") => return Ok(SealKey::generate()),
-            None => default_data_file("store.key")?,
-        };
-        let key = SealKey::load_or_create(&path)?;
-        tracing::info!(file = %path.display(), "store key loaded");
-        Ok(key)
+            Some(path) => Ok(Some(path)),
+            None if store_url.contains(":memory:") => Ok(None),
+            None => default_data_file("store.key").map(Some),
+        }
     }
 }
 

@@ -25,7 +25,8 @@ use tokio::process::{Child, Command};
 use super::{A2A_AGENT, Emulators, MCP_SERVER};
 
 /// The user's variables the child keeps: where things are, how to print,
-/// how to log, and the store key if the user gives one.
+/// how to log, the store key if the user gives one, and how to reach a
+/// PostgreSQL store given with `--store` (libpq's variables, TLS roots).
 const KEPT_ENV: &[&str] = &[
     "PATH",
     "TMPDIR",
@@ -35,6 +36,18 @@ const KEPT_ENV: &[&str] = &[
     "RUST_LOG",
     "AGENTGATE_LOG_FORMAT",
     "AGENTGATE_STORE_KEY",
+    "PGHOST",
+    "PGPORT",
+    "PGUSER",
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "PGDATABASE",
+    "PGSSLMODE",
+    "PGSSLROOTCERT",
+    "PGSSLCERT",
+    "PGSSLKEY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 
 /// How long `serve` may take to say it listens.
@@ -59,6 +72,8 @@ pub(crate) struct GatewaySettings<'a> {
     /// The address asked for; port 0 for any.
     pub listen: std::net::SocketAddr,
     pub store_url: &'a str,
+    /// The store key's file, resolved by the demo as `serve` would for the
+    /// user (the child's home is not the user's); `None`: in memory.
     pub store_key_file: Option<&'a Path>,
     /// Where its config file, log and the MCP server's store go.
     pub dir: &'a Path,
@@ -93,6 +108,14 @@ pub(crate) async fn start(
         }
     }
     // No home of the user's: the AWS SDK would read ~/.aws for settings.
+    // What a home gave (the store key's default place, ~/.pgpass) is passed
+    // explicitly instead.
+    if let Some(home) = std::env::var_os("HOME") {
+        let pgpass = Path::new(&home).join(".pgpass");
+        if std::env::var_os("PGPASSFILE").is_none() && pgpass.is_file() {
+            command.env("PGPASSFILE", pgpass);
+        }
+    }
     command
         .env("HOME", settings.dir)
         .envs(emulators.env())
@@ -165,8 +188,13 @@ impl DemoGateway {
         match tokio::time::timeout(STOP_LIMIT, self.child.wait()).await {
             Ok(status) => {
                 let status = status.context("waiting for the gateway to stop")?;
-                // Killed by our SIGTERM before its handler ran, or exited 0.
-                if status.success() || status.code().is_none() {
+                // Exited 0, or ended by our SIGTERM (or the terminal's
+                // Ctrl-C) before its handler ran; any other signal is a crash.
+                let stopped_by = std::os::unix::process::ExitStatusExt::signal(&status);
+                if status.success()
+                    || stopped_by == Some(nix::sys::signal::Signal::SIGTERM as i32)
+                    || stopped_by == Some(nix::sys::signal::Signal::SIGINT as i32)
+                {
                     return Ok(());
                 }
                 bail!(

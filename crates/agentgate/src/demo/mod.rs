@@ -97,11 +97,14 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
 
     let emulators = start_emulators(args.time_scale, &shutdown).await?;
     let (listen, taken) = free_or_any(args.listen);
+    let key_file = args
+        .store_key
+        .path(&crate::config::FileConfig::default(), &store_url)?;
     let mut gateway = gateway::start(
         GatewaySettings {
             listen,
             store_url: &store_url,
-            store_key_file: args.store_key.file(),
+            store_key_file: key_file.as_deref(),
             dir: temp.path(),
         },
         &emulators,
@@ -129,18 +132,26 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     let report = walkthrough::run(&gateway.url).await;
     report.print_summary();
 
-    if !args.no_serve {
-        connect::print(&gateway.url, &store_url, &gateway.config, &emulators)?;
-        // Ctrl-C reaches the gateway too (one terminal), so either may end first.
-        tokio::select! {
-            signal = tokio::signal::ctrl_c() => {
-                signal.context("waiting for Ctrl-C")?;
-                println!("stopping");
+    // Whatever happens while serving, the gateway is stopped gracefully
+    // (its leases released), not killed.
+    let served = async {
+        if !args.no_serve {
+            connect::print(&gateway.url, &store_url, &gateway.config, &emulators)?;
+            // Ctrl-C reaches the gateway too (one terminal), so either may end first.
+            tokio::select! {
+                signal = tokio::signal::ctrl_c() => {
+                    signal.context("waiting for Ctrl-C")?;
+                    println!("stopping");
+                }
+                exited = gateway.exited() => exited?,
             }
-            exited = gateway.exited() => exited?,
         }
+        anyhow::Ok(())
     }
-    gateway.stop().await?;
+    .await;
+    let stopped = gateway.stop().await;
+    served?;
+    stopped?;
     shutdown.cancel();
     // `temp` is removed here, after the gateway has closed the store.
     drop(temp);
