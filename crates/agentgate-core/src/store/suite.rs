@@ -11,7 +11,7 @@ use std::time::Duration;
 use agentgate_backend::{Millis, Owner, TaskId, TaskPhase};
 use serde_json::{Value, json};
 
-use super::{StoreError, StoredUsage, SweepReport, TaskStore};
+use super::{StoreError, StoredUsage, SweepReport, TaskEvent, TaskStore};
 use crate::task::{Fence, NewTask, Outcome};
 
 const T0: Millis = Millis::from_unix_ms(1_800_000_000_000);
@@ -433,13 +433,18 @@ pub async fn expired_lease_is_taken_over_and_stale_worker_is_fenced(store: &dyn 
     );
 }
 
-/// The kinds of a task's history, in order, with the worker of each.
-async fn history(store: &dyn TaskStore, id: &TaskId) -> Vec<(String, Option<String>)> {
-    let events = store
+/// Alice's task's history, which a visible task has.
+async fn events_of(store: &dyn TaskStore, id: &TaskId) -> Vec<TaskEvent> {
+    store
         .history(&alice(), id, T0)
         .await
         .expect("history")
-        .expect("a visible task has a history");
+        .expect("a visible task has a history")
+}
+
+/// The kinds of a task's history, in order, with the worker of each.
+async fn history(store: &dyn TaskStore, id: &TaskId) -> Vec<(String, Option<String>)> {
+    let events = events_of(store, id).await;
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert!(
         seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
@@ -521,11 +526,7 @@ pub async fn every_change_is_in_the_tasks_history_once_in_order(store: &dyn Task
             ("cancelled", Some("w2")),
         ])
     );
-    let events = store
-        .history(&alice(), &id, T0)
-        .await
-        .expect("history")
-        .expect("visible");
+    let events = events_of(store, &id).await;
     let step = events[5].message.as_deref().unwrap_or_default();
     assert_eq!(step.chars().count(), 1000, "{step}");
     assert_eq!(
@@ -544,11 +545,7 @@ pub async fn every_change_is_in_the_tasks_history_once_in_order(store: &dyn Task
         .release(&id, "w2", taken[0].fence, at(2))
         .await
         .expect("release");
-    let events = store
-        .history(&alice(), &id, T0)
-        .await
-        .expect("history")
-        .expect("visible");
+    let events = events_of(store, &id).await;
     let took = &events[2];
     assert_eq!(
         (
@@ -587,11 +584,7 @@ pub async fn a_tasks_history_keeps_its_last_500_events(store: &dyn TaskStore) {
             .await
             .expect("release");
     }
-    let events = store
-        .history(&alice(), &id, T0)
-        .await
-        .expect("history")
-        .expect("visible");
+    let events = events_of(store, &id).await;
     assert_eq!(events.len(), 500, "the last 500 are kept");
     let last = events.last().expect("events");
     assert_eq!((last.seq, last.kind.as_str()), (521, "released"));
