@@ -13,6 +13,7 @@ use crate::a2a::{self, A2aConfig, A2aSim, Skill};
 use crate::github::{
     self, DEFAULT_GITHUB_TOKEN, DEFAULT_RATE_LIMIT, GithubConfig, GithubSim, Seed,
 };
+use crate::mcp;
 use crate::qbusiness::{
     self, DEFAULT_ACCESS_KEY_ID, DEFAULT_APPLICATION_ID, DEFAULT_REGION, DEFAULT_SECRET_ACCESS_KEY,
     IdentityCenterConfig, QBusinessConfig, QBusinessSim, SIGNIN_PLUGIN_ID, TICKET_PLUGIN_ID,
@@ -77,6 +78,13 @@ pub struct SimArgs {
     /// Fraction of requests that fail with ThrottlingException (429).
     #[arg(long = "fail-rate-429", value_name = "0..1", default_value_t = 0.0, value_parser = parse_rate)]
     pub fail_rate_429: f64,
+    /// Address of the slow-tool MCP server (Streamable HTTP at `/mcp`).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8734")]
+    pub mcp_listen: SocketAddr,
+    /// Serve only the slow-tool MCP server, on stdin/stdout (what
+    /// `[[mcp.servers]] command` runs); nothing is printed to stdout but MCP.
+    #[arg(long)]
+    pub mcp_stdio: bool,
     /// Address of the A2A v1.0 agent emulator (JSON-RPC at `/`).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8733")]
     pub a2a_listen: SocketAddr,
@@ -137,6 +145,8 @@ impl std::fmt::Debug for SimArgs {
             .field("github_fail_rate_5xx", &self.github_fail_rate_5xx)
             .field("github_fail_rate_429", &self.github_fail_rate_429)
             .field("github_fault_script", &self.github_fault_script)
+            .field("mcp_listen", &self.mcp_listen)
+            .field("mcp_stdio", &self.mcp_stdio)
             .field("a2a_listen", &self.a2a_listen)
             .field("a2a_token", &self.a2a_token.as_ref().map(|_| "<redacted>"))
             .field("a2a_step_delay_ms", &self.a2a_step_delay_ms)
@@ -176,6 +186,8 @@ impl Default for SimArgs {
             github_fail_rate_5xx: 0.0,
             github_fail_rate_429: 0.0,
             github_fault_script: Vec::new(),
+            mcp_listen: SocketAddr::from(([127, 0, 0, 1], 8734)),
+            mcp_stdio: false,
             a2a_listen: SocketAddr::from(([127, 0, 0, 1], 8733)),
             a2a_token: None,
             a2a_step_delay_ms: 200,
@@ -219,6 +231,9 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 /// Starts the emulators, prints their addresses and the settings clients need to stdout
 /// (ready-to-paste `KEY=value` lines), and serves until `shutdown` is cancelled.
 pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+    if args.mcp_stdio {
+        return mcp::serve_stdio(shutdown).await;
+    }
     let listener = tokio::net::TcpListener::bind(args.qbusiness_listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.qbusiness_listen))?;
@@ -231,6 +246,10 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
         .await
         .with_context(|| format!("cannot listen on {}", args.a2a_listen))?;
     let a2a_address = a2a_listener.local_addr().context("listener address")?;
+    let mcp_listener = tokio::net::TcpListener::bind(args.mcp_listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.mcp_listen))?;
+    let mcp_address = mcp_listener.local_addr().context("listener address")?;
     let oauth = match (&args.a2a_oauth_client_id, &args.a2a_oauth_client_secret) {
         (Some(id), Some(secret)) => Some(a2a::OAuthClient {
             client_id: id.clone(),
@@ -332,11 +351,17 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
          QBUSINESS_APPLICATION_ID={app}\n\
          GITHUB_API_URL={github_endpoint}\n\
          GITHUB_PERSONAL_ACCESS_TOKEN={token}\n\
+         Slow-tool MCP server listening on http://{mcp_address}{mcp_path} (Streamable HTTP; \
+         tool `{mcp_tool}`; stdio: agentgate sim --mcp-stdio)\n\
          For the A2A agent, agentgate's config file (A2A agents are configured there, not in \
          the environment):\n\
          \x20 [[a2a.agents]]\n\
          \x20 name = \"sim\"\n\
-         \x20 url = \"{a2a_endpoint}\"\n",
+         \x20 url = \"{a2a_endpoint}\"\n\
+         For the MCP server, also there:\n\
+         \x20 [[mcp.servers]]\n\
+         \x20 name = \"sim\"\n\
+         \x20 url = \"http://{mcp_address}{mcp_path}\"\n",
         app = args.application_id,
         lat = args.latency_ms,
         jit = args.latency_jitter_ms,
@@ -363,6 +388,8 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
             None => "none".into(),
         },
         a2a_push = if args.a2a_push { "on" } else { "off" },
+        mcp_path = mcp::MCP_PATH,
+        mcp_tool = mcp::TOOL,
     );
     {
         // A block, not `drop`: the lock must not live across an await (`run` is `Send`).
@@ -388,8 +415,14 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
             .await
             .context("A2A emulator")
     };
+    let mcp_server = async {
+        axum::serve(mcp_listener, mcp::router(shutdown.clone()))
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .await
+            .context("MCP server")
+    };
     tracing::info!(endpoint = %a2a_endpoint, "A2A emulator started");
-    tokio::try_join!(qbusiness, github, a2a).map(|_| ())
+    tokio::try_join!(qbusiness, github, a2a, mcp_server).map(|_| ())
 }
 
 #[cfg(test)]
@@ -466,6 +499,7 @@ mod tests {
             qbusiness_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             github_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             a2a_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            mcp_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             ..SimArgs::default()
         };
         let shutdown = CancellationToken::new();
@@ -481,6 +515,7 @@ mod tests {
             qbusiness_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             github_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             a2a_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            mcp_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             github_fault_script: vec!["nope".into()],
             ..SimArgs::default()
         };

@@ -9,6 +9,8 @@
 //!   scenarios, rate limits and fault knobs;
 //! - [`a2a`]: an Agent2Agent (A2A) protocol v1.0 agent (JSON-RPC binding, SSE) with
 //!   scripted agents selected by skill, fault knobs and per-messageId effect counters;
+//! - [`mcp`]: a plain MCP server with one slow tool (progress, an elicitation), the
+//!   "any MCP server" behind `[[mcp.servers]]` in the demo and the tests;
 //! - `cli`: [`SimArgs`] and [`run`], what `agentgate sim` calls.
 
 // GitHub's pull request object is one `json!` of about fifty fields.
@@ -16,6 +18,7 @@
 
 pub mod a2a;
 pub mod github;
+pub mod mcp;
 pub mod qbusiness;
 
 mod cli;

@@ -3,6 +3,7 @@
 //!
 //! - `a2a`: the A2A emulator over real HTTP, every answer held to `a2a.proto`;
 //! - `github`: the GitHub emulator over real HTTP;
+//! - `mcp`: the slow-tool MCP server over real HTTP, through rmcp's client;
 //! - `qbusiness_sdk`: the Q Business emulator driven by the real
 //!   `aws-sdk-qbusiness` client (`common` starts it and builds the clients).
 //!
@@ -13,4 +14,5 @@
 mod a2a;
 mod common;
 mod github;
+mod mcp;
 mod qbusiness_sdk;

@@ -1,0 +1,229 @@
+//! A plain MCP server with one slow tool, `countdown`: the "other MCP server"
+//! of the demo and of the tests behind `[[mcp.servers]]`.
+//!
+//! Unlike the other emulators it stands for no product. It has the shape most
+//! slow MCP tools have in the wild: no tasks, `notifications/progress` while
+//! it works, one `elicitation/create` when it needs the user, then a result —
+//! and it is built on rmcp's server side, so the wire is the SDK's, not ours.
+//!
+//! ```text
+//! tools/call countdown {seconds: 3, ask: true}   (with a progressToken)
+//!   notifications/progress "3 s left", "2 s left", "1 s left"   (one a second)
+//!   elicitation/create "Who should I greet?" {name}              (only with `ask`)
+//!   result "Hello, Ada!"   (or "Done counting." without `ask`)
+//! notifications/cancelled ─▶ the countdown stops, nothing is answered
+//! ```
+//!
+//! `agentgate sim` serves it over Streamable HTTP at `/mcp`
+//! (`--mcp-listen`); `agentgate sim --mcp-stdio` serves only it, on
+//! stdin/stdout, the way `[[mcp.servers]] command` runs a server.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// The tool's name.
+pub const TOOL: &str = "countdown";
+/// The longest countdown it accepts, in seconds.
+pub const MAX_SECONDS: u64 = 3600;
+/// Where [`router`] serves it.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The server: stateless, one value per connection.
+#[derive(Debug, Clone, Default)]
+pub struct SlowToolServer;
+
+/// `countdown`'s arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountdownArgs {
+    seconds: u64,
+    #[serde(default)]
+    ask: bool,
+}
+
+fn countdown_tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "seconds": {
+                "type": "integer", "minimum": 0, "maximum": MAX_SECONDS,
+                "description": "Seconds to count down, reporting progress each second."
+            },
+            "ask": {
+                "type": "boolean", "default": false,
+                "description": "At the end, ask who to greet (elicitation) and greet them."
+            }
+        },
+        "required": ["seconds"],
+        "additionalProperties": false
+    });
+    let Value::Object(schema) = schema else {
+        unreachable!("a JSON object literal")
+    };
+    Tool::new(
+        TOOL,
+        "Counts down `seconds`, reporting progress each second; then, if `ask` is true, asks \
+         who to greet and greets them. A slow tool of a plain MCP server (no tasks).",
+        Arc::new(schema),
+    )
+    // It changes nothing anywhere, so calling it again is harmless.
+    .annotate(ToolAnnotations::new().read_only(true).idempotent(true))
+}
+
+impl ServerHandler for SlowToolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("agentgate-sim-mcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Owned(vec![
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_11_25,
+        ])
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![countdown_tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == TOOL).then(countdown_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != TOOL {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`; this server has `{TOOL}`", request.name),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let args: CountdownArgs = serde_json::from_value(args).map_err(|e| {
+            ErrorData::invalid_params(
+                format!("{TOOL}: {e} (expected {{\"seconds\": 0..={MAX_SECONDS}, \"ask\": bool}})"),
+                None,
+            )
+        })?;
+        if args.seconds > MAX_SECONDS {
+            return Ok(error(format!(
+                "field `seconds` is {}, at most {MAX_SECONDS} is allowed",
+                args.seconds
+            )));
+        }
+        // rmcp moves the request's `_meta` into the context.
+        let token = cx.meta.get_progress_token();
+        for done in 0..args.seconds {
+            if let Some(token) = &token {
+                let left = args.seconds - done;
+                let progress = ProgressNotificationParam::new(token.clone(), done as f64)
+                    .with_total(args.seconds as f64)
+                    .with_message(format!("{left} s left"));
+                // A client gone away is noticed by the cancel below.
+                let _ = cx.peer.notify_progress(progress).await;
+            }
+            tokio::select! {
+                () = cx.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+        if !args.ask {
+            return Ok(CallToolResult::success(vec![ContentBlock::text("Done counting.")]).into());
+        }
+        let asked = tokio::select! {
+            () = cx.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
+            asked = cx.peer.create_elicitation(who_to_greet()) => asked,
+        };
+        match asked {
+            Ok(answer) => {
+                let name = match answer.action {
+                    ElicitationAction::Accept => answer
+                        .content
+                        .as_ref()
+                        .and_then(|c| c["name"].as_str())
+                        .map(str::to_owned),
+                    // Declined, cancelled, or an action of a later revision.
+                    _ => None,
+                };
+                let name = name.unwrap_or_else(|| "whoever you are".to_owned());
+                Ok(
+                    CallToolResult::success(vec![ContentBlock::text(format!("Hello, {name}!"))])
+                        .into(),
+                )
+            }
+            Err(e) => Ok(error(format!(
+                "could not ask who to greet (the client must support form elicitation): {e}"
+            ))),
+        }
+    }
+}
+
+/// A tool error the caller can act on.
+fn error(text: String) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(format!("Error: {text}"))]).into()
+}
+
+fn who_to_greet() -> ElicitRequestParams {
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "Who to greet"}},
+        "required": ["name"]
+    });
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: "Who should I greet?".to_owned(),
+        requested_schema: serde_json::from_value(schema)
+            .unwrap_or_else(|e| unreachable!("a valid elicitation schema: {e}")),
+    }
+}
+
+/// The server over Streamable HTTP, at [`MCP_PATH`]; its open streams end
+/// at `shutdown`.
+pub fn router(shutdown: CancellationToken) -> axum::Router {
+    let service = StreamableHttpService::new(
+        || Ok(SlowToolServer),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(shutdown),
+    );
+    axum::Router::new().nest_service(MCP_PATH, service)
+}
+
+/// Serves one client on stdin/stdout until it hangs up or `shutdown`.
+pub async fn serve_stdio(shutdown: CancellationToken) -> anyhow::Result<()> {
+    let service = SlowToolServer
+        .serve((tokio::io::stdin(), tokio::io::stdout()))
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP handshake on stdio failed: {e}"))?;
+    let cancel = service.cancellation_token();
+    tokio::select! {
+        done = service.waiting() => {
+            done.map_err(|e| anyhow::anyhow!("MCP server on stdio stopped: {e}"))?;
+        }
+        () = shutdown.cancelled() => cancel.cancel(),
+    }
+    Ok(())
+}
