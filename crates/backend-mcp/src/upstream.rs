@@ -63,6 +63,8 @@ pub(crate) struct CallClient {
     /// Declares the tasks extension: set for HTTP servers, whose tasks
     /// outlive a connection (a stdio server's die with its process).
     tasks: bool,
+    /// The version `initialize` offers (a server that speaks no 2026-07-28).
+    version: ProtocolVersion,
 }
 
 impl CallClient {
@@ -71,6 +73,7 @@ impl CallClient {
         Self {
             events: None,
             tasks: false,
+            version: ProtocolVersion::V_2026_07_28,
         }
     }
 
@@ -79,6 +82,7 @@ impl CallClient {
         Self {
             events: Some(events),
             tasks: false,
+            version: ProtocolVersion::V_2026_07_28,
         }
     }
 }
@@ -86,7 +90,7 @@ impl CallClient {
 /// Form and URL elicitation, which agentgate turns into `input_required`;
 /// the tasks extension when `tasks`; no sampling and no roots, which it
 /// cannot serve.
-fn client_config(tasks: bool) -> ClientConfig {
+fn client_config(tasks: bool, version: ProtocolVersion) -> ClientConfig {
     let elicitation = ElicitationCapability::new()
         .with_form(FormElicitationCapability::new())
         .with_url(UrlElicitationCapability::new());
@@ -100,12 +104,12 @@ fn client_config(tasks: bool) -> ClientConfig {
         caps,
         Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
     )
-    .with_protocol_version(ProtocolVersion::V_2026_07_28)
+    .with_protocol_version(version)
 }
 
 impl ClientHandler for CallClient {
     fn get_info(&self) -> ClientConfig {
-        client_config(self.tasks)
+        client_config(self.tasks, self.version.clone())
     }
 
     async fn on_progress(
@@ -237,51 +241,32 @@ impl Upstream {
         let group: Mutex<Option<u32>> = Mutex::default();
         let reader: Mutex<Option<tokio::task::JoinHandle<()>>> = Mutex::default();
         let connecting = async {
-            match &self.settings.transport {
-                Transport::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
-                } => {
-                    let mut cmd = tokio::process::Command::new(command);
-                    cmd.args(args).env_clear().envs(env).kill_on_drop(true);
-                    if let Some(cwd) = cwd {
-                        cmd.current_dir(cwd);
-                    }
-                    // Its own process group: a Ctrl-C meant for agentgate does
-                    // not kill calls it is about to cancel cleanly.
-                    #[cfg(unix)]
-                    cmd.process_group(0);
-                    let (transport, err) = TokioChildProcess::builder(cmd)
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-                    *lock(&group) = transport.id();
-                    if let Some(err) = err {
-                        *lock(&reader) = Some(keep_tail(err, stderr.clone()));
-                    }
-                    client
-                        .serve_with_lifecycle(transport, lifecycle())
+            let first = self
+                .start(client.clone(), owner, lifecycle(), &group, &reader, &stderr)
+                .await;
+            // A server that answers `server/discover` with only versions
+            // before 2026-07-28 speaks them through `initialize`, which rmcp's
+            // automatic mode does not fall back to: start it again that way.
+            let legacy = match &first {
+                Err(Started::Init(error)) => match &**error {
+                    ClientInitializeError::NoCompatibleProtocolVersion {
+                        server_supported, ..
+                    } => legacy_version(server_supported),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match (first, legacy) {
+                (Ok(service), _) => Ok(service),
+                (Err(_), Some(version)) => {
+                    kill_group(lock(&group).take());
+                    client.version = version;
+                    let mode = ClientLifecycleMode::Initialize;
+                    self.start(client, owner, mode, &group, &reader, &stderr)
                         .await
-                        .map_err(|e| describe(&e))
+                        .map_err(Started::describe)
                 }
-                Transport::Http {
-                    url,
-                    token,
-                    principal_tokens,
-                } => {
-                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                    let own = owner.and_then(|owner| principal_tokens.get(owner.as_str()));
-                    if let Some(token) = own.or(token.as_ref()) {
-                        config = config.auth_header(token.expose().to_owned());
-                    }
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    client
-                        .serve_with_lifecycle(transport, lifecycle())
-                        .await
-                        .map_err(|e| describe(&e))
-                }
+                (Err(error), None) => Err(error.describe()),
             }
         };
         let what = match &self.settings.transport {
@@ -311,6 +296,66 @@ impl Upstream {
             stderr: tail_text(&stderr),
         })
     }
+
+    /// One start of the server's connection, in lifecycle `mode`; a stdio
+    /// server's process group goes to `group`, its stderr's reader to
+    /// `reader`, which keeps its tail in `stderr`.
+    async fn start(
+        &self,
+        client: CallClient,
+        owner: Option<&Owner>,
+        mode: ClientLifecycleMode,
+        group: &Mutex<Option<u32>>,
+        reader: &Mutex<Option<tokio::task::JoinHandle<()>>>,
+        stderr: &Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<RunningService<RoleClient, CallClient>, Started> {
+        match &self.settings.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).env_clear().envs(env).kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                // Its own process group: a Ctrl-C meant for agentgate does
+                // not kill calls it is about to cancel cleanly.
+                #[cfg(unix)]
+                cmd.process_group(0);
+                let (transport, err) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| Started::Spawn(format!("cannot start `{command}`: {e}")))?;
+                *lock(group) = transport.id();
+                if let Some(err) = err {
+                    *lock(reader) = Some(keep_tail(err, stderr.clone()));
+                }
+                client
+                    .serve_with_lifecycle(transport, mode)
+                    .await
+                    .map_err(|e| Started::Init(Box::new(e)))
+            }
+            Transport::Http {
+                url,
+                token,
+                principal_tokens,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                let own = owner.and_then(|owner| principal_tokens.get(owner.as_str()));
+                if let Some(token) = own.or(token.as_ref()) {
+                    config = config.auth_header(token.expose().to_owned());
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                client
+                    .serve_with_lifecycle(transport, mode)
+                    .await
+                    .map_err(|e| Started::Init(Box::new(e)))
+            }
+        }
+    }
 }
 
 /// Why a connection could not be made. What a stdio server wrote on stderr
@@ -335,6 +380,30 @@ impl ConnectError {
         tracing::warn!(%server, error = %self.for_operator(), "MCP server unreachable");
         self.message
     }
+}
+
+/// Why one start failed.
+enum Started {
+    /// The process could not be spawned.
+    Spawn(String),
+    /// rmcp's handshake failed.
+    Init(Box<ClientInitializeError>),
+}
+
+impl Started {
+    fn describe(self) -> String {
+        match self {
+            Started::Spawn(why) => why,
+            Started::Init(error) => describe(&error),
+        }
+    }
+}
+
+/// The newest version before 2026-07-28 that both sides speak, if any.
+fn legacy_version(server_supported: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+    [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18]
+        .into_iter()
+        .find(|version| server_supported.contains(version))
 }
 
 fn lifecycle() -> ClientLifecycleMode {
