@@ -1,6 +1,7 @@
 //! The backends this build serves: one line each in [`BACKENDS`]. Each reads
 //! its own table of the config file (`[copilot]`, `[qbusiness]`, `[a2a]`,
-//! `[mcp]`, `[countdown]`) and refuses an unknown key by name. Every table also takes
+//! `[mcp]`, and `[countdown]` in a build with the `example-countdown`
+//! feature) and refuses an unknown key by name. Every table also takes
 //! `enabled = true|false`, read here and removed before the backend sees
 //! its table; a backend that is off is not built at all.
 //!
@@ -19,6 +20,7 @@ pub(crate) const BACKENDS: &[Entry] = &[
     entry::<backend_copilot::Copilot>(),
     entry::<backend_a2a::A2aBackend>(),
     entry::<backend_mcp::McpBackend>(),
+    #[cfg(feature = "example-countdown")]
     entry::<agentgate_example_countdown::Countdown>(),
 ];
 

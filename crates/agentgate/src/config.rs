@@ -399,14 +399,6 @@ mod tests {
         let cfg = FileConfig::parse("[qbusiness]\nregion = \"x\"\n").expect("set aside");
         let err = crate::backends::check_all(&cfg.backends).expect_err("no keys yet");
         assert!(format!("{err:#}").contains("[qbusiness] region"), "{err:#}");
-        let cfg = FileConfig::parse("[countdown]\nenabled = true\n").expect("set aside");
-        crate::backends::check_all(&cfg.backends).expect("the example backend's section");
-        let cfg = FileConfig::parse("[countdown]\nmax_seconds = 0\n").expect("set aside");
-        let err = crate::backends::check_all(&cfg.backends).expect_err("range refused");
-        assert!(
-            format!("{err:#}").contains("countdown.max_seconds"),
-            "{err:#}"
-        );
         let cfg = FileConfig::parse(
             "[[a2a.agents]]\nname = \"travel\"\nurl = \"https://agents.example.com/travel\"\n",
         )

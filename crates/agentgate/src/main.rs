@@ -45,6 +45,20 @@ struct Cli {
     command: Command,
 }
 
+/// This build's backends, for [`LONG_VERSION`] (`concat!` takes literals).
+#[cfg(not(feature = "example-countdown"))]
+macro_rules! built_backends {
+    () => {
+        "qbusiness, copilot, a2a, mcp"
+    };
+}
+#[cfg(feature = "example-countdown")]
+macro_rules! built_backends {
+    () => {
+        "qbusiness, copilot, a2a, mcp, countdown (example)"
+    };
+}
+
 /// `agentgate --version`: the commit, and what this build speaks and serves
 /// (a test checks these lists against the code).
 const LONG_VERSION: &str = concat!(
@@ -52,7 +66,9 @@ const LONG_VERSION: &str = concat!(
     " (commit ",
     env!("AGENTGATE_COMMIT"),
     ")\nMCP protocol versions: 2025-06-18, 2025-11-25 (tasks), 2026-07-28 (tasks extension, SEP-2663)\n\
-     backends: qbusiness, copilot, a2a, mcp, countdown (example)\nrmcp 3.11.0"
+     backends: ",
+    built_backends!(),
+    "\nrmcp 3.11.0"
 );
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

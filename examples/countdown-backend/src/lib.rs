@@ -18,8 +18,9 @@
 //! ```
 //!
 //! In `agentgate serve` it is one line of the binary's backend list
-//! (`crates/agentgate/src/backends.rs`) and off unless the config file
-//! turns it on:
+//! (`crates/agentgate/src/backends.rs`), compiled in only with the
+//! binary's `example-countdown` feature (a normal build links no example),
+//! and off unless the config file turns it on:
 //!
 //! ```toml
 //! [countdown]

@@ -86,7 +86,7 @@ pub(crate) async fn start(
 ) -> Result<DemoGateway> {
     let exe = std::env::current_exe().context("finding the agentgate binary")?;
     let config = settings.dir.join("agentgate.toml");
-    std::fs::write(&config, config_file(&exe, settings.dir, emulators)?)
+    std::fs::write(&config, config_file(&exe, emulators)?)
         .with_context(|| format!("writing the demo's config {}", config.display()))?;
     let log = settings.dir.join("gateway.log");
     let log_file = std::fs::File::create(&log)
@@ -217,11 +217,7 @@ impl DemoGateway {
 /// The config an operator would write for the demo's A2A agent and MCP
 /// server. Q Business and Copilot need no table: they read the
 /// environment ([`Emulators::env`]).
-fn config_file(exe: &Path, dir: &Path, emulators: &Emulators) -> Result<String> {
-    let server_config = dir.join("example-server.toml");
-    std::fs::write(&server_config, "[countdown]\nenabled = true\n")
-        .context("writing the example MCP server's config")?;
-    let server_store = format!("sqlite://{}", dir.join("example-server.db").display());
+fn config_file(exe: &Path, emulators: &Emulators) -> Result<String> {
     let config = serde_json::json!({
         "a2a": {
             "poll_interval_ms": 200,
@@ -231,7 +227,8 @@ fn config_file(exe: &Path, dir: &Path, emulators: &Emulators) -> Result<String> 
             "servers": [{
                 "name": MCP_SERVER,
                 "command": exe,
-                "args": ["--config", server_config, "serve", "--stdio", "--store", server_store],
+                // The emulators' plain MCP server with a slow tool, on stdio.
+                "args": ["sim", "--mcp-stdio"],
                 "prefix": format!("{MCP_SERVER}_"),
             }],
         },

@@ -10,8 +10,9 @@
 //! 5. a Copilot task cancelled while the agent works;
 //! 6. an A2A agent that asks a question: `input_required`, answered with
 //!    `tasks/update`, then its answer;
-//! 7. a slow tool of another MCP server (`[[mcp.servers]]`; here this
-//!    binary's example server over stdio) as a durable task: its progress,
+//! 7. a slow tool of another MCP server (`[[mcp.servers]]`; here the
+//!    emulators' plain MCP server, `agentgate sim --mcp-stdio`, which
+//!    knows nothing of tasks) as a durable task: its progress,
 //!    its question through `tasks/update`, its answer.
 //!
 //! Each step has a deadline; a failed step is reported and the walkthrough

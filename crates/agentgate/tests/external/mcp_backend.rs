@@ -529,15 +529,23 @@ async fn broken_servers_get_clear_errors_and_a_healthy_gateway() {
     drop(gate);
 }
 
+/// `[[mcp.servers]]` for the emulators' plain MCP server (`agentgate sim
+/// --mcp-stdio`): one slow tool, `countdown`, served under its own name.
+fn slow_tool_server() -> String {
+    format!(
+        "[[mcp.servers]]\nname = \"slow\"\ncommand = {BIN:?}\nargs = [\"sim\", \"--mcp-stdio\"]\n"
+    )
+}
+
 /// A server that runs the call as its own task (the tasks extension over
-/// HTTP; here a second agentgate serving its example `countdown` tool):
+/// HTTP; here a second agentgate, serving the emulators' slow `countdown`):
 /// agentgate follows the server's task by id, forwards its question, and
 /// after a SIGKILL the restarted gateway re-attaches to the same task,
 /// which the server ran exactly once.
 async fn an_upstream_task_is_followed_across_a_restart() {
     let inner_dir = tempfile::tempdir().expect("tempdir");
     let inner = GateBuilder::agentgate(BIN, inner_dir.path())
-        .config("[countdown]\nenabled = true\n")
+        .config(&slow_tool_server())
         .start()
         .await;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -578,10 +586,9 @@ async fn an_upstream_task_is_followed_across_a_restart() {
         panic!("the server's question, through the restarted gateway: {asked:?}")
     };
     let key = input_requests.keys().next().expect("one question").clone();
-    assert_eq!(
-        key, "upstream.r1.who",
-        "the server's key, marked as the server's, in its first round"
-    );
+    // The inner gateway's key for the slow server's elicitation, marked
+    // as the server's, in its first round.
+    assert_eq!(key, "upstream.r1.a1q1-elicitation");
     let mut answers = InputResponses::new();
     answers.insert(key, json!({"action": "accept", "content": {"name": "Ada"}}));
     client
@@ -622,12 +629,13 @@ async fn an_upstream_task_is_followed_across_a_restart() {
 async fn each_principal_reaches_the_server_as_itself() {
     let inner_dir = tempfile::tempdir().expect("tempdir");
     let inner = GateBuilder::agentgate(BIN, inner_dir.path())
-        .config(
-            "[countdown]\nenabled = true\n[auth]\nmode = \"tokens\"\n\
+        .config(&format!(
+            "{}[auth]\nmode = \"tokens\"\n\
              [[auth.tokens]]\nprincipal = \"gateway\"\ntoken_env = \"AT_INNER_GATEWAY\"\n\
              [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"AT_INNER_ALICE\"\n\
              [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"AT_INNER_BOB\"\n",
-        )
+            slow_tool_server()
+        ))
         .env("AT_INNER_GATEWAY", "inner-gateway-token-0123456789")
         .env("AT_INNER_ALICE", "inner-alice-token-0123456789")
         .env("AT_INNER_BOB", "inner-bob-token-0123456789")

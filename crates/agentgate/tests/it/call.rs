@@ -919,8 +919,11 @@ async fn a_failure_while_following_says_its_cause_before_how_to_resume() {
 #[tokio::test]
 async fn a_server_that_stops_mid_task_is_reported_as_such_with_the_resume_hint() {
     let world = World::new().await;
+    // A slow tool: the emulators' plain MCP server's, behind the gateway.
     let server = GateBuilder::agentgate(BIN, world.dir.path())
-        .config("[countdown]\nenabled = true\n")
+        .config(&format!(
+            "[[mcp.servers]]\nname = \"slow\"\ncommand = {BIN:?}\nargs = [\"sim\", \"--mcp-stdio\"]\n"
+        ))
         .start()
         .await;
     let mut child = world

@@ -74,7 +74,7 @@ async fn check_says_who_each_credential_is_and_fails_on_a_wrong_one() {
         a2a.starts_with("ok") && a2a.contains("cards read"),
         "{report}"
     );
-    assert!(line(&report, "countdown").starts_with("--"), "{report}");
+    assert!(line(&report, "mcp").starts_with("--"), "{report}");
 
     // Wrong credentials: each named with the upstream's reason.
     let (status, report) = check(

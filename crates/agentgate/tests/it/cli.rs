@@ -408,20 +408,19 @@ fn tools_of_a_backend_not_set_up_or_turned_off_are_not_listed() {
     assert!(out.status.success(), "{out:?}");
     let list = String::from_utf8_lossy(&out.stdout);
     let notes = String::from_utf8_lossy(&out.stderr);
-    for hidden in ["QBusinessQueryTool", "assign_copilot_to_issue", "countdown"] {
+    for hidden in ["QBusinessQueryTool", "assign_copilot_to_issue"] {
         assert!(!list.contains(hidden), "{hidden} listed:\n{list}");
     }
     assert!(list.contains("task_status "), "{list}");
     for note in [
         "qbusiness: not set up, its tools are not listed: AWS_REGION is not set",
         "copilot: not set up, its tools are not listed: GITHUB_PERSONAL_ACCESS_TOKEN is not set",
-        "countdown: off unless [countdown] enabled = true",
     ] {
         assert!(notes.contains(note), "{note:?} in:\n{notes}");
     }
 
-    // Every backend takes `enabled`: off whatever its settings, or on.
-    let toml = "[copilot]\nenabled = false\n[countdown]\nenabled = true\n";
+    // Every backend takes `enabled`: off whatever its settings.
+    let toml = "[copilot]\nenabled = false\n";
     let config = dir.path().join("agentgate.toml");
     std::fs::write(&config, toml).expect("write the config");
     let config = config.to_str().expect("a UTF-8 path");
@@ -430,7 +429,6 @@ fn tools_of_a_backend_not_set_up_or_turned_off_are_not_listed() {
     let list = String::from_utf8_lossy(&out.stdout);
     assert!(!list.contains("assign_copilot_to_issue"), "{list}");
     assert!(list.contains("QBusinessQueryTool"), "{list}");
-    assert!(list.contains("countdown "), "{list}");
     let notes = String::from_utf8_lossy(&out.stderr);
     assert!(
         notes.contains("copilot: off: [copilot] enabled = false"),
@@ -447,12 +445,12 @@ fn tools_of_a_backend_not_set_up_or_turned_off_are_not_listed() {
     // A typo in a section that is off is still a typo.
     let out = run_unconfigured(
         dir.path(),
-        "[countdown]\nenabled = false\nmax_second = 5\n",
+        "[copilot]\nenabled = false\nmax_watch_minute = 5\n",
         &["tools"],
     );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("[countdown] max_second"), "{err}");
+    assert!(err.contains("[copilot] max_watch_minute"), "{err}");
 }
 
 #[tokio::test]
@@ -461,13 +459,9 @@ async fn read_only_serves_no_tool_that_may_change_something() {
     let config = dir.path().join("agentgate.toml");
     let config = config.to_str().expect("a UTF-8 path");
     // None of this build's own tools is marked readOnlyHint: Q Business may
-    // run plugin actions, Copilot writes to GitHub, the example counts
-    // down. Read-only leaves the task tools.
-    std::fs::write(
-        config,
-        "[server]\nread_only = true\n[countdown]\nenabled = true\n",
-    )
-    .expect("write");
+    // run plugin actions, Copilot writes to GitHub. Read-only leaves the
+    // task tools.
+    std::fs::write(config, "[server]\nread_only = true\n").expect("write");
     let out = run_configured(&["--config", config, "tools"]);
     assert!(out.status.success(), "{out:?}");
     let list = String::from_utf8_lossy(&out.stdout);
@@ -481,11 +475,11 @@ async fn read_only_serves_no_tool_that_may_change_something() {
         "{list}"
     );
     // Off, they are all there.
-    std::fs::write(config, "[countdown]\nenabled = true\n").expect("write");
+    std::fs::write(config, "").expect("write");
     let out = run_configured(&["--config", config, "tools"]);
     let list = String::from_utf8_lossy(&out.stdout);
     assert!(
-        list.contains("countdown") && list.contains("assign_copilot_to_issue"),
+        list.contains("QBusinessQueryTool") && list.contains("assign_copilot_to_issue"),
         "{list}"
     );
     // `serve --read-only` turns it on over the file.
@@ -608,7 +602,7 @@ async fn serve_says_at_start_what_each_backend_can_do() {
         "backend not set up, its tools are not listed: AWS_REGION is not set",
         "backend ready: GitHub at https://github.example.com/api/v3",
         "backend not set up, its tools are not listed: no agents",
-        "backend off unless [countdown] enabled = true",
+        "backend not set up, its tools are not listed: no servers: add [[mcp.servers]] to the config",
     ];
     agentgate_testkit::eventually(
         "a start-up line per backend",
