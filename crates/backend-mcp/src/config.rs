@@ -15,6 +15,13 @@
 //! url = "https://mcp.example.com/mcp" # … or a Streamable HTTP server
 //! bearer_token_env = "RESEARCH_MCP_TOKEN"
 //! principal_tokens = { "token:alice" = "RESEARCH_TOKEN_ALICE" }  # alice's calls as alice
+//!
+//! [[mcp.servers]]
+//! name = "github"
+//! command = "github-mcp-server"
+//! args = ["stdio"]
+//! # alice's calls run with her own token in the server's environment
+//! principal_env = { "token:alice" = { GITHUB_PERSONAL_ACCESS_TOKEN = "ALICE_GITHUB_TOKEN" } }
 //! ```
 //!
 //! [`McpConfig`] is what the file says (an unknown key is refused by path);
@@ -57,6 +64,11 @@ pub struct ServerConfig {
     pub pass_env: Vec<String>,
     /// Where it runs (default: agentgate's working directory).
     pub cwd: Option<PathBuf>,
+    /// Variables set for one principal's calls only: principal → (the
+    /// server's variable → the variable of agentgate's environment holding
+    /// that principal's value). A listed principal's calls run the server
+    /// as itself; the others get `env` and `pass_env` alone.
+    pub principal_env: BTreeMap<String, BTreeMap<String, String>>,
     /// A Streamable HTTP server's endpoint, e.g. `https://host/mcp`.
     pub url: Option<String>,
     /// The environment variable holding the bearer token sent to `url`.
@@ -103,8 +115,9 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// How a server is reached.
-#[derive(Debug, Clone)]
+/// How a server is reached. `Debug` shows variables' names, never their
+/// values (`pass_env` may carry a token).
+#[derive(Clone)]
 pub enum Transport {
     /// A child process speaking MCP on stdin/stdout.
     Stdio {
@@ -112,8 +125,10 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Its whole environment.
+        /// Its whole environment, but for `principal_env`.
         env: BTreeMap<String, String>,
+        /// What a listed principal's calls add to `env`.
+        principal_env: BTreeMap<String, BTreeMap<String, Secret>>,
         /// Its working directory.
         cwd: Option<PathBuf>,
     },
@@ -127,6 +142,43 @@ pub enum Transport {
         /// that principal's calls.
         principal_tokens: BTreeMap<String, Secret>,
     },
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                principal_env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field(
+                    "principal_env",
+                    &principal_env
+                        .iter()
+                        .map(|(who, vars)| (who, vars.keys().collect::<Vec<_>>()))
+                        .collect::<Vec<_>>(),
+                )
+                .field("cwd", cwd)
+                .finish(),
+            Transport::Http {
+                url,
+                token,
+                principal_tokens,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("token", token)
+                .field("principal_tokens", principal_tokens)
+                .finish(),
+        }
+    }
 }
 
 /// One server, checked, with its secrets read.
@@ -326,12 +378,63 @@ impl ServerConfig {
             vars.insert(var.clone(), value);
         }
         vars.extend(self.env.clone());
+        let mut principal_env = BTreeMap::new();
+        for (principal, wanted) in &self.principal_env {
+            let path = format!("{at}.principal_env.\"{principal}\"");
+            self.check_principal(&path, principal)?;
+            let mut own = BTreeMap::new();
+            for (var, from) in wanted {
+                let path = format!("{path}.{var}");
+                if var.trim().is_empty() || var.contains('=') {
+                    return Err(refuse(path, "is not a variable name"));
+                }
+                match env(from).filter(|value| !value.is_empty()) {
+                    Some(value) => {
+                        own.insert(var.clone(), Secret(value));
+                    }
+                    None => {
+                        return Err(refuse(
+                            path,
+                            format!(
+                                "{from} is not set (or empty) in agentgate's environment; \
+                                 export {principal}'s value in it"
+                            ),
+                        ));
+                    }
+                }
+            }
+            principal_env.insert(principal.clone(), own);
+        }
         Ok(Transport::Stdio {
             command: command.to_owned(),
             args: self.args.clone(),
             env: vars,
+            principal_env,
             cwd: self.cwd.clone(),
         })
+    }
+
+    /// A principal named in `principal_tokens` or `principal_env` (at
+    /// `path`): one that could use it.
+    fn check_principal(&self, path: &str, principal: &str) -> Result<(), SettingsError> {
+        if principal.trim().is_empty() {
+            return Err(refuse(
+                path.to_owned(),
+                "names no principal; use the principal as its tasks are owned, e.g. \"token:alice\"",
+            ));
+        }
+        if let Some(allowed) = &self.principals
+            && !allowed.iter().any(|p| p == principal)
+        {
+            return Err(refuse(
+                path.to_owned(),
+                format!(
+                    "{principal:?} has its own settings here but is not in this server's \
+                     `principals`, so it could never use them; add it there or remove them"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn http(
@@ -352,6 +455,13 @@ impl ServerConfig {
                     "is for stdio servers (`command`); remove it from a `url` server",
                 ));
             }
+        }
+        if !self.principal_env.is_empty() {
+            return Err(refuse(
+                format!("{at}.principal_env"),
+                "is for stdio servers (`command`); give a `url` server's principals their own \
+                 tokens with `principal_tokens`",
+            ));
         }
         let parsed = url.parse::<reqwest::Url>().map_err(|e| {
             refuse(
@@ -380,23 +490,7 @@ impl ServerConfig {
         let mut principal_tokens = BTreeMap::new();
         for (principal, var) in &self.principal_tokens {
             let path = format!("{at}.principal_tokens.\"{principal}\"");
-            if principal.trim().is_empty() {
-                return Err(refuse(
-                    path,
-                    "names no principal; use the principal as its tasks are owned, e.g. \"token:alice\"",
-                ));
-            }
-            if let Some(allowed) = &self.principals
-                && !allowed.contains(principal)
-            {
-                return Err(refuse(
-                    path,
-                    format!(
-                        "{principal:?} has a token here but is not in {at}.principals, so it \
-                         could never use it; add it there or remove the token"
-                    ),
-                ));
-            }
+            self.check_principal(&path, principal)?;
             match env(var).filter(|token| !token.trim().is_empty()) {
                 Some(token) => {
                     principal_tokens.insert(principal.clone(), Secret(token));
@@ -510,7 +604,7 @@ mod tests {
         let error = c.resolve(&no_env).expect_err("refused");
         assert_eq!(error.path, "servers[0].principal_tokens.\"token:bob\"");
         assert!(
-            error.message.contains("not in servers[0].principals"),
+            error.message.contains("not in this server's `principals`"),
             "{}",
             error.message
         );
@@ -532,6 +626,57 @@ mod tests {
         assert_eq!(
             stdio.resolve(&set).expect_err("refused").path,
             "servers[0].principal_tokens"
+        );
+    }
+
+    #[test]
+    fn a_principal_env_is_read_for_stdio_servers_only_and_never_shown() {
+        let c = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "srv",
+            "principals": ["token:alice", "token:bob"],
+            "principal_env": {"token:alice": {"GITHUB_TOKEN": "ALICE_GH"}}}]}),
+        );
+        let error = c.resolve(&no_env).expect_err("refused");
+        assert_eq!(
+            error.path,
+            "servers[0].principal_env.\"token:alice\".GITHUB_TOKEN"
+        );
+        assert!(error.message.contains("ALICE_GH"), "{}", error.message);
+        let set = |name: &str| (name == "ALICE_GH").then(|| "ghp_alice".to_owned());
+        let settings = c.resolve(&set).expect("resolves");
+        let Transport::Stdio { principal_env, .. } = &settings[0].transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(
+            principal_env["token:alice"]["GITHUB_TOKEN"].expose(),
+            "ghp_alice"
+        );
+        assert!(!principal_env.contains_key("token:bob"));
+        let shown = format!("{settings:?}");
+        assert!(
+            !shown.contains("ghp_alice") && shown.contains("GITHUB_TOKEN"),
+            "{shown}"
+        );
+
+        let stranger = config(
+            serde_json::json!({"servers": [{"name": "a", "command": "srv",
+            "principals": ["token:bob"],
+            "principal_env": {"token:alice": {"GITHUB_TOKEN": "ALICE_GH"}}}]}),
+        );
+        assert_eq!(
+            stranger.resolve(&set).expect_err("refused").path,
+            "servers[0].principal_env.\"token:alice\""
+        );
+        let http = config(
+            serde_json::json!({"servers": [{"name": "a", "url": "https://h/mcp",
+            "principal_env": {"token:alice": {"GITHUB_TOKEN": "ALICE_GH"}}}]}),
+        );
+        let error = http.resolve(&set).expect_err("refused");
+        assert_eq!(error.path, "servers[0].principal_env");
+        assert!(
+            error.message.contains("principal_tokens"),
+            "{}",
+            error.message
         );
     }
 

@@ -229,7 +229,7 @@ impl Upstream {
     /// the operator's terms, with the end of a stdio server's stderr.
     /// `owner` is the principal the connection speaks for: its own token
     /// is sent when the server has one for it (`principal_tokens`), else the
-    /// server's.
+    /// server's; a stdio server gets its own variables (`principal_env`).
     pub(crate) async fn connect(
         &self,
         mut client: CallClient,
@@ -314,10 +314,16 @@ impl Upstream {
                 command,
                 args,
                 env,
+                principal_env,
                 cwd,
             } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).env_clear().envs(env).kill_on_drop(true);
+                // The principal's own values, over the shared ones:
+                // each call has its own process, so no other sees them.
+                if let Some(own) = owner.and_then(|owner| principal_env.get(owner.as_str())) {
+                    cmd.envs(own.iter().map(|(var, value)| (var, value.expose())));
+                }
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }

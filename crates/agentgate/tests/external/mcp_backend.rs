@@ -725,6 +725,62 @@ async fn each_principal_reaches_the_server_as_itself() {
     }
 }
 
+/// Many principals on one gateway, each running a stdio server as itself
+/// (`principal_env`): alice's calls start the counting server with her own
+/// `COUNT_FILE`, bob (not listed) gets the shared `env`, and alice's value
+/// appears in nothing the gateway wrote.
+async fn each_principal_runs_the_stdio_server_with_its_own_environment() {
+    let script = counting_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shared = dir.path().join("shared-calls");
+    let alices = dir.path().join("alice-calls");
+    let config = format!(
+        "[auth]\nmode = \"tokens\"\n\
+         [[auth.tokens]]\nprincipal = \"alice\"\ntoken_env = \"OUTER_ALICE\"\n\
+         [[auth.tokens]]\nprincipal = \"bob\"\ntoken_env = \"OUTER_BOB\"\n{}",
+        stdio_server(
+            "counting",
+            &script,
+            &[],
+            &format!(
+                "env = {{ COUNT_FILE = {} }}\n\
+                 principal_env = {{ \"token:alice\" = {{ COUNT_FILE = \"ALICE_COUNT_FILE\" }} }}",
+                toml_str(&shared.display().to_string())
+            ),
+        )
+    );
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config)
+        .env("OUTER_ALICE", "outer-alice-token-0123456789")
+        .env("OUTER_BOB", "outer-bob-token-0123456789")
+        .env("ALICE_COUNT_FILE", alices.display().to_string())
+        .start()
+        .await;
+    for (who, tool) in [("alice", "slow_read"), ("bob", "slow_write")] {
+        let client = TestClient::tasks()
+            .http_with_token(&gate.url, &format!("outer-{who}-token-0123456789"))
+            .await;
+        let task = start_task(&client, tool, json!({"seconds": 0})).await;
+        let done = poll_until(&client, &task.task.task_id, is_terminal).await;
+        assert!(
+            matches!(done, TaskPayload::Completed { .. }),
+            "{who}: {done:?}"
+        );
+        client.cancel().await.expect("close");
+    }
+    assert_eq!(counted(&alices), ["slow_read"], "alice's call, in her file");
+    assert_eq!(
+        counted(&shared),
+        ["slow_write"],
+        "bob's call, in the shared one"
+    );
+    let log = gate.stderr();
+    assert!(
+        !log.contains("alice-calls"),
+        "alice's value in the gateway's log:\n{log}"
+    );
+}
+
 /// The upstream server agentgate's own `QBusinessQueryTool` replaces
 /// (`awslabs.amazon-qbusiness-anonymous-mcp-server`, pinned in
 /// `interop/python/requirements.txt`), run by agentgate as a stdio MCP
@@ -870,6 +926,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "each_principal_reaches_the_server_as_itself",
             each_principal_reaches_the_server_as_itself,
+        )
+        .multi_thread(
+            "each_principal_runs_the_stdio_server_with_its_own_environment",
+            each_principal_runs_the_stdio_server_with_its_own_environment,
         )
         .multi_thread(
             "the_upstream_qbusiness_server_as_a_durable_task",
