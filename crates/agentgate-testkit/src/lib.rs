@@ -68,6 +68,8 @@ use tokio::process::Command;
 pub struct Seen {
     pub progress: Vec<ProgressNotificationParam>,
     pub elicitations: Vec<String>,
+    /// The text of each `sampling/createMessage`'s last message.
+    pub samplings: Vec<String>,
 }
 
 /// An rmcp client handler with chosen capabilities, which records progress
@@ -154,9 +156,44 @@ impl TestClient {
     }
 }
 
+/// The model a [`TestClient`] that declares sampling answers as.
+pub const TEST_MODEL: &str = "agentgate-test-model";
+
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
+    }
+
+    /// Answers "completion of: PROMPT" as [`TEST_MODEL`], when the client
+    /// declared sampling.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        if self.config.capabilities.sampling.is_none() {
+            return Err(ErrorData::invalid_request(
+                "this test client did not declare sampling",
+                None,
+            ));
+        }
+        let prompt = params
+            .messages
+            .last()
+            .and_then(|m| serde_json::to_value(m).ok())
+            .and_then(|m| m["content"]["text"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.seen
+            .lock()
+            .expect("lock")
+            .samplings
+            .push(prompt.clone());
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(format!("completion of: {prompt}")),
+            TEST_MODEL.to_owned(),
+        )
+        .with_stop_reason(rmcp::model::CreateMessageResult::STOP_REASON_END_TURN))
     }
 
     async fn on_progress(

@@ -38,12 +38,15 @@ use rmcp::model::{
     ElicitationAction, InputRequest, InputRequests, InputResponses, JsonObject, RequestId,
     ServerResult,
 };
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use rmcp::{ErrorData, RoleClient};
 use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::Sampling;
 use crate::upstream::{CallClient, CallEvent, Upstream, capped, lock};
 
 /// An ended call is kept this long for a step that must read it again
@@ -113,6 +116,12 @@ enum Responder {
     Elicit {
         key: String,
         reply: oneshot::Sender<ElicitResult>,
+    },
+    /// `sampling/createMessage`, asked of the caller under `key`.
+    #[allow(deprecated)]
+    Sample {
+        key: String,
+        reply: oneshot::Sender<Option<CreateMessageResult>>,
     },
     /// MRTR input requests, our keys mapped to the server's.
     Rounds {
@@ -264,6 +273,15 @@ impl LiveCall {
                     .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel));
                 let _ = reply.send(result);
             }
+            #[allow(deprecated)]
+            Responder::Sample { key, reply } => {
+                // An answer the server could not read is no answer: the
+                // server is told so, nothing is made up.
+                let result = responses.get(&key).and_then(|answer| {
+                    serde_json::from_value::<CreateMessageResult>(answer.clone()).ok()
+                });
+                let _ = reply.send(result);
+            }
             Responder::Rounds { keys, reply } => {
                 let theirs = keys
                     .iter()
@@ -312,6 +330,32 @@ impl LiveCall {
         shared.questions.push_back(Question {
             requests,
             responder: Responder::Elicit { key, reply },
+        });
+        drop(shared);
+        self.changed.notify_waiters();
+    }
+
+    /// Keeps a `sampling/createMessage` until the caller answers it;
+    /// refuses it when too many questions are open.
+    #[allow(deprecated)]
+    fn ask_sampling(
+        &self,
+        params: CreateMessageRequestParams,
+        reply: oneshot::Sender<Option<CreateMessageResult>>,
+    ) {
+        let mut shared = lock(&self.shared);
+        if shared.questions.len() >= MAX_QUESTIONS {
+            let _ = reply.send(None);
+            return;
+        }
+        let key = Self::key(&mut shared, &self.prefix, "sampling");
+        let requests = InputRequests::from([(
+            key.clone(),
+            InputRequest::CreateMessage(CreateMessageRequest::new(params)),
+        )]);
+        shared.questions.push_back(Question {
+            requests,
+            responder: Responder::Sample { key, reply },
         });
         drop(shared);
         self.changed.notify_waiters();
@@ -468,6 +512,7 @@ impl Call {
                 Some(event) = from_server.recv() => match event {
                     CallEvent::Progress(status) => live.set_progress(status),
                     CallEvent::Ask(params, reply) => live.ask_elicitation(params, reply),
+                    CallEvent::Sample(params, reply) => live.ask_sampling(params, reply),
                 },
                 () = cancel.cancelled() => break CallEnd::Cancelled,
                 () = &mut deadline => break CallEnd::TimedOut(settings.call_timeout),
@@ -508,7 +553,8 @@ impl Call {
                 Ok(CallToolResponse::Complete(result)) => return CallEnd::Answered(result),
                 Ok(CallToolResponse::InputRequired(asked)) => {
                     let requests = asked.input_requests.unwrap_or_default();
-                    if let Some(kind) = requests.values().find_map(unserved) {
+                    let sampling = self.upstream.settings.sampling;
+                    if let Some(kind) = requests.values().find_map(|r| unserved(r, sampling)) {
                         return refused(format!(
                             "MCP server \"{server}\" asked for {kind} during `{}`, which agentgate \
                              does not serve to upstream servers",
@@ -567,13 +613,20 @@ impl Call {
     }
 }
 
-/// What an input request asks for that agentgate does not serve upstream
-/// (sampling, roots), if anything.
-pub(crate) fn unserved(request: &InputRequest) -> Option<&'static str> {
+/// What an input request of a 2026-07-28 server (an MRTR round, its own
+/// task) asks for that agentgate does not serve upstream, if anything:
+/// sampling unless `sampling = "caller"` (the caller answers it like a
+/// question); roots, which that protocol deprecates (SEP-2577) and which
+/// agentgate gives only to servers that ask with `roots/list`.
+pub(crate) fn unserved(request: &InputRequest, sampling: Sampling) -> Option<&'static str> {
     match request {
         InputRequest::Elicitation(_) => None,
         #[allow(deprecated)]
-        InputRequest::CreateMessage(_) => Some("sampling (a model's completion)"),
+        InputRequest::CreateMessage(_) if sampling == Sampling::Caller => None,
+        #[allow(deprecated)]
+        InputRequest::CreateMessage(_) => {
+            Some("sampling (a model's completion; `sampling = \"caller\"` would ask the caller)")
+        }
         #[allow(deprecated)]
         InputRequest::ListRoots(_) => Some("roots"),
         _ => Some("an input request of a kind it does not know"),

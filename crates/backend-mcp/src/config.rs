@@ -96,6 +96,34 @@ pub struct ServerConfig {
     /// died) is waited for before it is repeated or reported interrupted
     /// (default 30).
     pub takeover_after_seconds: Option<u64>,
+    /// Who answers the server's `sampling/createMessage` (a model's
+    /// completion): nobody (refused, the default) or the caller.
+    pub sampling: Sampling,
+    /// The roots agentgate gives the server when it asks (`roots/list`):
+    /// none by default, and then its asking is refused.
+    pub roots: Vec<RootConfig>,
+}
+
+/// `sampling` of a server.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// Refused with an error naming this setting.
+    #[default]
+    Refuse,
+    /// Asked of the caller of the tool, as an input request of its task:
+    /// the caller's model writes the completion.
+    Caller,
+}
+
+/// One of `roots`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RootConfig {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A name for people.
+    pub name: Option<String>,
 }
 
 /// A secret read from the environment; never printed.
@@ -204,6 +232,10 @@ pub struct ServerSettings {
     pub connect_timeout: Duration,
     /// See [`ServerConfig::takeover_after_seconds`].
     pub takeover_after: Duration,
+    /// See [`ServerConfig::sampling`].
+    pub sampling: Sampling,
+    /// See [`ServerConfig::roots`]: checked `file://` URIs.
+    pub roots: Vec<RootConfig>,
 }
 
 /// A setting that cannot work, by its path in the config file.
@@ -222,6 +254,9 @@ fn refuse(path: String, message: impl Into<String>) -> SettingsError {
         message: message.into(),
     }
 }
+
+/// The most `roots` one server is given.
+pub const MAX_ROOTS: usize = 64;
 
 /// The longest `call_timeout_seconds` (a week, a task's longest life).
 const MAX_CALL_TIMEOUT: u64 = 7 * 24 * 3600;
@@ -341,6 +376,8 @@ impl ServerConfig {
                 30,
                 3600,
             )?,
+            sampling: self.sampling,
+            roots: self.checked_roots(at)?,
         })
     }
 
@@ -412,6 +449,30 @@ impl ServerConfig {
             principal_env,
             cwd: self.cwd.clone(),
         })
+    }
+
+    /// `roots`, each a `file://` URI (the only kind MCP defines), at most
+    /// [`MAX_ROOTS`].
+    fn checked_roots(&self, at: &str) -> Result<Vec<RootConfig>, SettingsError> {
+        if self.roots.len() > MAX_ROOTS {
+            return Err(refuse(
+                format!("{at}.roots"),
+                format!("lists {} roots; give at most {MAX_ROOTS}", self.roots.len()),
+            ));
+        }
+        for (i, root) in self.roots.iter().enumerate() {
+            let parsed = root.uri.parse::<reqwest::Url>();
+            if !parsed.is_ok_and(|url| url.scheme() == "file") {
+                return Err(refuse(
+                    format!("{at}.roots[{i}].uri"),
+                    format!(
+                        "{:?} is not a file:// URI; write it as \"file:///path/to/dir\"",
+                        root.uri
+                    ),
+                ));
+            }
+        }
+        Ok(self.roots.clone())
     }
 
     /// A principal named in `principal_tokens` or `principal_env` (at
@@ -677,6 +738,34 @@ mod tests {
             error.message.contains("principal_tokens"),
             "{}",
             error.message
+        );
+    }
+
+    #[test]
+    fn sampling_and_roots_are_checked_by_path() {
+        let c = config(serde_json::json!({"servers": [{"name": "a", "command": "x",
+            "sampling": "caller", "roots": [{"uri": "file:///srv/data", "name": "data"}]}]}));
+        let settings = c.resolve(&no_env).expect("resolves");
+        assert_eq!(settings[0].sampling, Sampling::Caller);
+        assert_eq!(settings[0].roots[0].uri, "file:///srv/data");
+        let off = config(serde_json::json!({"servers": [{"name": "a", "command": "x"}]}));
+        let settings = off.resolve(&no_env).expect("resolves");
+        assert_eq!(settings[0].sampling, Sampling::Refuse);
+        assert!(settings[0].roots.is_empty());
+        let web = config(serde_json::json!({"servers": [{"name": "a", "command": "x",
+            "roots": [{"uri": "https://example.com/"}]}]}));
+        let error = web.resolve(&no_env).expect_err("refused");
+        assert_eq!(error.path, "servers[0].roots[0].uri");
+        assert!(error.message.contains("file://"), "{}", error.message);
+        let typo = agentgate_backend::parse_section::<McpConfig>(
+            SECTION,
+            Some(serde_json::json!({"servers": [{"name": "a", "command": "x", "sampling": "client"}]})),
+        )
+        .expect_err("an unknown sampling policy");
+        let typo = typo.to_string();
+        assert!(
+            typo.contains("servers[0].sampling") && typo.contains("`caller`"),
+            "{typo}"
         );
     }
 

@@ -361,7 +361,11 @@ impl UpstreamToolJob {
                 })
             }
             TaskPayload::InputRequired { input_requests } => {
-                if let Some(kind) = input_requests.values().find_map(unserved) {
+                let sampling = self.upstream.settings.sampling;
+                if let Some(kind) = input_requests
+                    .values()
+                    .find_map(|request| unserved(request, sampling))
+                {
                     return Ok(Step::Fail(ErrorData::internal_error(
                         format!(
                             "MCP server \"{}\" asked for {kind} in its task {id}, which agentgate \

@@ -8,7 +8,9 @@
 //!                            ─▶ discover (2026-07-28), else initialize (2025-11-25)
 //! server ─ notifications/progress ─▶ CallClient ─▶ CallEvent::Progress
 //!        ─ elicitation/create     ─▶ CallClient ─▶ CallEvent::Ask (answered later)
-//!        ─ sampling, roots        ─▶ refused: agentgate has no model or roots to give
+//!        ─ sampling/createMessage ─▶ refused, or with `sampling = "caller"`:
+//!                                    CallEvent::Sample (the caller's model answers)
+//!        ─ roots/list             ─▶ the operator's `roots`, else refused
 //! ```
 //!
 //! One connection per call keeps calls apart: a question or a progress
@@ -30,7 +32,10 @@ use rmcp::model::{
     ProtocolVersion, UrlElicitationCapability,
 };
 #[allow(deprecated)]
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ListRootsResult, Root, RootsCapabilities,
+    SamplingCapability,
+};
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer,
     RequestContext, RunningService,
@@ -42,7 +47,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use agentgate_backend::{Owner, UpstreamMetrics, UpstreamOutcome};
 
-use crate::config::{ServerSettings, Transport};
+use crate::config::{RootConfig, Sampling, ServerSettings, Transport};
 
 /// Lines of a stdio server's stderr kept to explain why it stopped.
 const STDERR_TAIL: usize = 10;
@@ -54,6 +59,13 @@ pub(crate) enum CallEvent {
     Progress(String),
     /// `elicitation/create`: the question, and where its answer goes.
     Ask(ElicitRequestParams, oneshot::Sender<ElicitResult>),
+    /// `sampling/createMessage` for the caller's model: the request, and
+    /// where its answer goes (`None`: no usable answer).
+    #[allow(deprecated)]
+    Sample(
+        CreateMessageRequestParams,
+        oneshot::Sender<Option<CreateMessageResult>>,
+    ),
 }
 
 /// The client end of one call's connection.
@@ -65,6 +77,10 @@ pub(crate) struct CallClient {
     tasks: bool,
     /// The version `initialize` offers (a server that speaks no 2026-07-28).
     version: ProtocolVersion,
+    /// Who answers sampling (declared as a capability when the caller).
+    sampling: Sampling,
+    /// The roots given to the server (declared when there are any).
+    roots: Arc<[RootConfig]>,
 }
 
 impl CallClient {
@@ -74,6 +90,8 @@ impl CallClient {
             events: None,
             tasks: false,
             version: ProtocolVersion::V_2026_07_28,
+            sampling: Sampling::Refuse,
+            roots: Arc::new([]),
         }
     }
 
@@ -83,33 +101,41 @@ impl CallClient {
             events: Some(events),
             tasks: false,
             version: ProtocolVersion::V_2026_07_28,
+            sampling: Sampling::Refuse,
+            roots: Arc::new([]),
         }
     }
 }
 
 /// Form and URL elicitation, which agentgate turns into `input_required`;
-/// the tasks extension when `tasks`; no sampling and no roots, which it
-/// cannot serve.
-fn client_config(tasks: bool, version: ProtocolVersion) -> ClientConfig {
+/// the tasks extension when `tasks`; sampling and roots only where the
+/// operator's settings serve them.
+fn client_config(client: &CallClient) -> ClientConfig {
     let elicitation = ElicitationCapability::new()
         .with_form(FormElicitationCapability::new())
         .with_url(UrlElicitationCapability::new());
     let builder = ClientCapabilities::builder().enable_elicitation_with(elicitation);
-    let caps = if tasks {
+    let mut caps = if client.tasks {
         builder.enable_tasks().build()
     } else {
         builder.build()
     };
+    if client.sampling == Sampling::Caller {
+        caps.sampling = Some(SamplingCapability::default());
+    }
+    if !client.roots.is_empty() {
+        caps.roots = Some(RootsCapabilities::default());
+    }
     ClientConfig::new(
         caps,
         Implementation::new("agentgate", env!("CARGO_PKG_VERSION")),
     )
-    .with_protocol_version(version)
+    .with_protocol_version(client.version.clone())
 }
 
 impl ClientHandler for CallClient {
     fn get_info(&self) -> ClientConfig {
-        client_config(self.tasks, self.version.clone())
+        client_config(self)
     }
 
     async fn on_progress(
@@ -160,14 +186,40 @@ impl ClientHandler for CallClient {
     #[allow(deprecated)]
     async fn create_message(
         &self,
-        _: CreateMessageRequestParams,
+        request: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "agentgate does not serve sampling to upstream servers: it has no model of its own",
-            None,
-        ))
+        if self.sampling == Sampling::Refuse {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "agentgate does not serve sampling to this server: it has no model of its \
+                 own, and the operator has not set `sampling = \"caller\"` for it",
+                None,
+            ));
+        }
+        let Some(events) = &self.events else {
+            return Err(ErrorData::invalid_request(
+                "sampling is served during a tool call only: nobody is asked while agentgate \
+                 lists tools",
+                None,
+            ));
+        };
+        let (answer, answered) = oneshot::channel();
+        events
+            .send(CallEvent::Sample(request, answer))
+            .await
+            .map_err(|_| ErrorData::internal_error("the call ended before it asked", None))?;
+        match answered.await {
+            Ok(Some(result)) => Ok(result),
+            Ok(None) => Err(ErrorData::internal_error(
+                "the caller gave no completion for this sampling request",
+                None,
+            )),
+            Err(_) => Err(ErrorData::internal_error(
+                "agentgate stopped following the call before the caller answered",
+                None,
+            )),
+        }
     }
 
     #[allow(deprecated)]
@@ -175,10 +227,24 @@ impl ClientHandler for CallClient {
         &self,
         _: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "agentgate shares no roots with upstream servers",
-            None,
+        if self.roots.is_empty() {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "agentgate shares no roots with this server: the operator set no `roots` for it",
+                None,
+            ));
+        }
+        Ok(ListRootsResult::new(
+            self.roots
+                .iter()
+                .map(|root| {
+                    let shown = Root::new(root.uri.clone());
+                    match &root.name {
+                        Some(name) => shown.with_name(name.clone()),
+                        None => shown,
+                    }
+                })
+                .collect(),
         ))
     }
 }
@@ -236,6 +302,8 @@ impl Upstream {
         owner: Option<&Owner>,
     ) -> Result<Connection, ConnectError> {
         client.tasks = matches!(self.settings.transport, Transport::Http { .. });
+        client.sampling = self.settings.sampling;
+        client.roots = self.settings.roots.clone().into();
         let timeout = self.settings.connect_timeout;
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();
         let group: Mutex<Option<u32>> = Mutex::default();

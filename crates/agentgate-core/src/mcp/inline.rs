@@ -144,31 +144,41 @@ impl Gateway {
                     InputRequiredResult::new(Some(requests), Some(state)).into(),
                 ));
             }
-        } else if missing.is_empty() && all_elicitations(&requests) {
-            let responses = self.elicit_legacy(&requests, cx).await?;
+        } else if missing.is_empty() && all_askable_legacy(&requests) {
+            let responses = self.ask_legacy(&requests, cx).await?;
             self.tasks.answer(owner, &record.id, responses).await?;
             return Ok(None);
         }
         Ok(Some(needs_input_error(record, &requests).into()))
     }
 
-    async fn elicit_legacy(
+    /// Asks a client before 2026-07-28 each request as a request of its
+    /// own: `elicitation/create`, or `sampling/createMessage` (an upstream
+    /// server's sampling the operator lets the caller's model answer).
+    async fn ask_legacy(
         &self,
         requests: &InputRequests,
         cx: &RequestContext<RoleServer>,
     ) -> Result<InputResponses, ErrorData> {
         let mut responses = InputResponses::new();
         for (key, request) in requests {
-            let InputRequest::Elicitation(elicit) = request else {
-                continue;
+            let value = match request {
+                InputRequest::Elicitation(elicit) => cx
+                    .peer
+                    .create_elicitation(elicit.params.clone())
+                    .await
+                    .map(serde_json::to_value),
+                #[allow(deprecated)]
+                InputRequest::CreateMessage(sample) => cx
+                    .peer
+                    .create_message(sample.params.clone())
+                    .await
+                    .map(serde_json::to_value),
+                _ => continue,
             };
-            let answer = cx
-                .peer
-                .create_elicitation(elicit.params.clone())
-                .await
-                .map_err(|e| GatewayError::Internal(format!("elicitation `{key}` failed: {e}")))?;
-            let value = serde_json::to_value(answer)
-                .map_err(|e| GatewayError::Internal(format!("elicitation `{key}`: {e}")))?;
+            let value = value
+                .map_err(|e| GatewayError::Internal(format!("input request `{key}` failed: {e}")))?
+                .map_err(|e| GatewayError::Internal(format!("input request `{key}`: {e}")))?;
             responses.insert(key.clone(), value);
         }
         Ok(responses)
@@ -192,10 +202,15 @@ fn missing_capabilities(requests: &InputRequests, caps: &ClientCapabilities) -> 
     missing
 }
 
-fn all_elicitations(requests: &InputRequests) -> bool {
-    requests
-        .values()
-        .all(|r| matches!(r, InputRequest::Elicitation(_)))
+/// Whether a client before 2026-07-28 can be asked every request as a
+/// request of its own (roots are never asked: agentgate gives its own).
+fn all_askable_legacy(requests: &InputRequests) -> bool {
+    requests.values().all(|r| {
+        matches!(
+            r,
+            InputRequest::Elicitation(_) | InputRequest::CreateMessage(_)
+        )
+    })
 }
 
 /// What a client that cannot answer is told: which input is needed and how

@@ -576,22 +576,41 @@ impl Gateway {
                         .iter()
                         .filter(|(key, _)| !asked.contains(key))
                         .collect();
-                    let can_elicit = cx
-                        .client_capabilities()
-                        .is_some_and(|caps| caps.elicitation.is_some());
-                    if !fresh.is_empty() && can_elicit {
+                    let caps = cx.client_capabilities().unwrap_or_default();
+                    if !fresh.is_empty() {
                         let mut responses = InputResponses::new();
                         for (key, request) in fresh {
+                            // Each question once; one the client cannot be
+                            // asked waits for `tasks/update` (or task_answer).
                             asked.push(key.clone());
-                            let InputRequest::Elicitation(elicit) = request else {
-                                continue;
+                            let answer = match request {
+                                InputRequest::Elicitation(elicit) if caps.elicitation.is_some() => {
+                                    let mut params = elicit.params.clone();
+                                    tie_to_task(&mut params, &id);
+                                    to_value(&cx.peer.create_elicitation(params).await.map_err(
+                                        |e| {
+                                            GatewayError::Internal(format!(
+                                                "elicitation `{key}` failed: {e}"
+                                            ))
+                                        },
+                                    )?)?
+                                }
+                                #[allow(deprecated)]
+                                InputRequest::CreateMessage(sample) if caps.sampling.is_some() => {
+                                    to_value(
+                                        &cx.peer
+                                            .create_message(sample.params.clone())
+                                            .await
+                                            .map_err(|e| {
+                                                GatewayError::Internal(format!(
+                                                    "sampling `{key}` failed: {e}"
+                                                ))
+                                            })?,
+                                    )?
+                                }
+                                _ => continue,
                             };
-                            let mut params = elicit.params.clone();
-                            tie_to_task(&mut params, &id);
-                            let answer = cx.peer.create_elicitation(params).await.map_err(|e| {
-                                GatewayError::Internal(format!("elicitation `{key}` failed: {e}"))
-                            })?;
-                            responses.insert(key.clone(), to_value(&answer)?);
+                            responses.insert(key.clone(), answer);
                         }
                         if !responses.is_empty() {
                             self.check_input_size(&responses)?;

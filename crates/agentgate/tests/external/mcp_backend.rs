@@ -22,7 +22,10 @@ use agentgate_testkit::{
     Client, Gate, GateBuilder, TestClient, emulators, harness, is_terminal, poll_until, start_task,
     watch_task,
 };
-use rmcp::model::{CancelTaskParams, InputResponses, TaskPayload, UpdateTaskParams};
+use rmcp::model::{
+    CancelTaskParams, ClientCapabilities, InputResponses, ProtocolVersion, TaskPayload,
+    UpdateTaskParams,
+};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -242,10 +245,8 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
     // server's question reaches it as elicitation/create, its answer goes
     // back upstream.
     let mut inline = TestClient::new(
-        rmcp::model::ClientCapabilities::builder()
-            .enable_elicitation()
-            .build(),
-        rmcp::model::ProtocolVersion::V_2025_06_18,
+        ClientCapabilities::builder().enable_elicitation().build(),
+        ProtocolVersion::V_2025_06_18,
     );
     inline.answer = json!({"name": "Grace Hopper", "check": true});
     let seen = inline.seen.clone();
@@ -781,6 +782,134 @@ async fn each_principal_runs_the_stdio_server_with_its_own_environment() {
     );
 }
 
+/// The reference server's sampling and roots tools, which it offers only
+/// to a client that declares those capabilities: behind a server entry
+/// without `sampling`/`roots` they are not there; with `sampling =
+/// "caller"` the server's `sampling/createMessage` is asked of the caller
+/// (a task's `input_required`, answered with `tasks/update`; a client
+/// before 2026-07-28 inline, as a request of its own) and with `roots` the
+/// server reads the operator's roots.
+async fn sampling_and_roots_follow_the_operators_settings() {
+    let script = everything();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = stdio_server("plain", &script, &["stdio"], "prefix = \"plain_\"")
+        + &stdio_server(
+            "everything",
+            &script,
+            &["stdio"],
+            "prefix = \"ev_\"\nsampling = \"caller\"\n\
+             roots = [{ uri = \"file:///srv/agentgate-test\", name = \"test root\" }]",
+        );
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config)
+        .start()
+        .await;
+    let mut caps = ClientCapabilities::builder().enable_tasks().build();
+    caps.sampling = Some(Default::default());
+    let client = TestClient::new(caps, ProtocolVersion::V_2026_07_28);
+    let seen = client.seen.clone();
+    let client = client.http(&gate.url).await;
+
+    let tools = client.peer().list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    for (tool, listed) in [
+        ("plain_trigger-sampling-request", false),
+        ("plain_get-roots-list", false),
+        ("ev_trigger-sampling-request", true),
+        ("ev_get-roots-list", true),
+    ] {
+        assert_eq!(names.contains(&tool), listed, "{tool}: {names:?}");
+    }
+
+    // Roots: the operator's, read by the server.
+    let task = start_task(&client, "ev_get-roots-list", json!({})).await;
+    let TaskPayload::Completed { result } =
+        poll_until(&client, &task.task.task_id, is_terminal).await
+    else {
+        panic!("completed")
+    };
+    let text = text_of(&result);
+    assert!(
+        text.contains("Current MCP Roots (1 total)")
+            && text.contains("test root")
+            && text.contains("file:///srv/agentgate-test"),
+        "{text}"
+    );
+
+    // Sampling, as a task: the server's request is the caller's question.
+    let task = start_task(
+        &client,
+        "ev_trigger-sampling-request",
+        json!({"prompt": "name a colour"}),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    let asked = poll_until(&client, &id, |p| {
+        matches!(p, TaskPayload::InputRequired { .. }) || is_terminal(p)
+    })
+    .await;
+    let TaskPayload::InputRequired { input_requests } = asked else {
+        panic!("the server's sampling request as a question: {asked:?}")
+    };
+    let (key, request) = input_requests.iter().next().expect("one request");
+    let request = serde_json::to_value(request).expect("json");
+    assert_eq!(request["method"], "sampling/createMessage", "{request}");
+    let mut answers = InputResponses::new();
+    answers.insert(
+        key.clone(),
+        json!({"role": "assistant", "content": {"type": "text", "text": "teal"},
+               "model": "the-callers-model", "stopReason": "endTurn"}),
+    );
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("tasks/update");
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("completed")
+    };
+    let text = text_of(&result);
+    assert!(
+        text.starts_with("LLM sampling result:")
+            && text.contains("teal")
+            && text.contains("the-callers-model"),
+        "{text}"
+    );
+    client.cancel().await.expect("close");
+
+    // A client before 2026-07-28, inline: asked by a request of its own.
+    let mut caps = ClientCapabilities::default();
+    caps.sampling = Some(Default::default());
+    let legacy = TestClient::new(caps, ProtocolVersion::V_2025_06_18);
+    let legacy_seen = legacy.seen.clone();
+    let legacy = legacy.http(&gate.url).await;
+    let result = legacy
+        .call_tool(agentgate_testkit::call(
+            "ev_trigger-sampling-request",
+            json!({"prompt": "name a fruit"}),
+        ))
+        .await
+        .expect("tools/call");
+    let text = serde_json::to_value(&result).expect("json")["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        text.contains("completion of: Resource trigger-sampling-request context: name a fruit")
+            && text.contains(agentgate_testkit::TEST_MODEL),
+        "{text}"
+    );
+    assert_eq!(
+        legacy_seen.lock().expect("lock").samplings,
+        ["Resource trigger-sampling-request context: name a fruit"]
+    );
+    assert!(
+        seen.lock().expect("lock").samplings.is_empty(),
+        "the task client was asked by tasks/update only"
+    );
+    legacy.cancel().await.expect("close");
+}
+
 /// The upstream server agentgate's own `QBusinessQueryTool` replaces
 /// (`awslabs.amazon-qbusiness-anonymous-mcp-server`, pinned in
 /// `interop/python/requirements.txt`), run by agentgate as a stdio MCP
@@ -930,6 +1059,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "each_principal_runs_the_stdio_server_with_its_own_environment",
             each_principal_runs_the_stdio_server_with_its_own_environment,
+        )
+        .multi_thread(
+            "sampling_and_roots_follow_the_operators_settings",
+            sampling_and_roots_follow_the_operators_settings,
         )
         .multi_thread(
             "the_upstream_qbusiness_server_as_a_durable_task",
