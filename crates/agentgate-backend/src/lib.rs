@@ -46,6 +46,7 @@ pub mod guide {}
 mod handles;
 mod id;
 mod job;
+pub mod oauth;
 mod ownership;
 mod policy;
 mod sync_view;
