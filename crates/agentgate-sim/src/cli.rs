@@ -416,10 +416,13 @@ pub async fn run(args: SimArgs, shutdown: CancellationToken) -> anyhow::Result<(
             .context("A2A emulator")
     };
     let mcp_server = async {
-        axum::serve(mcp_listener, mcp::router(shutdown.clone()))
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .await
-            .context("MCP server")
+        axum::serve(
+            mcp_listener,
+            mcp::McpSim::new(None).router(shutdown.clone()),
+        )
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await
+        .context("MCP server")
     };
     tracing::info!(endpoint = %a2a_endpoint, "A2A emulator started");
     tokio::try_join!(qbusiness, github, a2a, mcp_server).map(|_| ())

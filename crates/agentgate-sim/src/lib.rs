@@ -19,6 +19,7 @@
 pub mod a2a;
 pub mod github;
 pub mod mcp;
+pub mod oauth;
 pub mod qbusiness;
 
 mod cli;

@@ -17,10 +17,22 @@
 //! `agentgate sim` serves it over Streamable HTTP at `/mcp`
 //! (`--mcp-listen`); `agentgate sim --mcp-stdio` serves only it, on
 //! stdin/stdout, the way `[[mcp.servers]] command` runs a server.
+//!
+//! Over HTTP it can require OAuth access tokens from its own client
+//! credentials token endpoint ([`McpSim::new`] with an
+//! [`OAuthClient`]): `POST /oauth/token` issues them, `/mcp` answers 401
+//! with a `WWW-Authenticate: Bearer` challenge without a valid one, and
+//! [`McpSim::revoke_tokens`] makes every issued token invalid at once.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
@@ -36,11 +48,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::oauth::{OAuthClient, TOKEN_PATH, Tokens, token_request};
+
 /// The tool's name.
 pub const TOOL: &str = "countdown";
 /// The longest countdown it accepts, in seconds.
 pub const MAX_SECONDS: u64 = 3600;
-/// Where [`router`] serves it.
+/// Where [`McpSim::router`] serves it.
 pub const MCP_PATH: &str = "/mcp";
 
 /// The server: stateless, one value per connection.
@@ -201,15 +215,123 @@ fn who_to_greet() -> ElicitRequestParams {
     }
 }
 
-/// The server over Streamable HTTP, at [`MCP_PATH`]; its open streams end
-/// at `shutdown`.
-pub fn router(shutdown: CancellationToken) -> axum::Router {
-    let service = StreamableHttpService::new(
-        || Ok(SlowToolServer),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(shutdown),
+/// The scope its token endpoint issues.
+pub const OAUTH_SCOPE: &str = "mcp";
+
+/// The server over HTTP, with or without OAuth. Clones share one state.
+#[derive(Debug, Clone, Default)]
+pub struct McpSim {
+    oauth: Option<Arc<OAuthState>>,
+}
+
+#[derive(Debug)]
+struct OAuthState {
+    client: OAuthClient,
+    tokens: Mutex<Tokens>,
+    issued: AtomicU64,
+}
+
+impl McpSim {
+    /// Without `oauth`, anyone may call; with it, only bearers of a token
+    /// its endpoint issued to that client.
+    pub fn new(oauth: Option<OAuthClient>) -> Self {
+        Self {
+            oauth: oauth.map(|client| {
+                Arc::new(OAuthState {
+                    client,
+                    tokens: Mutex::default(),
+                    issued: AtomicU64::new(0),
+                })
+            }),
+        }
+    }
+
+    /// Every token issued so far stops being valid.
+    pub fn revoke_tokens(&self) {
+        if let Some(oauth) = &self.oauth {
+            oauth
+                .tokens
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .revoke_all();
+        }
+    }
+
+    /// How many tokens the endpoint issued.
+    pub fn tokens_issued(&self) -> u64 {
+        self.oauth
+            .as_ref()
+            .map_or(0, |oauth| oauth.issued.load(Ordering::Relaxed))
+    }
+
+    /// The server over Streamable HTTP at [`MCP_PATH`] (and the token
+    /// endpoint at [`TOKEN_PATH`] with OAuth); its open streams end at
+    /// `shutdown`.
+    pub fn router(&self, shutdown: CancellationToken) -> axum::Router {
+        let service = StreamableHttpService::new(
+            || Ok(SlowToolServer),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default().with_cancellation_token(shutdown),
+        );
+        let router = axum::Router::new().nest_service(MCP_PATH, service);
+        let Some(oauth) = self.oauth.clone() else {
+            return router;
+        };
+        router
+            .layer(axum::middleware::from_fn_with_state(
+                oauth.clone(),
+                require_token,
+            ))
+            .route(TOKEN_PATH, axum::routing::post(token).with_state(oauth))
+    }
+}
+
+async fn token(State(oauth): State<Arc<OAuthState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let (response, issued) = token_request(
+        Some(&oauth.client),
+        OAUTH_SCOPE,
+        &mut oauth.tokens.lock().unwrap_or_else(PoisonError::into_inner),
+        &headers,
+        &body,
     );
-    axum::Router::new().nest_service(MCP_PATH, service)
+    if issued {
+        oauth.issued.fetch_add(1, Ordering::Relaxed);
+    }
+    response
+}
+
+/// `/mcp` only with a valid access token (RFC 6750 §3's challenge without).
+async fn require_token(
+    State(oauth): State<Arc<OAuthState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let valid = bearer.is_some_and(|token| {
+        oauth
+            .tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .valid(token)
+    });
+    if valid {
+        return next.run(request).await;
+    }
+    let challenge = if bearer.is_some() {
+        "Bearer realm=\"agentgate-sim-mcp\", error=\"invalid_token\""
+    } else {
+        "Bearer realm=\"agentgate-sim-mcp\""
+    };
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, challenge)],
+        "a valid access token from the token endpoint is required\n",
+    )
+        .into_response()
 }
 
 /// Serves one client on stdin/stdout until it hangs up or `shutdown`.

@@ -9,8 +9,9 @@
 use serde_json::{Value, json};
 
 use super::A2aConfig;
+use super::OAUTH_SCOPE as SCOPE;
 use super::agents::Skill;
-use super::oauth::{OAUTH_SCHEME, SCOPE, TOKEN_PATH};
+use crate::oauth::{OAUTH_SCHEME, TOKEN_PATH};
 
 /// The path of the card (§8.2 well-known URI).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";

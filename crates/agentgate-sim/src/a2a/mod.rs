@@ -56,7 +56,6 @@ mod card;
 mod errors;
 mod faults;
 mod ids;
-mod oauth;
 mod push;
 mod routes;
 mod rpc;
@@ -72,10 +71,13 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::oauth::{OAUTH_SCHEME, OAuthClient, TOKEN_PATH};
 pub use agents::Skill;
 pub use card::{AGENT_CARD_PATH, BEARER_SCHEME};
 pub use faults::A2aFaults;
-pub use oauth::{OAUTH_SCHEME, OAuthClient, SCOPE as OAUTH_SCOPE, TOKEN_PATH};
+
+/// The one scope the emulated agent's token endpoint knows.
+pub const OAUTH_SCOPE: &str = "a2a.invoke";
 pub use push::NOTIFICATION_TOKEN_HEADER;
 
 /// The protocol version served (`A2A-Version` must name it).

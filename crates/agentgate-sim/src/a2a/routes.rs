@@ -18,8 +18,8 @@ use std::collections::HashMap;
 
 use super::card::{AGENT_CARD_PATH, agent_card};
 use super::errors::RpcError;
-use super::oauth::{self, TOKEN_PATH};
 use super::{A2aSim, PROTOCOL_VERSION, rpc};
+use crate::oauth::{self, TOKEN_PATH};
 
 /// The largest request body accepted (an A2A message with inline files fits).
 pub(super) const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -71,6 +71,7 @@ async fn token(State(sim): State<A2aSim>, headers: HeaderMap, body: Bytes) -> Re
     let store = &mut *store;
     let (response, issued) = oauth::token_request(
         sim.config().oauth.as_ref(),
+        super::OAUTH_SCOPE,
         &mut store.tokens,
         &headers,
         &body,

@@ -66,7 +66,7 @@ pub(crate) struct Store {
     pub contexts: std::collections::HashSet<String>,
     pub stats: super::A2aStats,
     /// Access tokens issued by the OAuth token endpoint.
-    pub tokens: super::oauth::Tokens,
+    pub tokens: crate::oauth::Tokens,
     sequence: u64,
 }
 

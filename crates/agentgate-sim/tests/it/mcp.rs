@@ -22,7 +22,7 @@ async fn start(shutdown: &CancellationToken) -> String {
         listener.local_addr().expect("address"),
         mcp::MCP_PATH
     );
-    let router = mcp::router(shutdown.clone());
+    let router = mcp::McpSim::new(None).router(shutdown.clone());
     let stop = shutdown.clone();
     tokio::spawn(async move {
         axum::serve(listener, router)

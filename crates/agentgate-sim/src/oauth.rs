@@ -1,6 +1,7 @@
-//! An OAuth 2.0 token endpoint for the client credentials grant (RFC 6749 §4.4), for an
-//! agent whose card asks for it (`securitySchemes.*.oauth2SecurityScheme.flows
-//! .clientCredentials.tokenUrl`, §4.5.9 of the A2A specification). The RFC's rules the
+//! An OAuth 2.0 token endpoint for the client credentials grant (RFC 6749 §4.4), for the
+//! emulators whose callers authenticate with its access tokens: an A2A agent whose card
+//! asks for it (`securitySchemes.*.oauth2SecurityScheme.flows.clientCredentials.tokenUrl`,
+//! §4.5.9 of the A2A specification) and the slow-tool MCP server. The RFC's rules the
 //! endpoint follows are summarised, section by section, in `contracts/oauth2/README.md`.
 //!
 //! ```text
@@ -8,12 +9,12 @@
 //!   client authentication: HTTP Basic (§2.3.1), or client_id/client_secret in the body
 //!   ─▶ 200 {"access_token", "token_type": "Bearer", "expires_in", "scope"}  (§5.1, no-store)
 //!   ─▶ 400/401 {"error": invalid_request | invalid_client | unsupported_grant_type | invalid_scope} (§5.2)
-//! JSON-RPC with `Authorization: Bearer <access_token>` ─▶ accepted until the token expires
+//! a request with `Authorization: Bearer <access_token>` ─▶ accepted until the token expires
 //! ```
 //!
 //! Tokens are random, live `token_ttl`, and can all be revoked at once
-//! ([`A2aSim::revoke_tokens`](super::A2aSim::revoke_tokens)), so a test sees a client fetch a
-//! new one when the agent answers 401.
+//! ([`A2aSim::revoke_tokens`](crate::a2a::A2aSim::revoke_tokens)), so a test sees a client
+//! fetch a new one when the emulator answers 401.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -29,9 +30,6 @@ pub const TOKEN_PATH: &str = "/oauth/token";
 
 /// The security scheme name the card declares for the OAuth client.
 pub const OAUTH_SCHEME: &str = "oauth";
-
-/// The one scope the emulated agent knows.
-pub const SCOPE: &str = "a2a.invoke";
 
 /// The client the token endpoint knows. `Debug` redacts the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -60,19 +58,19 @@ pub(crate) struct Tokens {
 
 impl Tokens {
     /// Whether `token` was issued and has not expired or been revoked.
-    pub(super) fn valid(&self, token: &str) -> bool {
+    pub(crate) fn valid(&self, token: &str) -> bool {
         self.issued
             .get(token)
             .is_some_and(|until| Instant::now() < *until)
     }
 
-    pub(super) fn revoke_all(&mut self) {
+    pub(crate) fn revoke_all(&mut self) {
         self.issued.clear();
     }
 
     fn issue(&mut self, ttl: Duration) -> String {
         self.issued.retain(|_, until| Instant::now() < *until);
-        let token = format!("sim-at-{}", super::ids::new_id().replace('-', ""));
+        let token = format!("sim-at-{:032x}", rand::random::<u128>());
         self.issued.insert(token.clone(), Instant::now() + ttl);
         token
     }
@@ -93,7 +91,7 @@ fn error(status: StatusCode, code: &str, description: &str, basic: bool) -> Resp
     if basic && status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"agentgate-sim-a2a\""),
+            HeaderValue::from_static("Basic realm=\"agentgate-sim\""),
         );
     }
     response
@@ -122,16 +120,17 @@ fn basic_credentials(headers: &HeaderMap) -> Option<Result<(String, String), ()>
     Some(Ok((unescape(id), unescape(secret))))
 }
 
-/// Handles one token request.
+/// Handles one token request for `scope`, the one scope the endpoint knows.
 pub(crate) fn token_request(
     client: Option<&OAuthClient>,
+    scope: &str,
     tokens: &mut Tokens,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> (Response, bool) {
     let Some(client) = client else {
         return (
-            (StatusCode::NOT_FOUND, "this agent has no OAuth client\n").into_response(),
+            (StatusCode::NOT_FOUND, "this emulator has no OAuth client\n").into_response(),
             false,
         );
     };
@@ -249,14 +248,14 @@ pub(crate) fn token_request(
             );
         }
     }
-    if let Some(scope) = params.get("scope")
-        && scope.split(' ').any(|s| !s.is_empty() && s != SCOPE)
+    if let Some(scope_asked) = params.get("scope")
+        && scope_asked.split(' ').any(|s| !s.is_empty() && s != scope)
     {
         return (
             error(
                 StatusCode::BAD_REQUEST,
                 "invalid_scope",
-                &format!("the only scope is `{SCOPE}`"),
+                &format!("the only scope is `{scope}`"),
                 false,
             ),
             false,
@@ -267,7 +266,7 @@ pub(crate) fn token_request(
         "access_token": token,
         "token_type": "Bearer",
         "expires_in": client.token_ttl.as_secs().max(1),
-        "scope": SCOPE,
+        "scope": scope,
     });
     (
         (
@@ -320,6 +319,7 @@ mod tests {
         let headers = basic("agentgate", "s3cret:with&odd=chars");
         let (response, issued) = token_request(
             Some(&client()),
+            "a2a.invoke",
             &mut tokens,
             &headers,
             &Bytes::from_static(b"grant_type=client_credentials&scope=a2a.invoke"),
@@ -355,6 +355,7 @@ mod tests {
         ] {
             let (response, issued) = token_request(
                 Some(&client()),
+                "a2a.invoke",
                 &mut tokens,
                 &headers,
                 &Bytes::from(body.to_owned()),
