@@ -77,6 +77,9 @@ pub struct ServerConfig {
     /// holding that principal's own token at `url`. A listed principal's
     /// calls go upstream as itself; the others use `bearer_token_env`.
     pub principal_tokens: BTreeMap<String, String>,
+    /// OAuth client credentials for `url`: a token from this endpoint is
+    /// sent instead of `bearer_token_env`'s.
+    pub oauth: Option<OAuthConfig>,
     /// Serve only these of its tools (default: all it lists).
     pub tools: Option<Vec<String>>,
     /// Put before every tool name agentgate serves (default: none).
@@ -102,6 +105,56 @@ pub struct ServerConfig {
     /// The roots agentgate gives the server when it asks (`roots/list`):
     /// none by default, and then its asking is refused.
     pub roots: Vec<RootConfig>,
+}
+
+/// `oauth` of a `url` server: the client credentials grant (RFC 6749
+/// §4.4) at an endpoint the operator names (never one the server points
+/// at: the request carries the client secret).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// The token endpoint, `https://…` (or `http://` on loopback).
+    pub token_url: String,
+    /// The client's id.
+    pub client_id: String,
+    /// The environment variable holding the client's secret.
+    pub client_secret_env: String,
+    /// Scopes to ask for (default: none, the endpoint's default).
+    pub scopes: Vec<String>,
+    /// RFC 8707's `resource` (default: the server's `url`, as MCP's
+    /// authorization spec asks); `""` sends none.
+    pub resource: Option<String>,
+}
+
+/// A `url` server's OAuth client, with the token it holds.
+#[derive(Debug)]
+pub struct UpstreamOAuth {
+    /// Fetches and caches the token.
+    pub client: agentgate_backend::oauth::ClientCredentials,
+    /// Where.
+    pub token_url: reqwest::Url,
+    /// What for.
+    pub scopes: Vec<String>,
+    /// RFC 8707's `resource`, when sent.
+    pub resource: Option<String>,
+}
+
+impl UpstreamOAuth {
+    /// The token for the next connection.
+    pub async fn token(
+        &self,
+        metrics: &agentgate_backend::UpstreamMetrics,
+    ) -> Result<agentgate_backend::oauth::BearerToken, agentgate_backend::oauth::AuthError> {
+        let extra: Vec<(&str, &str)> = self
+            .resource
+            .as_deref()
+            .map(|resource| ("resource", resource))
+            .into_iter()
+            .collect();
+        self.client
+            .token(&self.token_url, &self.scopes, &extra, metrics)
+            .await
+    }
 }
 
 /// `sampling` of a server.
@@ -169,6 +222,8 @@ pub enum Transport {
         /// Each listed principal's own token, sent instead of `token` for
         /// that principal's calls.
         principal_tokens: BTreeMap<String, Secret>,
+        /// Tokens by client credentials, for the others.
+        oauth: Option<std::sync::Arc<UpstreamOAuth>>,
     },
 }
 
@@ -199,11 +254,13 @@ impl std::fmt::Debug for Transport {
                 url,
                 token,
                 principal_tokens,
+                oauth,
             } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("token", token)
                 .field("principal_tokens", principal_tokens)
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -396,6 +453,7 @@ impl ServerConfig {
         for (field, set) in [
             ("bearer_token_env", self.bearer_token_env.is_some()),
             ("principal_tokens", !self.principal_tokens.is_empty()),
+            ("oauth", self.oauth.is_some()),
         ] {
             if set {
                 return Err(refuse(
@@ -564,10 +622,92 @@ impl ServerConfig {
                 }
             }
         }
+        let oauth = match &self.oauth {
+            None => None,
+            Some(oauth) => Some(std::sync::Arc::new(self.oauth_client(at, url, oauth, env)?)),
+        };
+        if oauth.is_some() && token.is_some() {
+            return Err(refuse(
+                format!("{at}.oauth"),
+                "and `bearer_token_env` both say how to authenticate; keep one",
+            ));
+        }
         Ok(Transport::Http {
             url: url.to_owned(),
             token,
             principal_tokens,
+            oauth,
+        })
+    }
+
+    fn oauth_client(
+        &self,
+        at: &str,
+        url: &str,
+        oauth: &OAuthConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<UpstreamOAuth, SettingsError> {
+        let at = format!("{at}.oauth");
+        let token_url = oauth.token_url.parse::<reqwest::Url>().map_err(|e| {
+            refuse(
+                format!("{at}.token_url"),
+                format!("{:?} is not a URL ({e})", oauth.token_url),
+            )
+        })?;
+        let loopback = token_url.host_str().is_some_and(|host| {
+            host == "localhost"
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        if token_url.scheme() != "https" && !(token_url.scheme() == "http" && loopback) {
+            return Err(refuse(
+                format!("{at}.token_url"),
+                format!(
+                    "{:?} would send the client secret in clear; use https:// (http:// only on \
+                     loopback)",
+                    oauth.token_url
+                ),
+            ));
+        }
+        if oauth.client_id.trim().is_empty() {
+            return Err(refuse(
+                format!("{at}.client_id"),
+                "is empty; give the client's id",
+            ));
+        }
+        let Some(secret) = env(&oauth.client_secret_env).filter(|s| !s.trim().is_empty()) else {
+            return Err(refuse(
+                format!("{at}.client_secret_env"),
+                format!(
+                    "{:?} is not set (or empty); export the client's secret in it",
+                    oauth.client_secret_env
+                ),
+            ));
+        };
+        // The token request carries the secret: no redirect is followed,
+        // and it has a time limit of its own.
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| refuse(at.clone(), format!("cannot build its HTTP client: {e}")))?;
+        let resource = match oauth.resource.as_deref() {
+            None => Some(url.to_owned()),
+            Some("") => None,
+            Some(resource) => Some(resource.to_owned()),
+        };
+        Ok(UpstreamOAuth {
+            client: agentgate_backend::oauth::ClientCredentials::new(
+                oauth.client_id.clone(),
+                secret,
+                oauth.client_secret_env.clone(),
+                at,
+                http,
+            ),
+            token_url,
+            scopes: oauth.scopes.clone(),
+            resource,
         })
     }
 }
@@ -767,6 +907,61 @@ mod tests {
             typo.contains("servers[0].sampling") && typo.contains("`caller`"),
             "{typo}"
         );
+    }
+
+    #[test]
+    fn oauth_is_checked_by_path_and_its_secret_never_shown() {
+        let with = |oauth: serde_json::Value, extra: serde_json::Value| {
+            let mut server =
+                serde_json::json!({"name": "a", "url": "https://h/mcp", "oauth": oauth});
+            if let (Some(server), Some(extra)) = (server.as_object_mut(), extra.as_object()) {
+                server.extend(extra.clone());
+            }
+            config(serde_json::json!({"servers": [server]}))
+        };
+        let good = serde_json::json!({"token_url": "https://idp.example.com/token",
+            "client_id": "agentgate", "client_secret_env": "MCP_SECRET"});
+        let set = |name: &str| (name == "MCP_SECRET").then(|| "s3cret-value".to_owned());
+        let settings = with(good.clone(), serde_json::json!({}))
+            .resolve(&set)
+            .expect("resolves");
+        let Transport::Http {
+            oauth: Some(oauth), ..
+        } = &settings[0].transport
+        else {
+            panic!("an OAuth client expected");
+        };
+        assert_eq!(
+            oauth.resource.as_deref(),
+            Some("https://h/mcp"),
+            "RFC 8707's resource"
+        );
+        assert!(!format!("{settings:?}").contains("s3cret-value"));
+        let path_of = |c: McpConfig| c.resolve(&set).expect_err("refused").path;
+        assert_eq!(
+            path_of(with(
+                good.clone(),
+                serde_json::json!({"bearer_token_env": "MCP_SECRET"})
+            )),
+            "servers[0].oauth"
+        );
+        let mut plain = good.clone();
+        plain["token_url"] = "http://idp.example.com/token".into();
+        assert_eq!(
+            path_of(with(plain, serde_json::json!({}))),
+            "servers[0].oauth.token_url"
+        );
+        let mut loopback = good.clone();
+        loopback["token_url"] = "http://127.0.0.1:9/token".into();
+        assert!(with(loopback, serde_json::json!({})).resolve(&set).is_ok());
+        let unset = with(good.clone(), serde_json::json!({}));
+        assert_eq!(
+            unset.resolve(&no_env).expect_err("refused").path,
+            "servers[0].oauth.client_secret_env"
+        );
+        let stdio =
+            config(serde_json::json!({"servers": [{"name": "a", "command": "x", "oauth": good}]}));
+        assert_eq!(path_of(stdio), "servers[0].oauth");
     }
 
     #[test]

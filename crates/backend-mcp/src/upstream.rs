@@ -47,7 +47,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use agentgate_backend::{Owner, UpstreamMetrics, UpstreamOutcome};
 
-use crate::config::{RootConfig, Sampling, ServerSettings, Transport};
+use crate::config::{RootConfig, Sampling, ServerSettings, Transport, UpstreamOAuth};
 
 /// Lines of a stdio server's stderr kept to explain why it stopped.
 const STDERR_TAIL: usize = 10;
@@ -309,9 +309,19 @@ impl Upstream {
         let group: Mutex<Option<u32>> = Mutex::default();
         let reader: Mutex<Option<tokio::task::JoinHandle<()>>> = Mutex::default();
         let connecting = async {
-            let first = self
+            let mut first = self
                 .start(client.clone(), owner, lifecycle(), &group, &reader, &stderr)
                 .await;
+            // A 401 to an OAuth token: it was revoked or ran out early.
+            // Forget it and connect once more with a new one.
+            if let Some(oauth) = self.oauth_for(owner)
+                && matches!(&first, Err(Started::Init(error)) if unauthorized(error))
+            {
+                oauth.client.rejected(|_| true).await;
+                first = self
+                    .start(client.clone(), owner, lifecycle(), &group, &reader, &stderr)
+                    .await;
+            }
             // A server that answers `server/discover` with only versions
             // before 2026-07-28 speaks them through `initialize`, which rmcp's
             // automatic mode does not fall back to: start it again that way.
@@ -365,6 +375,21 @@ impl Upstream {
         })
     }
 
+    /// The OAuth client `owner`'s connections authenticate with, if any
+    /// (a principal with a token of its own uses that).
+    fn oauth_for(&self, owner: Option<&Owner>) -> Option<&UpstreamOAuth> {
+        match &self.settings.transport {
+            Transport::Http {
+                principal_tokens,
+                oauth: Some(oauth),
+                ..
+            } if owner.is_none_or(|owner| !principal_tokens.contains_key(owner.as_str())) => {
+                Some(oauth)
+            }
+            _ => None,
+        }
+    }
+
     /// One start of the server's connection, in lifecycle `mode`; a stdio
     /// server's process group goes to `group`, its stderr's reader to
     /// `reader`, which keeps its tail in `stderr`.
@@ -416,11 +441,24 @@ impl Upstream {
                 url,
                 token,
                 principal_tokens,
+                oauth,
             } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 let own = owner.and_then(|owner| principal_tokens.get(owner.as_str()));
-                if let Some(token) = own.or(token.as_ref()) {
-                    config = config.auth_header(token.expose().to_owned());
+                let header = match (own, oauth) {
+                    (Some(own), _) => Some(own.expose().to_owned()),
+                    (None, Some(oauth)) => Some(
+                        oauth
+                            .token(&self.metrics)
+                            .await
+                            .map_err(|e| Started::Spawn(e.to_string()))?
+                            .expose()
+                            .to_owned(),
+                    ),
+                    (None, None) => token.as_ref().map(|token| token.expose().to_owned()),
+                };
+                if let Some(header) = header {
+                    config = config.auth_header(header);
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
                 client
@@ -471,6 +509,11 @@ impl Started {
             Started::Init(error) => describe(&error),
         }
     }
+}
+
+/// Whether the server answered 401 during the handshake.
+fn unauthorized(error: &ClientInitializeError) -> bool {
+    error.is_authorization_required()
 }
 
 /// The newest version before 2026-07-28 that both sides speak, if any.

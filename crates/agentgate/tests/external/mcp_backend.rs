@@ -910,6 +910,80 @@ async fn sampling_and_roots_follow_the_operators_settings() {
     legacy.cancel().await.expect("close");
 }
 
+/// A `url` server behind OAuth client credentials (the emulators' slow
+/// tool server with its own token endpoint): agentgate fetches a token,
+/// reuses it, fetches a new one once after the server answers 401 (all
+/// tokens revoked), and a wrong secret is named as such without the
+/// secret appearing anywhere.
+async fn a_server_behind_oauth_client_credentials() {
+    let secret = "sim-client-secret-0123456789";
+    let sim = agentgate_sim::mcp::McpSim::new(Some(agentgate_sim::oauth::OAuthClient {
+        client_id: "agentgate".into(),
+        client_secret: secret.into(),
+        token_ttl: Duration::from_secs(3600),
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let router = sim.router(shutdown.clone());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let config = |secret_env: &str| {
+        format!(
+            "[[mcp.servers]]\nname = \"secured\"\nurl = \"{base}/mcp\"\nprefix = \"sec_\"\n\
+             oauth = {{ token_url = \"{base}/oauth/token\", client_id = \"agentgate\", \
+             client_secret_env = \"{secret_env}\", scopes = [\"mcp\"] }}\n"
+        )
+    };
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gate = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config("SIM_MCP_SECRET"))
+        .env("SIM_MCP_SECRET", secret)
+        .start()
+        .await;
+    let client = tasks_client(&gate).await;
+    for round in ["first", "after every token was revoked"] {
+        let task = start_task(&client, "sec_countdown", json!({"seconds": 0})).await;
+        let TaskPayload::Completed { result } =
+            poll_until(&client, &task.task.task_id, is_terminal).await
+        else {
+            panic!("{round}: completed")
+        };
+        assert_eq!(text_of(&result), "Done counting.", "{round}");
+        sim.revoke_tokens();
+    }
+    // One token for the tool list and the first call, one after the 401.
+    assert_eq!(sim.tokens_issued(), 2);
+    client.cancel().await.expect("close");
+    assert!(!gate.stderr().contains(secret), "the secret in the log");
+
+    // A wrong secret: the endpoint's refusal, named by setting.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wrong = GateBuilder::agentgate(BIN, dir.path())
+        .config(&config("SIM_MCP_WRONG_SECRET"))
+        .env("SIM_MCP_WRONG_SECRET", "not-the-secret-0123456789")
+        .start()
+        .await;
+    let log =
+        agentgate_testkit::eventually("the refusal in the log", Duration::from_secs(10), || {
+            let log = wrong.stderr();
+            log.contains("refused the client credentials")
+                .then_some(log)
+        })
+        .await;
+    assert!(
+        log.contains("invalid_client")
+            && log.contains(
+                "check servers[0].oauth.client_id and the secret in `SIM_MCP_WRONG_SECRET`"
+            ),
+        "{log}"
+    );
+    assert!(!log.contains("not-the-secret"), "the secret in the log");
+    shutdown.cancel();
+}
+
 /// The upstream server agentgate's own `QBusinessQueryTool` replaces
 /// (`awslabs.amazon-qbusiness-anonymous-mcp-server`, pinned in
 /// `interop/python/requirements.txt`), run by agentgate as a stdio MCP
@@ -1063,6 +1137,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "sampling_and_roots_follow_the_operators_settings",
             sampling_and_roots_follow_the_operators_settings,
+        )
+        .multi_thread(
+            "a_server_behind_oauth_client_credentials",
+            a_server_behind_oauth_client_credentials,
         )
         .multi_thread(
             "the_upstream_qbusiness_server_as_a_durable_task",
