@@ -8,11 +8,13 @@
 // Decides as VS Code does: a tool is called as a task only when the server's
 // capabilities have `tasks.requests.tools.call` and the tool's
 // `execution.taskSupport` is "optional" or "required" (the SDK's own `isToolTask`).
-// Runs five scenarios (qbusiness, approval, copilot, cancel, list) and prints one
+// Runs five scenarios (qbusiness, approval, copilot, cancel, list), and a sixth
+// (sampling) when the server serves `ev_trigger-sampling-request`, and prints one
 // JSON line per scenario, for crates/agentgate/tests/external/interop.rs:
 //   callToolStream (CreateTaskResult, tasks/get polls, tasks/result), an approval
 //   answered through elicitation/create during tasks/result, Copilot to its pull
-//   request, cancelTask while the agent works, and listTasks page by page.
+//   request, cancelTask while the agent works, listTasks page by page, and an
+//   upstream MCP server's sampling/createMessage answered during tasks/result.
 import process from 'node:process';
 
 const TICKET_PLUGIN_ID = '7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f';
@@ -49,10 +51,21 @@ async function main() {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-  const { ElicitRequestSchema, CallToolResultSchema, TaskStatusNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const {
+    ElicitRequestSchema, CreateMessageRequestSchema, CallToolResultSchema, TaskStatusNotificationSchema,
+  } = await import('@modelcontextprotocol/sdk/types.js');
 
   const forms = [];
-  const client = new Client({ name: 'agentgate-interop', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+  const client = new Client(
+    { name: 'agentgate-interop', version: '1' },
+    { capabilities: { elicitation: { form: {} }, sampling: {} } },
+  );
+  // The "model": a fixed completion, so the test can find it in the server's result.
+  const samplings = [];
+  client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+    samplings.push({ relatedTask: request.params._meta?.['io.modelcontextprotocol/related-task'] ?? null });
+    return { role: 'assistant', content: { type: 'text', text: 'teal' }, model: 'sdk-1x-model', stopReason: 'endTurn' };
+  });
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     if (request.params.mode === 'url') return { action: 'decline' };
     forms.push({ message: request.params.message, relatedTask: request.params._meta?.['io.modelcontextprotocol/related-task'] ?? null });
@@ -88,6 +101,7 @@ async function main() {
 
   async function run(scenario, tool, args) {
     forms.length = 0;
+    samplings.length = 0;
     const messages = [];
     for await (const message of client.experimental.tasks.callToolStream(
       { name: tool, arguments: args }, CallToolResultSchema, { ...options, task: asTask(tool) ? {} : undefined })) {
@@ -104,7 +118,7 @@ async function main() {
       statuses, status: task?.status ?? null, statusMessage: task?.statusMessage ?? null,
       result: last?.type === 'result' ? last.result : null,
       error: last?.type === 'error' ? String(last.error?.message ?? last.error) : null,
-      inputRequests: forms.length, forms,
+      inputRequests: forms.length, forms, samplings: [...samplings],
       notified: notified.filter((n) => n.taskId === taskId),
     });
   }
@@ -169,6 +183,9 @@ async function main() {
   await run('copilot', 'assign_copilot_to_issue', FINISHES);
   await cancel('cancel', 'assign_copilot_to_issue', SLOW);
   await list('list');
+  if (taskSupport['ev_trigger-sampling-request'] !== undefined) {
+    await run('sampling', 'ev_trigger-sampling-request', { prompt: 'name a colour' });
+  }
   if (where.url) await transport.terminateSession();
   await client.close();
 }

@@ -597,16 +597,23 @@ impl Gateway {
                                 }
                                 #[allow(deprecated)]
                                 InputRequest::CreateMessage(sample) if caps.sampling.is_some() => {
-                                    to_value(
-                                        &cx.peer
-                                            .create_message(sample.params.clone())
-                                            .await
-                                            .map_err(|e| {
-                                                GatewayError::Internal(format!(
-                                                    "sampling `{key}` failed: {e}"
-                                                ))
-                                            })?,
-                                    )?
+                                    let mut params = sample.params.clone();
+                                    params
+                                        .meta
+                                        .get_or_insert_with(|| {
+                                            RequestMetaObject::from(JsonObject::new())
+                                        })
+                                        .insert(
+                                            RELATED_TASK.into(),
+                                            json!({ "taskId": id.as_str() }),
+                                        );
+                                    to_value(&cx.peer.create_message(params).await.map_err(
+                                        |e| {
+                                            GatewayError::Internal(format!(
+                                                "sampling `{key}` failed: {e}"
+                                            ))
+                                        },
+                                    )?)?
                                 }
                                 _ => continue,
                             };

@@ -748,7 +748,20 @@ async fn sdk_1x_tasks_client(sdk: Sdk1x, transport: Transport) {
         .start()
         .await;
     let config = dir.path().join("agentgate-a2a.toml");
-    std::fs::write(&config, agent.a2a_agent("helper", "")).expect("write the config");
+    // And the reference MCP server, whose sampling the caller answers.
+    let everything = interop_dir()
+        .join("typescript/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let everything = format!(
+        "[[mcp.servers]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n\
+         pass_env = [\"PATH\"]\nprefix = \"ev_\"\nsampling = \"caller\"\n\
+         tools = [\"trigger-sampling-request\"]\n",
+        everything.display().to_string()
+    );
+    std::fs::write(
+        &config,
+        format!("{}\n{everything}", agent.a2a_agent("helper", "")),
+    )
+    .expect("write the config");
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -868,6 +881,25 @@ async fn sdk_1x_tasks_client(sdk: Sdk1x, transport: Transport) {
     assert_eq!(listed, created, "{what}: {list}");
     assert_eq!(list["statuses"][0], "cancelled", "{what}: {list}");
     assert_eq!(list["badCursor"]["code"], -32602, "{what}: {list}");
+    // The TypeScript driver also calls an MCP server's tool that asks for
+    // sampling: answered by the driver's "model" during tasks/result, tied
+    // to the task, and the server's result carries the completion.
+    if let Sdk1x::TypeScript = sdk {
+        let sampling = get("sampling");
+        assert_eq!(sampling["asTask"], true, "{what}: {sampling}");
+        assert_eq!(sampling["status"], "completed", "{what}: {sampling}");
+        assert_eq!(
+            sampling["samplings"][0]["relatedTask"]["taskId"], sampling["taskId"],
+            "{what}: {sampling}"
+        );
+        let answer = text(&sampling["result"]);
+        assert!(
+            answer.starts_with("LLM sampling result:")
+                && answer.contains("teal")
+                && answer.contains("sdk-1x-model"),
+            "{what}: {sampling}"
+        );
+    }
     // The Python driver also asks the A2A agent, after the list.
     if let Sdk1x::Python = sdk {
         let a2a = get("a2a");
