@@ -685,11 +685,13 @@ impl ServerConfig {
                 ),
             ));
         };
-        // The token request carries the secret: no redirect is followed,
-        // and it has a time limit of its own.
+        // The token request carries the secret: no redirect is followed.
+        // Its time limit is half the connect timeout, so a slow endpoint
+        // fails the fetch before it fails every connection waiting on it.
+        let limit = self.connect_timeout_seconds.unwrap_or(30).clamp(2, 600) / 2;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(30))
+            .timeout(Duration::from_secs(limit))
             .build()
             .map_err(|e| refuse(at.clone(), format!("cannot build its HTTP client: {e}")))?;
         let resource = match oauth.resource.as_deref() {

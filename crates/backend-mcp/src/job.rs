@@ -657,6 +657,7 @@ mod tests {
             upstream: Arc::new(Upstream {
                 settings,
                 metrics: agentgate_backend::UpstreamMetrics::detached("mcp"),
+                legacy: std::sync::Mutex::default(),
             }),
             calls: Arc::new(Calls::new()),
             permits: Arc::new(Semaphore::new(4)),

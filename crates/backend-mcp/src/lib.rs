@@ -21,7 +21,7 @@ mod calls;
 mod job;
 mod upstream;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentgate_backend::{
@@ -103,6 +103,7 @@ impl McpBackend {
             let upstream = Arc::new(Upstream {
                 settings,
                 metrics: metrics.clone(),
+                legacy: Mutex::default(),
             });
             async move {
                 let listing = list(&upstream).await;

@@ -206,7 +206,7 @@ impl ClientHandler for CallClient {
         };
         let (answer, answered) = oneshot::channel();
         events
-            .send(CallEvent::Sample(request, answer))
+            .send(CallEvent::Sample(for_the_caller(request), answer))
             .await
             .map_err(|_| ErrorData::internal_error("the call ended before it asked", None))?;
         match answered.await {
@@ -287,6 +287,9 @@ fn kill_group(group: Option<u32>) {
 pub(crate) struct Upstream {
     pub(crate) settings: ServerSettings,
     pub(crate) metrics: UpstreamMetrics,
+    /// The version before 2026-07-28 this server turned out to speak, once
+    /// a connection fell back to `initialize`: later ones start that way.
+    pub(crate) legacy: Mutex<Option<ProtocolVersion>>,
 }
 
 impl Upstream {
@@ -309,18 +312,46 @@ impl Upstream {
         let group: Mutex<Option<u32>> = Mutex::default();
         let reader: Mutex<Option<tokio::task::JoinHandle<()>>> = Mutex::default();
         let connecting = async {
+            let known_legacy = lock(&self.legacy).clone();
+            let mode = match known_legacy {
+                Some(version) => {
+                    client.version = version;
+                    ClientLifecycleMode::Initialize
+                }
+                None => lifecycle(),
+            };
+            // The OAuth token this start sends (from the cache, or fetched).
+            let oauth = self.oauth_for(owner);
+            let sent = match oauth {
+                Some(oauth) => oauth.token(&self.metrics).await.ok(),
+                None => None,
+            };
             let mut first = self
-                .start(client.clone(), owner, lifecycle(), &group, &reader, &stderr)
+                .start(
+                    client.clone(),
+                    owner,
+                    mode.clone(),
+                    &group,
+                    &reader,
+                    &stderr,
+                )
                 .await;
-            // A 401 to an OAuth token: it was revoked or ran out early.
-            // Forget it and connect once more with a new one.
-            if let Some(oauth) = self.oauth_for(owner)
-                && matches!(&first, Err(Started::Init(error)) if unauthorized(error))
+            if let (Some(oauth), Some(sent), Err(Started::Init(error))) = (oauth, &sent, &first)
+                && matches!(**error, ClientInitializeError::TransportError { .. })
             {
-                oauth.client.rejected(|_| true).await;
-                first = self
-                    .start(client.clone(), owner, lifecycle(), &group, &reader, &stderr)
-                    .await;
+                // A handshake that failed at the HTTP level may be a token
+                // revoked or run out early, said with a bare 401 that rmcp
+                // does not tell apart: it is not used again (a newer one a
+                // neighbour fetched is kept).
+                oauth.client.rejected(|token| token == sent).await;
+                // A 401 with a challenge certainly is: once more, with a new one.
+                if unauthorized(error) {
+                    kill_group(lock(&group).take());
+                    lock(&stderr).clear();
+                    first = self
+                        .start(client.clone(), owner, mode, &group, &reader, &stderr)
+                        .await;
+                }
             }
             // A server that answers `server/discover` with only versions
             // before 2026-07-28 speaks them through `initialize`, which rmcp's
@@ -338,6 +369,8 @@ impl Upstream {
                 (Ok(service), _) => Ok(service),
                 (Err(_), Some(version)) => {
                     kill_group(lock(&group).take());
+                    lock(&stderr).clear();
+                    *lock(&self.legacy) = Some(version.clone());
                     client.version = version;
                     let mode = ClientLifecycleMode::Initialize;
                     self.start(client, owner, mode, &group, &reader, &stderr)
@@ -511,6 +544,19 @@ impl Started {
     }
 }
 
+/// A server's sampling request as the caller sees it: the server may not
+/// ask for context from the caller's other servers (it would go back to a
+/// third party), nor offer tools to the caller's model (agentgate declares
+/// no sampling tools), and its `_meta` stays its own.
+#[allow(deprecated)]
+fn for_the_caller(mut request: CreateMessageRequestParams) -> CreateMessageRequestParams {
+    request.include_context = None;
+    request.tools = None;
+    request.tool_choice = None;
+    request.meta = None;
+    request
+}
+
 /// Whether the server answered 401 during the handshake.
 fn unauthorized(error: &ClientInitializeError) -> bool {
     error.is_authorization_required()
@@ -518,9 +564,13 @@ fn unauthorized(error: &ClientInitializeError) -> bool {
 
 /// The newest version before 2026-07-28 that both sides speak, if any.
 fn legacy_version(server_supported: &[ProtocolVersion]) -> Option<ProtocolVersion> {
-    [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18]
-        .into_iter()
-        .find(|version| server_supported.contains(version))
+    [
+        ProtocolVersion::V_2025_11_25,
+        ProtocolVersion::V_2025_06_18,
+        ProtocolVersion::V_2025_03_26,
+    ]
+    .into_iter()
+    .find(|version| server_supported.contains(version))
 }
 
 fn lifecycle() -> ClientLifecycleMode {

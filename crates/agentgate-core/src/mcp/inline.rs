@@ -146,6 +146,9 @@ impl Gateway {
             }
         } else if missing.is_empty() && all_askable_legacy(&requests) {
             let responses = self.ask_legacy(&requests, cx).await?;
+            // The same limit as answers by tasks/update (a completion may
+            // hold images).
+            self.check_input_size(&responses)?;
             self.tasks.answer(owner, &record.id, responses).await?;
             return Ok(None);
         }

@@ -955,7 +955,7 @@ async fn a_server_behind_oauth_client_credentials() {
         sim.revoke_tokens();
     }
     // One token for the tool list and the first call, one after the 401.
-    assert_eq!(sim.tokens_issued(), 2);
+    assert_eq!(sim.tokens_issued(), 2, "{}", gate.stderr());
     client.cancel().await.expect("close");
     assert!(!gate.stderr().contains(secret), "the secret in the log");
 
