@@ -13,11 +13,12 @@ mod demo;
 #[cfg(test)]
 mod docs_check;
 mod serve;
+mod signals;
 mod tools;
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -281,11 +282,11 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Sim(args) => {
             let shutdown = tokio_util::sync::CancellationToken::new();
+            let mut signals = signals::StopSignals::watch().context("watching for stop signals")?;
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    stop.cancel();
-                }
+                signals.recv().await;
+                stop.cancel();
             });
             agentgate_sim::run(*args, shutdown).await
         }

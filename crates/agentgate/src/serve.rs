@@ -24,6 +24,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{EngineSection, FileConfig, default_data_file, default_store_url};
+use crate::signals::StopSignals;
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -356,7 +357,8 @@ pub(crate) async fn run(args: ServeArgs, file: FileConfig) -> Result<()> {
         .start()?;
     crate::backends::log_setup(&runtime, &file.backends)?;
     let shutdown = runtime.shutdown_token().clone();
-    tokio::spawn(stop_on_signal(shutdown.clone()));
+    let signals = StopSignals::watch().context("watching for stop signals")?;
+    tokio::spawn(stop_on_signal(shutdown.clone(), signals));
 
     let served = if args.stdio {
         let gateway = runtime
@@ -582,28 +584,9 @@ fn unavailable(reason: &str) -> axum::response::Response {
 /// How long `/readyz` waits for the store.
 const READINESS_TIMEOUT: Duration = Duration::from_millis(800);
 
-async fn stop_on_signal(shutdown: CancellationToken) {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot watch SIGTERM");
-                    let _ = ctrl_c.await;
-                    shutdown.cancel();
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("shutting down");
+async fn stop_on_signal(shutdown: CancellationToken, mut signals: StopSignals) {
+    let signal = signals.recv().await;
+    tracing::info!(signal, "shutting down");
     shutdown.cancel();
 }
 

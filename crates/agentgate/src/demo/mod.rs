@@ -17,7 +17,8 @@
 //! taken). The [`walkthrough`] then drives the gateway through the
 //! `agentgate call` client as any MCP client would, narrating each step.
 //! Afterwards the demo keeps serving and prints how to connect other clients
-//! ([`connect`]), until Ctrl-C; `--no-serve` exits with the walkthrough's
+//! ([`connect`]), until Ctrl-C, SIGTERM or SIGHUP, each of which stops the
+//! gateway child gracefully first; `--no-serve` exits with the walkthrough's
 //! verdict instead.
 
 mod connect;
@@ -36,6 +37,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use self::gateway::GatewaySettings;
+use crate::signals::StopSignals;
 
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
@@ -85,6 +87,9 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
             args.time_scale
         );
     }
+    // From here on a stop signal ends the demo through the code below,
+    // which stops the gateway child: never an orphaned gateway.
+    let mut signals = StopSignals::watch().context("watching for stop signals")?;
     let shutdown = CancellationToken::new();
     let temp = tempfile::Builder::new()
         .prefix("agentgate-demo-")
@@ -129,7 +134,15 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         emulators.a2a_url
     );
 
-    let report = walkthrough::run(&gateway.url).await;
+    let report = tokio::select! {
+        report = walkthrough::run(&gateway.url) => report,
+        signal = signals.recv() => {
+            println!("{signal}: stopping during the walkthrough");
+            gateway.stop().await?;
+            shutdown.cancel();
+            bail!("stopped by {signal} before the walkthrough ended");
+        }
+    };
     report.print_summary();
 
     // Whatever happens while serving, the gateway is stopped gracefully
@@ -139,10 +152,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
             connect::print(&gateway.url, &store_url, &gateway.config, &emulators)?;
             // Ctrl-C reaches the gateway too (one terminal), so either may end first.
             tokio::select! {
-                signal = tokio::signal::ctrl_c() => {
-                    signal.context("waiting for Ctrl-C")?;
-                    println!("stopping");
-                }
+                signal = signals.recv() => println!("{signal}: stopping"),
                 exited = gateway.exited() => exited?,
             }
         }

@@ -155,16 +155,27 @@ async fn the_demo_keeps_serving_and_its_connect_snippets_work() {
     }
     client.cancel().await.expect("close");
 
-    // Ctrl-C stops it cleanly.
+    // SIGTERM (what `kill`, systemd and scripts send, to the demo alone)
+    // stops it cleanly, and its gateway child with it: nothing listens at
+    // the gateway's address afterwards.
     let pid = i32::try_from(demo.id().expect("running")).expect("a pid fits an i32");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
     )
-    .expect("SIGINT");
+    .expect("SIGTERM");
     let status = tokio::time::timeout(Duration::from_secs(60), demo.wait())
         .await
-        .expect("the demo stopped within a minute of Ctrl-C")
+        .expect("the demo stopped within a minute of SIGTERM")
         .expect("wait");
     assert!(status.success(), "{status:?}");
+    let gateway = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let refused = tokio::net::TcpStream::connect(&gateway).await;
+    assert!(
+        refused.is_err(),
+        "the demo's gateway still listens at {gateway} after the demo stopped"
+    );
 }
