@@ -15,8 +15,19 @@ use crate::{AccessToken, BoxFuture, Nudge, Owner, ToolSpec, UpstreamMetrics, Web
 /// how logs and `agentgate check` call it) is its
 /// [`ConfiguredBackend::NAME`], said once.
 pub trait Backend: Send + Sync + 'static {
-    /// The tools it serves.
+    /// The tools it serves now. Asked when the runtime starts, and again
+    /// each time the backend calls [`Nudge::tools_changed`] (say, its
+    /// upstream announced other tools).
     fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Whether some of its tools may be missing from [`Self::tools`] for
+    /// now (an upstream not reached since start, whose tools are served
+    /// once it answers, followed by [`Nudge::tools_changed`]). While any
+    /// backend says so, a task of a tool that is not served waits for it
+    /// (within its TTL) instead of failing. The default: never.
+    fn tools_pending(&self) -> bool {
+        false
+    }
 
     /// Background work, run until `shutdown` is cancelled; the runtime waits
     /// for it to return before it stops. `nudge` makes a waiting task run

@@ -1,5 +1,5 @@
 //! What a backend may hold of the engine: a [`Nudge`] to make a waiting task
-//! run its next step now, and [`UpstreamMetrics`] to count its upstream
+//! run its next step now (or to say that its tools changed), and [`UpstreamMetrics`] to count its upstream
 //! calls. Both are small handles over traits the engine implements, so a
 //! backend compiles without the engine and tests can hand it their own.
 
@@ -22,6 +22,11 @@ pub trait NudgeTasks: Send + Sync + 'static {
     /// Makes `id` due now if it waits for its next step; returns whether it
     /// was waiting.
     fn nudge<'a>(&'a self, id: &'a TaskId) -> BoxFuture<'a, Result<bool, NudgeError>>;
+
+    /// The backend's [`Backend::tools`](crate::Backend::tools) now says
+    /// something else: serve that. The default (a test's stand-in) does
+    /// nothing.
+    fn tools_changed(&self) {}
 }
 
 /// Makes a waiting task run its next step now (its upstream changed),
@@ -44,6 +49,16 @@ impl Nudge {
     /// Makes `id` due now if it waits; returns whether it was waiting.
     pub async fn nudge(&self, id: &TaskId) -> Result<bool, NudgeError> {
         self.0.nudge(id).await
+    }
+
+    /// Tells the engine that the backend's tools changed (its upstream
+    /// listed others, or came up after the gateway did): the engine asks
+    /// [`Backend::tools`](crate::Backend::tools) (and
+    /// [`Backend::setup`](crate::Backend::setup)) again, serves the new list
+    /// and tells connected clients with `notifications/tools/list_changed`.
+    /// A task of a tool no longer served fails its next step.
+    pub fn tools_changed(&self) {
+        self.0.tools_changed();
     }
 }
 

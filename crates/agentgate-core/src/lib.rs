@@ -29,6 +29,7 @@
 //! A request flows transport → [`mcp::Gateway`] → [`engine::Tasks`] → [`store::TaskStore`]; the scheduler runs the tool's job.
 
 pub mod auth;
+mod catalog;
 pub mod clock;
 pub mod docs;
 pub mod engine;

@@ -11,6 +11,10 @@ use agentgate_backend::ToolSpec;
 pub struct ToolRegistry {
     tools: BTreeMap<String, ToolSpec>,
     unlisted: BTreeSet<String>,
+    /// Some backend's tools may be missing yet ([`Backend::tools_pending`]).
+    ///
+    /// [`Backend::tools_pending`]: agentgate_backend::Backend::tools_pending
+    pending: bool,
 }
 
 impl ToolRegistry {
@@ -34,6 +38,18 @@ impl ToolRegistry {
         self.with(spec)
     }
 
+    /// Marks that some backend's tools may be missing yet: a task of a tool
+    /// not served waits for it instead of failing.
+    pub fn with_pending(mut self, pending: bool) -> Self {
+        self.pending = pending;
+        self
+    }
+
+    /// Whether some backend's tools may be missing yet.
+    pub fn pending(&self) -> bool {
+        self.pending
+    }
+
     /// The tools `tools/list` shows.
     pub fn listed(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools
@@ -47,5 +63,18 @@ impl ToolRegistry {
 
     pub fn iter(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.values()
+    }
+
+    /// Whether `other` serves the same tools, with the same definitions and
+    /// the same listing (what a client of `tools/list` would see change).
+    pub fn same_tools(&self, other: &ToolRegistry) -> bool {
+        self.unlisted == other.unlisted
+            && self.pending == other.pending
+            && self.tools.len() == other.tools.len()
+            && self
+                .tools
+                .iter()
+                .zip(&other.tools)
+                .all(|((a, spec_a), (b, spec_b))| a == b && spec_a.tool == spec_b.tool)
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! Runtime::builder(store)          .config(..) .limits(..) .backend(..)… .start()
-//!   start: tools of every backend ─▶ ToolRegistry (a name served twice is refused)
+//!   start: tools of every backend ─▶ ToolRegistry (a name served twice is refused;
+//!          made again when a backend's Nudge says its tools changed: catalog)
 //!          spawn Engine::run       (scheduler, sweeper, change relay; steps)
 //!          spawn Backend::run      (each backend's watcher / refresh), with a Nudge
 //! runtime.tasks()                  ─▶ Tasks: create, get, answer, cancel, watch (the one door)
@@ -27,11 +28,11 @@ use agentgate_backend::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::{Build, ToolCatalog};
 use crate::clock::{Clock, SystemClock};
 use crate::engine::{Engine, EngineConfig, Tasks};
 use crate::mcp::{Gateway, Limits, TransportKind};
 use crate::metrics::Metrics;
-use crate::registry::ToolRegistry;
 use crate::store::seal::SealError;
 use crate::store::{StoreResult, TaskStore};
 
@@ -73,7 +74,8 @@ pub struct RuntimeBuilder {
     clock: Arc<dyn Clock>,
     metrics: Metrics,
     limits: Option<Limits>,
-    tools: Vec<Served>,
+    /// Tools added by hand ([`RuntimeBuilder::tool`]).
+    by_hand: Vec<ToolSpec>,
     selection: Option<Vec<String>>,
     read_only: bool,
     backends: Vec<(&'static str, Arc<dyn Backend>)>,
@@ -81,53 +83,16 @@ pub struct RuntimeBuilder {
     run_steps: bool,
 }
 
-/// The tools of `tools` that `names` select (see
-/// [`RuntimeBuilder::select_tools`]).
-fn select(tools: Vec<Served>, names: &[String]) -> Result<Vec<Served>, RuntimeError> {
-    let matches = |served: &Served, name: &str| {
-        name == &*served.spec.tool.name || served.backend.as_deref() == Some(name)
-    };
-    for name in names {
-        if !tools.iter().any(|served| matches(served, name)) {
-            let mut backends: Vec<&str> =
-                tools.iter().filter_map(|t| t.backend.as_deref()).collect();
-            backends.dedup();
-            return Err(RuntimeError::UnknownSelection {
-                name: name.clone(),
-                tools: tools
-                    .iter()
-                    .map(|t| &*t.spec.tool.name)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                backends: backends.join(", "),
-            });
-        }
-    }
-    Ok(tools
-        .into_iter()
-        .filter(|served| names.iter().any(|name| matches(served, name)))
-        .collect())
-}
-
-/// A tool the builder was given: where from (for the duplicate error), and
-/// whether `tools/list` shows it.
-struct Served {
-    origin: String,
-    backend: Option<String>,
-    spec: ToolSpec,
-    listed: bool,
-}
-
 impl std::fmt::Debug for RuntimeBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RuntimeBuilder")
             .field("config", &self.config)
             .field(
-                "tools",
+                "backends",
                 &self
-                    .tools
+                    .backends
                     .iter()
-                    .map(|served| &served.spec.tool.name)
+                    .map(|(name, _)| name)
                     .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
@@ -165,15 +130,6 @@ impl RuntimeBuilder {
     /// [`Backend::setup`] is not ready are served but not listed.
     pub fn backend<B: ConfiguredBackend>(mut self, backend: B) -> Self {
         let name = B::NAME;
-        let listed = matches!(backend.setup(), agentgate_backend::Health::Ready(_));
-        for spec in backend.tools() {
-            self.tools.push(Served {
-                origin: format!("backend `{name}`"),
-                backend: Some(name.to_owned()),
-                spec,
-                listed,
-            });
-        }
         if let Some(webhook) = backend.webhook() {
             self.webhooks.push((name.to_owned(), webhook));
         }
@@ -210,63 +166,19 @@ impl RuntimeBuilder {
 
     /// Serves one more tool, outside any backend.
     pub fn tool(mut self, spec: ToolSpec) -> Self {
-        self.tools.push(Served {
-            origin: "a tool added by hand".to_owned(),
-            backend: None,
-            spec,
-            listed: true,
-        });
+        self.by_hand.push(spec);
         self
     }
 
     /// Starts the engine and every backend's background work.
     pub fn start(self) -> Result<Runtime, RuntimeError> {
-        let mut tools = match &self.selection {
-            None => self.tools,
-            Some(names) => select(self.tools, names)?,
-        };
-        if self.read_only {
-            let (kept, left): (Vec<Served>, Vec<Served>) = tools.into_iter().partition(|served| {
-                served
-                    .spec
-                    .tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    == Some(true)
-            });
-            if !left.is_empty() {
-                let names: Vec<&str> = left.iter().map(|s| &*s.spec.tool.name).collect();
-                tracing::info!(
-                    tools = %names.join(", "),
-                    "read-only: not serving the tools not marked readOnlyHint"
-                );
-            }
-            tools = kept;
-        }
-        let mut registry = ToolRegistry::new();
-        let mut served_by: std::collections::BTreeMap<String, String> = Default::default();
-        for Served {
-            origin,
-            spec,
-            listed,
-            ..
-        } in tools
-        {
-            let name = spec.tool.name.to_string();
-            if let Some(first) = served_by.insert(name.clone(), origin.clone()) {
-                return Err(RuntimeError::DuplicateTool {
-                    tool: name,
-                    first,
-                    second: origin,
-                });
-            }
-            registry = if listed {
-                registry.with(spec)
-            } else {
-                registry.with_unlisted(spec)
-            };
-        }
+        let catalog = Arc::new(ToolCatalog {
+            backends: self.backends.clone(),
+            by_hand: self.by_hand,
+            selection: self.selection,
+            read_only: self.read_only,
+        });
+        let registry = catalog.registry(Build::Strict)?;
         let engine = Engine::new(self.store, registry, self.clock, self.config, self.metrics);
         let shutdown = CancellationToken::new();
         let mut tasks = Vec::new();
@@ -277,12 +189,16 @@ impl RuntimeBuilder {
             ));
         }
         for (name, backend) in &self.backends {
-            let nudge = Nudge::new(EngineNudge(engine.clone()));
+            let nudge = Nudge::new(EngineNudge {
+                engine: engine.clone(),
+                catalog: catalog.clone(),
+            });
             let work = backend.run(nudge, shutdown.child_token());
             tasks.push((format!("backend `{name}`"), tokio::spawn(work)));
         }
         Ok(Runtime {
             engine,
+            catalog,
             shutdown,
             limits: self.limits,
             tasks,
@@ -295,6 +211,7 @@ impl RuntimeBuilder {
 /// The engine and its background work, until [`Runtime::stop`].
 pub struct Runtime {
     engine: Engine,
+    catalog: Arc<ToolCatalog>,
     shutdown: CancellationToken,
     limits: Option<Limits>,
     tasks: Vec<(String, JoinHandle<()>)>,
@@ -330,7 +247,7 @@ impl Runtime {
             clock: Arc::new(SystemClock),
             metrics: Metrics::new(),
             limits: None,
-            tools: Vec::new(),
+            by_hand: Vec::new(),
             selection: None,
             read_only: false,
             backends: Vec::new(),
@@ -356,7 +273,10 @@ impl Runtime {
     /// background work a test or a benchmark drives by hand (the runtime
     /// gives each backend it runs its own).
     pub fn nudger(&self) -> Nudge {
-        Nudge::new(EngineNudge(self.engine.clone()))
+        Nudge::new(EngineNudge {
+            engine: self.engine.clone(),
+            catalog: self.catalog.clone(),
+        })
     }
 
     /// The root of the shutdown tree: cancel it (say, on a signal) and
@@ -530,16 +450,34 @@ async fn read_at_most(
 }
 
 /// The engine as a backend's [`Nudge`] target.
-struct EngineNudge(Engine);
+struct EngineNudge {
+    engine: Engine,
+    /// What the tools are made from, made again when a backend says its
+    /// tools changed.
+    catalog: Arc<ToolCatalog>,
+}
 
 impl NudgeTasks for EngineNudge {
     fn nudge<'a>(&'a self, id: &'a TaskId) -> BoxFuture<'a, Result<bool, NudgeError>> {
         Box::pin(async move {
-            self.0
+            self.engine
                 .nudge(id)
                 .await
                 .map_err(|e| NudgeError::Store(Box::new(e)))
         })
+    }
+
+    fn tools_changed(&self) {
+        // Lenient never fails: a clash is logged and skipped.
+        match self.catalog.registry(Build::Lenient) {
+            Ok(registry) => {
+                let count = registry.listed().count();
+                if self.engine.replace_tools(registry) {
+                    tracing::info!(listed = count, "the tools served changed");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the tools served could not be made again"),
+        }
     }
 }
 
@@ -559,14 +497,11 @@ impl Probes {
     /// The Prometheus metrics in the OpenMetrics text format; the task
     /// gauge is read from the store now.
     pub async fn metrics(&self) -> StoreResult<String> {
-        let tools = self
-            .engine
-            .tools()
-            .iter()
-            .map(|spec| spec.tool.name.as_ref());
+        let tools = self.engine.tools();
+        let names = tools.iter().map(|spec| spec.tool.name.as_ref());
         self.engine
             .metrics()
-            .render(&**self.engine.store(), tools)
+            .render(&**self.engine.store(), names)
             .await
     }
 }

@@ -83,8 +83,8 @@ impl ManualRuntime {
     /// with no quota.
     pub async fn create(&self, owner: &Owner, tool: &str, args: Value) -> TaskRecord {
         let tasks = self.tasks();
-        let spec = tasks
-            .tools()
+        let tools = tasks.tools();
+        let spec = tools
             .get(tool)
             .unwrap_or_else(|| panic!("the runtime serves no tool `{tool}`"));
         let Value::Object(args) = args else {

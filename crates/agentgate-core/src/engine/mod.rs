@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentgate_backend::TaskId;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -134,7 +134,9 @@ pub(crate) struct Engine {
 #[derive(Debug)]
 struct Inner {
     store: Arc<dyn TaskStore>,
-    tools: ToolRegistry,
+    /// The tools served now: replaced whole when a backend's tools change
+    /// ([`Engine::replace_tools`]), watched by the gateways' sessions.
+    tools: watch::Sender<Arc<ToolRegistry>>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     metrics: Metrics,
@@ -176,7 +178,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 upstream_ids,
                 store,
-                tools,
+                tools: watch::Sender::new(Arc::new(tools)),
                 clock,
                 config,
                 metrics,
@@ -194,8 +196,29 @@ impl Engine {
         &self.inner.store
     }
 
-    pub(crate) fn tools(&self) -> &ToolRegistry {
-        &self.inner.tools
+    /// The tools served now. A step or request holds the registry it read
+    /// for as long as it needs it, whatever changes meanwhile.
+    pub(crate) fn tools(&self) -> Arc<ToolRegistry> {
+        self.inner.tools.borrow().clone()
+    }
+
+    /// Serves `tools` from now on, if they differ from the tools served: a
+    /// task of a tool no longer served fails its next step with "unknown
+    /// tool", as after a restart without it. Returns whether they differed
+    /// (and [`Self::watch_tools`] receivers were told).
+    pub(crate) fn replace_tools(&self, tools: ToolRegistry) -> bool {
+        self.inner.tools.send_if_modified(|current| {
+            if current.same_tools(&tools) {
+                return false;
+            }
+            *current = Arc::new(tools);
+            true
+        })
+    }
+
+    /// Tells its receiver each time the tools served change.
+    pub(crate) fn watch_tools(&self) -> watch::Receiver<Arc<ToolRegistry>> {
+        self.inner.tools.subscribe()
     }
 
     pub(crate) fn config(&self) -> &EngineConfig {

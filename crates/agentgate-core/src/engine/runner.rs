@@ -9,6 +9,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
+
+/// How long a task of a tool not listed yet waits before it looks again.
+const TOOL_PENDING_RETRY: Duration = Duration::from_secs(5);
 use crate::job::engine_failure;
 use crate::store::StoreError;
 use crate::task::{Outcome, TaskRecord};
@@ -186,7 +189,24 @@ impl Engine {
         interrupt: &CancellationToken,
     ) -> Option<Outcome> {
         let now = self.inner.clock.now();
-        let Some(spec) = self.inner.tools.get(&task.tool) else {
+        let tools = self.tools();
+        let Some(spec) = tools.get(&task.tool) else {
+            if task.cancel_requested {
+                return Some(Outcome::cancelled());
+            }
+            if tools.pending() {
+                // A backend has not listed all its tools yet (an upstream
+                // not reached since start): the tool may come back, so the
+                // task waits for it, within its TTL, instead of failing.
+                return Some(Outcome::Retry {
+                    status_message: Some(format!(
+                        "waiting for tool `{}`: its server has not listed its tools since this \
+                         instance started",
+                        task.tool
+                    )),
+                    due_at: now.saturating_add(TOOL_PENDING_RETRY),
+                });
+            }
             return Some(Outcome::Failed {
                 error: engine_failure(format!(
                     "tool `{}` is not served by this instance",

@@ -18,6 +18,7 @@
 //! place, so callers translate and never coordinate. Every operation is
 //! scoped to the caller's owner: another owner's task is an unknown one.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentgate_backend::{Millis, Owner, TaskId, ToolSpec};
@@ -151,8 +152,8 @@ impl Tasks {
         &self.engine
     }
 
-    /// The tools the engine runs.
-    pub fn tools(&self) -> &ToolRegistry {
+    /// The tools the engine runs now (see [`Engine::replace_tools`]).
+    pub fn tools(&self) -> Arc<ToolRegistry> {
         self.engine.tools()
     }
 

@@ -19,7 +19,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
     Tool, UpdateTaskParams,
 };
-use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 
 use super::error::GatewayError;
@@ -30,6 +30,10 @@ use crate::engine::{TaskQuota, Tasks};
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
 use crate::task::TaskRecord;
+
+/// How often a legacy session's tool-change watcher checks that its
+/// session is still open.
+const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where the gateway's clients come from, which decides who owns their tasks.
 #[derive(Debug, Clone)]
@@ -219,6 +223,7 @@ impl Gateway {
     pub fn capabilities() -> ServerCapabilities {
         ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_tasks()
             .build()
     }
@@ -258,9 +263,8 @@ impl Gateway {
         tool: &str,
         args: serde_json::Map<String, Value>,
     ) -> Result<TaskRecord, ErrorData> {
-        let spec = self
-            .tasks
-            .tools()
+        let tools = self.tasks.tools();
+        let spec = tools
             .get(tool)
             .ok_or_else(|| GatewayError::UnknownTool(tool.to_owned()))?;
         Ok(self.tasks.create(owner, spec, args, &self.quota()).await?)
@@ -269,7 +273,7 @@ impl Gateway {
     /// The `CreateTaskResult` for a freshly created task.
     pub fn task_handle(&self, record: &TaskRecord) -> CreateTaskResult {
         let now = self.tasks.now();
-        CreateTaskResult::new(render::task_fields(record, self.tasks.tools(), now))
+        CreateTaskResult::new(render::task_fields(record, &self.tasks.tools(), now))
     }
 
     async fn call_job_tool(
@@ -278,9 +282,8 @@ impl Gateway {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let spec = self
-            .tasks
-            .tools()
+        let tools = self.tasks.tools();
+        let spec = tools
             .get(&name)
             .ok_or_else(|| GatewayError::UnknownTool(name.clone()))?;
         let owner = self.owner(&cx);
@@ -385,7 +388,7 @@ impl ServerHandler for Gateway {
         let tools = self.tasks.tools();
         let read = || async {
             let record = self.tasks.get(&owner, &id).await?;
-            let detailed = render::to_detailed_task(&record, tools, now)?;
+            let detailed = render::to_detailed_task(&record, &tools, now)?;
             Ok((record, detailed))
         };
         let detailed = match &self.guard {
@@ -411,11 +414,14 @@ impl ServerHandler for Gateway {
 
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        // Tools never change, so no list-change category is accepted; task
-        // ids travel outside rmcp's filter (see `listen`).
-        Some(SubscriptionFilter::new())
+        // Tools change (an MCP server behind us listed others); prompts and
+        // resources are not served. Task ids travel outside rmcp's filter
+        // (see `listen`).
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed.filter(|on| *on);
+        Some(accepted)
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
@@ -429,9 +435,59 @@ impl ServerHandler for Gateway {
             }
             None => None,
         };
-        self.push_task_status(request.clone()).await;
-        subscription.cancelled().await;
+        let tools = async {
+            if subscription.accepted().tools_list_changed == Some(true) {
+                let mut tools = self.tasks.engine().watch_tools();
+                while tools.changed().await.is_ok() {
+                    if subscription
+                        .sink()
+                        .notify_tool_list_changed()
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        };
+        // Either may end first (no task ids; a stream that cannot be
+        // written); the listen lasts until the client leaves.
+        let pushes = async {
+            tokio::join!(self.push_task_status(request.clone()), tools);
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            () = pushes => {}
+        }
         Ok(())
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        // A legacy session (≤ 2025-11-25) hears of tool changes on its own
+        // stream, as the capability `tools.listChanged` promises. The
+        // watcher lives as long as the session: it ends when a notification
+        // cannot be sent or, checked every SESSION_CHECK, the session has
+        // closed, so there is at most one per open session (and sessions
+        // are capped per principal and in all).
+        let mut tools = self.tasks.engine().watch_tools();
+        let peer = cx.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = tools.changed() => {
+                        if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    () = tokio::time::sleep(SESSION_CHECK) => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
     }
 
     async fn initialize(

@@ -308,7 +308,7 @@ impl Gateway {
                 return true;
             }
         };
-        let detailed = match render::to_detailed_task(&record, self.tasks.tools(), now) {
+        let detailed = match render::to_detailed_task(&record, &self.tasks.tools(), now) {
             Ok(detailed) => detailed,
             Err(e) => {
                 tracing::warn!(task = %id, error = %e.message, "task status push: unreadable task");

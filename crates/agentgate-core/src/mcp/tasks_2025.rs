@@ -417,7 +417,7 @@ fn to_value<T: Serialize>(value: &T) -> Result<Value, ErrorData> {
 
 impl Gateway {
     fn task_2025(&self, record: &TaskRecord) -> Task2025 {
-        let task = render::task_fields(record, self.tasks.tools(), self.tasks.now());
+        let task = render::task_fields(record, &self.tasks.tools(), self.tasks.now());
         Task2025 {
             task_id: task.task_id,
             status: record.status.as_str(),
@@ -440,9 +440,8 @@ impl Gateway {
         let value = match method {
             "tools/call" => {
                 let call: CallParams = params(&request, method)?;
-                let spec = self
-                    .tasks
-                    .tools()
+                let tools = self.tasks.tools();
+                let spec = tools
                     .get(&call.name)
                     .ok_or_else(|| GatewayError::UnknownTool(call.name.clone()))
                     .map_err(|e| match self.tools().iter().any(|t| t.name == call.name) {

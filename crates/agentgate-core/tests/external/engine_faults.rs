@@ -95,7 +95,8 @@ fn engine(store: Arc<StoreSpy<SqliteStore>>, job: Once) -> Runtime {
 
 /// Creates a task of the runtime's one tool for `t`.
 async fn create(tasks: &Tasks) -> Result<TaskId, TaskError> {
-    let spec = tasks.tools().iter().next().expect("a tool");
+    let tools = tasks.tools();
+    let spec = tools.iter().next().expect("a tool");
     let args = serde_json::Map::new();
     let task = tasks
         .create(Owner::new("t"), spec, args, &TaskQuota::default())

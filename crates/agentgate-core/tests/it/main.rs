@@ -14,4 +14,5 @@ mod prop_jsonrpc;
 mod store_sqlite;
 mod task_service;
 mod tasks_2025;
+mod tool_changes;
 mod ttl;

@@ -147,7 +147,8 @@ fn args(mode: &str) -> Map<String, serde_json::Value> {
 }
 
 async fn create(tasks: &Tasks, owner: &str, mode: &str, quota: &TaskQuota) -> TaskRecord {
-    let spec = tasks.tools().get("probe").expect("probe tool");
+    let tools = tasks.tools();
+    let spec = tools.get("probe").expect("probe tool");
     tasks
         .create(Owner::new(owner), spec, args(mode), quota)
         .await
@@ -188,7 +189,8 @@ async fn create_enforces_the_live_task_cap_per_owner_and_clamps_the_ttl() {
     assert_eq!(first.ttl_ms, Some(60_000), "the tool's 2 h TTL is clamped");
     assert_eq!(first.status_message.as_deref(), Some("queued"));
     create(&f.tasks, "alice", "ask", &quota).await;
-    let spec = f.tasks.tools().get("probe").expect("probe tool");
+    let tools = f.tasks.tools();
+    let spec = tools.get("probe").expect("probe tool");
     let refused = f
         .tasks
         .create(Owner::new("alice"), spec, args("ask"), &quota)
@@ -408,7 +410,8 @@ async fn stopping_a_runtime_interrupts_its_steps_and_frees_their_leases_at_once(
         .expect("start");
     ran.notified().await;
     let tasks = runtime.tasks();
-    let spec = tasks.tools().get("probe").expect("probe tool");
+    let tools = tasks.tools();
+    let spec = tools.get("probe").expect("probe tool");
     let task = tasks
         .create(
             Owner::new("alice"),
@@ -483,7 +486,8 @@ async fn a_worker_whose_lease_was_taken_over_cannot_save_its_step() {
         .start()
         .expect("start");
     let tasks = runtime.tasks();
-    let spec = tasks.tools().get("probe").expect("probe tool");
+    let tools = tasks.tools();
+    let spec = tools.get("probe").expect("probe tool");
     let task = tasks
         .create(
             Owner::new("alice"),

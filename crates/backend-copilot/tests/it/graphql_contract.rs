@@ -712,8 +712,8 @@ async fn every_graphql_request_the_assign_tool_sends_is_valid_against_the_publis
         .start()
         .expect("start");
     let service = runtime.tasks();
-    let assign = service
-        .tools()
+    let tools = service.tools();
+    let assign = tools
         .get(backend_copilot::ASSIGN_TOOL)
         .expect("the assign tool");
 

@@ -535,8 +535,8 @@ async fn run_first_step(
     let _stop = runtime.shutdown_token().clone().drop_guard();
     let tasks = runtime.tasks();
     let owner = Owner::new("prop");
-    let spec = tasks
-        .tools()
+    let tools = tasks.tools();
+    let spec = tools
         .get(tool)
         .ok_or_else(|| TestCaseError::fail(format!("no tool {tool}")))?;
     let created = tasks

@@ -123,7 +123,7 @@ pub(super) async fn call(
             break;
         }
     }
-    let detailed = render::to_detailed_task(&record, caller.tasks.tools(), caller.tasks.now())?;
+    let detailed = render::to_detailed_task(&record, &caller.tasks.tools(), caller.tasks.now())?;
     let structured = serde_json::to_value(&detailed)
         .map_err(|e| GatewayError::Internal(format!("rendering task {id}: {e}")))?;
     let mut text = format!("Task {id}: {}", record.status);
