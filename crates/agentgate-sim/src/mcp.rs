@@ -14,6 +14,10 @@
 //! notifications/cancelled ─▶ the countdown stops, nothing is answered
 //! ```
 //!
+//! Over HTTP a test can change its tool list: [`McpSim::offer_greet`] adds
+//! (or removes) a second tool, `greet`, and announces the change with
+//! `notifications/tools/list_changed` to every open session.
+//!
 //! `agentgate sim` serves it over Streamable HTTP at `/mcp`
 //! (`--mcp-listen`); `agentgate sim --mcp-stdio` serves only it, on
 //! stdin/stdout, the way `[[mcp.servers]] command` runs a server.
@@ -25,7 +29,7 @@
 //! [`McpSim::revoke_tokens`] makes every issued token invalid at once.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -40,7 +44,7 @@ use rmcp::model::{
     ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -57,9 +61,33 @@ pub const MAX_SECONDS: u64 = 3600;
 /// Where [`McpSim::router`] serves it.
 pub const MCP_PATH: &str = "/mcp";
 
-/// The server: stateless, one value per connection.
+/// The second tool, offered only while [`McpSim::offer_greet`] says so.
+pub const GREET: &str = "greet";
+
+/// The server, one value per connection; what may change (the tool list)
+/// is shared by every connection of one [`McpSim`].
 #[derive(Debug, Clone, Default)]
-pub struct SlowToolServer;
+pub struct SlowToolServer {
+    shared: Arc<Shared>,
+}
+
+/// The tool list and who hears of its changes.
+#[derive(Debug, Default)]
+struct Shared {
+    greet: AtomicBool,
+    /// The peers of sessions that said `notifications/initialized`.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+impl SlowToolServer {
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools = vec![countdown_tool()];
+        if self.shared.greet.load(Ordering::Relaxed) {
+            tools.push(greet_tool());
+        }
+        tools
+    }
+}
 
 /// `countdown`'s arguments.
 #[derive(Debug, Deserialize)]
@@ -99,11 +127,40 @@ fn countdown_tool() -> Tool {
     .annotate(ToolAnnotations::new().read_only(true).idempotent(true))
 }
 
+fn greet_tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "Who to greet."}},
+        "required": ["name"],
+        "additionalProperties": false
+    });
+    let Value::Object(schema) = schema else {
+        unreachable!("a JSON object literal")
+    };
+    Tool::new(GREET, "Greets `name` at once.", Arc::new(schema))
+        .annotate(ToolAnnotations::new().read_only(true).idempotent(true))
+}
+
 impl ServerHandler for SlowToolServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-            Implementation::new("agentgate-sim-mcp", env!("CARGO_PKG_VERSION")),
-        )
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            "agentgate-sim-mcp",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let mut peers = self
+            .shared
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.push(cx.peer);
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -118,11 +175,11 @@ impl ServerHandler for SlowToolServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![countdown_tool()]))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL).then(countdown_tool)
+        self.tools().into_iter().find(|tool| tool.name == name)
     }
 
     async fn call_tool(
@@ -130,6 +187,16 @@ impl ServerHandler for SlowToolServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == GREET && self.shared.greet.load(Ordering::Relaxed) {
+            let name = request
+                .arguments
+                .as_ref()
+                .and_then(|args| args.get("name"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| ErrorData::invalid_params("greet: give `name`, a string", None))?;
+            let text = format!("Hello, {name}!");
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
+        }
         if request.name != TOOL {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`; this server has `{TOOL}`", request.name),
@@ -222,6 +289,7 @@ pub const OAUTH_SCOPE: &str = "mcp";
 #[derive(Debug, Clone, Default)]
 pub struct McpSim {
     oauth: Option<Arc<OAuthState>>,
+    server: SlowToolServer,
 }
 
 #[derive(Debug)]
@@ -243,7 +311,28 @@ impl McpSim {
                     issued: AtomicU64::new(0),
                 })
             }),
+            server: SlowToolServer::default(),
         }
+    }
+
+    /// Offers the tool [`GREET`] (or stops offering it) and tells every
+    /// open session with `notifications/tools/list_changed`. Returns how
+    /// many sessions were told.
+    pub async fn offer_greet(&self, on: bool) -> usize {
+        let shared = &self.server.shared;
+        shared.greet.store(on, Ordering::Relaxed);
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            peers.retain(|peer| !peer.is_transport_closed());
+            peers.clone()
+        };
+        let mut told = 0;
+        for peer in peers {
+            if peer.notify_tool_list_changed().await.is_ok() {
+                told += 1;
+            }
+        }
+        told
     }
 
     /// Every token issued so far stops being valid.
@@ -269,7 +358,10 @@ impl McpSim {
     /// `shutdown`.
     pub fn router(&self, shutdown: CancellationToken) -> axum::Router {
         let service = StreamableHttpService::new(
-            || Ok(SlowToolServer),
+            {
+                let server = self.server.clone();
+                move || Ok(server.clone())
+            },
             Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default().with_cancellation_token(shutdown),
         );
@@ -336,7 +428,7 @@ async fn require_token(
 
 /// Serves one client on stdin/stdout until it hangs up or `shutdown`.
 pub async fn serve_stdio(shutdown: CancellationToken) -> anyhow::Result<()> {
-    let service = SlowToolServer
+    let service = SlowToolServer::default()
         .serve((tokio::io::stdin(), tokio::io::stdout()))
         .await
         .map_err(|e| anyhow::anyhow!("MCP handshake on stdio failed: {e}"))?;

@@ -70,6 +70,9 @@ pub struct Seen {
     pub elicitations: Vec<String>,
     /// The text of each `sampling/createMessage`'s last message.
     pub samplings: Vec<String>,
+    /// How many `notifications/tools/list_changed` arrived (outside any
+    /// `subscriptions/listen`).
+    pub tool_list_changes: usize,
 }
 
 /// An rmcp client handler with chosen capabilities, which records progress
@@ -202,6 +205,10 @@ impl ClientHandler for TestClient {
         _cx: NotificationContext<RoleClient>,
     ) {
         self.seen.lock().expect("lock").progress.push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.seen.lock().expect("lock").tool_list_changes += 1;
     }
 
     async fn create_elicitation(

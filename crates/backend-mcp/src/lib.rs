@@ -5,19 +5,22 @@
 //! ```text
 //! [mcp] config ─▶ McpBackend::from_config ─▶ per server: connect, tools/list, disconnect
 //!                    └─ tools(): each listed tool (allowlist, prefix) ─▶ UpstreamToolJob
+//! run: per server still to list, or announcing changes: follow (list again, tell the engine)
 //! tools/call ─▶ task ─▶ UpstreamToolJob: one upstream tools/call per task, on its own
 //!                         connection (calls), followed step by step (job)
 //! ```
 //!
 //! Modules: [`config`] (the `[mcp]` section), `upstream` (rmcp's client
-//! side: connecting, progress, questions), `calls` (the calls this process
-//! has open), `job` (the state machine and the crash rules).
+//! side: connecting, progress, questions), `follow` (the tool lists while
+//! serving), `calls` (the calls this process has open), `job` (the state
+//! machine and the crash rules).
 //! `docs/backends/mcp.md` has the config, the crash semantics and the
 //! limits.
 
 pub mod config;
 
 mod calls;
+mod follow;
 mod job;
 mod upstream;
 
@@ -40,21 +43,64 @@ use upstream::{CallClient, Upstream};
 /// How often ended calls are forgotten and unfollowed ones cancelled.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
-/// What one server offered at start.
+/// What one server offers, as last listed.
 enum Listing {
-    Tools(Vec<Tool>),
+    /// Its tools, and whether it announces changes to them
+    /// (`capabilities.tools.listChanged`).
+    Tools { tools: Vec<Tool>, announces: bool },
+    /// Never listed; why.
     Unreachable(String),
 }
 
 struct Server {
     upstream: Arc<Upstream>,
-    listing: Listing,
+    /// Changed by [`follow`] while the gateway runs.
+    listing: Mutex<Listing>,
     permits: Arc<Semaphore>,
+}
+
+impl Server {
+    /// Files a new listing; returns whether the tools changed.
+    fn listed(&self, tools: Vec<Tool>, announces: bool) -> bool {
+        let mut listing = upstream::lock(&self.listing);
+        let changed = match &*listing {
+            Listing::Tools { tools: before, .. } => *before != tools,
+            Listing::Unreachable(_) => true,
+        };
+        if changed {
+            tracing::info!(server = %self.upstream.settings.name, tools = tools.len(), "MCP server's tools listed");
+        }
+        *listing = Listing::Tools { tools, announces };
+        changed
+    }
+
+    /// Files why the server cannot be listed now: a server never listed
+    /// says so in `check`; one listed before keeps its tools.
+    fn unreachable(&self, why: String) {
+        let mut listing = upstream::lock(&self.listing);
+        match &*listing {
+            Listing::Unreachable(_) => *listing = Listing::Unreachable(why),
+            Listing::Tools { .. } => {
+                tracing::warn!(server = %self.upstream.settings.name, problem = %why, "MCP server unreachable; its tools as last listed stay served");
+            }
+        }
+    }
+
+    /// Whether [`follow`] has work: a server to list, or changes to hear.
+    fn to_follow(&self) -> bool {
+        !matches!(
+            &*upstream::lock(&self.listing),
+            Listing::Tools {
+                announces: false,
+                ..
+            }
+        )
+    }
 }
 
 /// The configured MCP servers' tools.
 pub struct McpBackend {
-    servers: Vec<Server>,
+    servers: Vec<Arc<Server>>,
     calls: Arc<Calls>,
 }
 
@@ -115,13 +161,13 @@ impl McpBackend {
             .into_iter()
             .map(|(upstream, listing)| {
                 if let Listing::Unreachable(why) = &listing {
-                    tracing::warn!(server = %upstream.settings.name, problem = %why, "MCP server unreachable at start: its tools are not served");
+                    tracing::warn!(server = %upstream.settings.name, problem = %why, "MCP server unreachable at start: its tools are served once it answers");
                 }
-                Server {
+                Arc::new(Server {
                     permits: Arc::new(Semaphore::new(upstream.settings.max_calls)),
                     upstream,
-                    listing,
-                }
+                    listing: Mutex::new(listing),
+                })
             })
             .collect();
         Ok(Self {
@@ -135,30 +181,26 @@ impl McpBackend {
         self.servers
             .iter()
             .map(|server| {
-                let served = match &server.listing {
-                    Listing::Tools(_) => Ok(served(server)
-                        .map(|(tool, _)| prefixed(&server.upstream.settings, &tool.name))
+                let settings = &server.upstream.settings;
+                let served = match &*upstream::lock(&server.listing) {
+                    Listing::Tools { tools, .. } => Ok(served(settings, tools)
+                        .map(|(tool, _)| prefixed(settings, &tool.name))
                         .collect()),
                     Listing::Unreachable(why) => Err(why.clone()),
                 };
-                (server.upstream.settings.name.clone(), served)
+                (settings.name.clone(), served)
             })
             .collect()
     }
 }
 
-fn tools_of(listing: &Listing) -> &[Tool] {
-    match listing {
-        Listing::Tools(tools) => tools,
-        Listing::Unreachable(_) => &[],
-    }
-}
-
-/// The tools of `server` that are served, each with whether it may be
-/// repeated after a lost call.
-fn served(server: &Server) -> impl Iterator<Item = (&Tool, bool)> {
-    let settings = &server.upstream.settings;
-    tools_of(&server.listing).iter().filter_map(move |tool| {
+/// The tools of `tools` (a server's listing) that are served, each with
+/// whether it may be repeated after a lost call.
+fn served<'a>(
+    settings: &'a ServerSettings,
+    tools: &'a [Tool],
+) -> impl Iterator<Item = (&'a Tool, bool)> {
+    tools.iter().filter_map(move |tool| {
         if let Some(allowed) = &settings.tools
             && !allowed.iter().any(|name| name == tool.name.as_ref())
         {
@@ -182,32 +224,22 @@ fn prefixed(settings: &ServerSettings, name: &str) -> String {
 }
 
 /// Connects once, lists every tool (following pages), disconnects.
-async fn list(upstream: &Upstream) -> Listing {
+async fn list(upstream: &Arc<Upstream>) -> Listing {
     let connection = match upstream.connect(CallClient::quiet(), None).await {
         Ok(connection) => connection,
         Err(why) => return Listing::Unreachable(why.for_operator()),
     };
-    let listed = tokio::time::timeout(
-        upstream.settings.connect_timeout,
-        connection.peer().list_all_tools(),
-    )
-    .await;
+    let announces = connection.peer().peer_info().and_then(|info| {
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed)
+    }) == Some(true);
+    let listed = follow::list_on(upstream, &connection).await;
     connection.close().await;
-    upstream
-        .metrics
-        .record("tools/list", upstream::outcome_of(&listed));
     match listed {
-        Ok(Ok(tools)) => Listing::Tools(tools),
-        Ok(Err(e)) => Listing::Unreachable(format!(
-            "MCP server \"{}\" did not list its tools: {}",
-            upstream.settings.name,
-            e.to_string().lines().next().unwrap_or("an error")
-        )),
-        Err(_) => Listing::Unreachable(format!(
-            "MCP server \"{}\" did not list its tools within {}s",
-            upstream.settings.name,
-            upstream.settings.connect_timeout.as_secs()
-        )),
+        Ok(tools) => Listing::Tools { tools, announces },
+        Err(why) => Listing::Unreachable(why),
     }
 }
 
@@ -225,7 +257,7 @@ impl Backend for McpBackend {
                 if self
                     .servers
                     .iter()
-                    .all(|s| matches!(s.listing, Listing::Unreachable(_))) =>
+                    .all(|s| matches!(*upstream::lock(&s.listing), Listing::Unreachable(_))) =>
             {
                 Health::NotConfigured(why)
             }
@@ -236,11 +268,23 @@ impl Backend for McpBackend {
         }
     }
 
+    /// While a server has not been listed since start: a task of one of
+    /// its tools (left from before a restart) waits for it.
+    fn tools_pending(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|s| matches!(*upstream::lock(&s.listing), Listing::Unreachable(_)))
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for server in &self.servers {
             let settings = &server.upstream.settings;
-            for (tool, repeatable) in served(server) {
+            let listing = upstream::lock(&server.listing);
+            let Listing::Tools { tools, .. } = &*listing else {
+                continue;
+            };
+            for (tool, repeatable) in served(settings, tools) {
                 let name = prefixed(settings, &tool.name);
                 let mut served_tool = tool.clone();
                 served_tool.name = name.clone().into();
@@ -263,15 +307,24 @@ impl Backend for McpBackend {
         specs
     }
 
-    fn run(&self, _nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
+    fn run(&self, nudge: Nudge, shutdown: CancellationToken) -> BoxFuture<'static, ()> {
         let calls = self.calls.clone();
+        let followers: Vec<_> = self
+            .servers
+            .iter()
+            .filter(|server| server.to_follow())
+            .map(|server| follow::follow(server.clone(), nudge.clone(), shutdown.clone()))
+            .collect();
         Box::pin(async move {
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(SWEEP_EVERY) => calls.sweep(),
+            let sweep = async {
+                loop {
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(SWEEP_EVERY) => calls.sweep(),
+                    }
                 }
-            }
+            };
+            tokio::join!(sweep, futures::future::join_all(followers));
         })
     }
 

@@ -43,7 +43,7 @@ use rmcp::service::{
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use agentgate_backend::{Owner, UpstreamMetrics, UpstreamOutcome};
 
@@ -81,6 +81,8 @@ pub(crate) struct CallClient {
     sampling: Sampling,
     /// The roots given to the server (declared when there are any).
     roots: Arc<[RootConfig]>,
+    /// Counts `notifications/tools/list_changed` (the tool-list follower).
+    tools_changed: Option<watch::Sender<u64>>,
 }
 
 impl CallClient {
@@ -92,6 +94,16 @@ impl CallClient {
             version: ProtocolVersion::V_2026_07_28,
             sampling: Sampling::Refuse,
             roots: Arc::new([]),
+            tools_changed: None,
+        }
+    }
+
+    /// A client for following the tool list: like [`Self::quiet`], and it
+    /// counts each `notifications/tools/list_changed` into `changed`.
+    pub(crate) fn watching(changed: watch::Sender<u64>) -> Self {
+        Self {
+            tools_changed: Some(changed),
+            ..Self::quiet()
         }
     }
 
@@ -103,6 +115,7 @@ impl CallClient {
             version: ProtocolVersion::V_2026_07_28,
             sampling: Sampling::Refuse,
             roots: Arc::new([]),
+            tools_changed: None,
         }
     }
 }
@@ -136,6 +149,12 @@ fn client_config(client: &CallClient) -> ClientConfig {
 impl ClientHandler for CallClient {
     fn get_info(&self) -> ClientConfig {
         client_config(self)
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        if let Some(changed) = &self.tools_changed {
+            changed.send_modify(|count| *count += 1);
+        }
     }
 
     async fn on_progress(
@@ -252,10 +271,11 @@ impl ClientHandler for CallClient {
 /// A connected call client. [`Connection::close`] ends it, and a stdio
 /// server's whole process group with it (a wrapper such as `npx` or
 /// `sh -c` leaves the real server a grandchild, which closing stdin does
-/// not always stop).
+/// not always stop); so does dropping it unclosed (a follower stopped at
+/// shutdown, say), without the goodbye.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, CallClient>,
-    group: Option<u32>,
+    group: ProcessGroup,
 }
 
 impl Connection {
@@ -264,8 +284,18 @@ impl Connection {
     }
 
     pub(crate) async fn close(self) {
-        let _ = self.service.cancel().await;
-        kill_group(self.group);
+        let Connection { service, group } = self;
+        let _ = service.cancel().await;
+        drop(group);
+    }
+}
+
+/// A stdio server's process group, killed when dropped.
+struct ProcessGroup(Option<u32>);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        kill_group(self.0.take());
     }
 }
 
@@ -387,7 +417,12 @@ impl Upstream {
         let outcome = tokio::time::timeout(timeout, connecting).await;
         let group = lock(&group).take();
         let error = match outcome {
-            Ok(Ok(service)) => return Ok(Connection { service, group }),
+            Ok(Ok(service)) => {
+                return Ok(Connection {
+                    service,
+                    group: ProcessGroup(group),
+                });
+            }
             Ok(Err(error)) => error,
             Err(_) => format!("it did not finish connecting within {}s", timeout.as_secs()),
         };

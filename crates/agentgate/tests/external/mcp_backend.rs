@@ -271,14 +271,31 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
     );
     inline.cancel().await.expect("close");
 
-    // Each upstream request counted, by MCP method.
-    let metrics = metrics_of(&gate).await;
-    for line in [
-        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/list\",outcome=\"ok\"} 1",
-        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 4",
-    ] {
-        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
-    }
+    // Each upstream request counted, by MCP method: the tools listed at
+    // start, and once more on the connection that hears of changes (the
+    // server declares `tools.listChanged`), which it holds from then on.
+    let lists =
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/list\",outcome=\"ok\"} ";
+    let metrics = agentgate_testkit::eventually_async(
+        "the follower's listing counted",
+        Duration::from_secs(30),
+        || async {
+            let metrics = metrics_of(&gate).await;
+            let listed: u64 = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(lists))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            (listed >= 2).then_some(metrics)
+        },
+    )
+    .await;
+    let calls =
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 4";
+    assert!(
+        metrics.lines().any(|l| l == calls),
+        "{calls} in:\n{metrics}"
+    );
     client.cancel().await.expect("close");
 }
 

@@ -17,6 +17,7 @@ mod copilot;
 mod demo;
 mod limits;
 mod listen_close;
+mod mcp_tools;
 mod metrics;
 mod qbusiness;
 mod secrets;
