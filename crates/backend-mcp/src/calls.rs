@@ -34,14 +34,15 @@ use std::time::Duration;
 use agentgate_backend::{Owner, TaskId, UpstreamOutcome};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, InputRequest, InputRequests, InputResponses, JsonObject, RequestId,
-    ServerResult,
+    CancelledNotificationParam, ClientRequest, CustomRequest, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorCode, InputRequest, InputRequests, InputResponses,
+    JsonObject, ProtocolVersion, RequestId, ServerResult,
 };
 #[allow(deprecated)]
 use rmcp::model::{CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use rmcp::{ErrorData, RoleClient};
+use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +69,11 @@ const PROGRESS_GAP: Duration = Duration::from_secs(1);
 const MAX_TASK_ID: usize = 256;
 /// Questions a server may have open at once on one call.
 const MAX_QUESTIONS: usize = 8;
+/// How often the status of a server's 2025-11-25 task is read, at most
+/// (and unless it asks for less often, at least).
+const TASK_POLL: Duration = Duration::from_secs(5);
+/// The shortest poll interval a server may ask for.
+const TASK_POLL_MIN: Duration = Duration::from_millis(500);
 
 /// How a call ended.
 #[derive(Debug, Clone)]
@@ -501,9 +507,11 @@ impl Call {
         };
         // The request in flight, so a cancel can name it to the server.
         let in_flight: Mutex<Option<RequestId>> = Mutex::default();
+        // The server's own task, when the call runs as a 2025-11-25 task.
+        let task: Mutex<Option<String>> = Mutex::default();
         let peer = connection.peer().clone();
         // Boxed, so it can be dropped before the connection is closed.
-        let mut calling = Box::pin(self.rounds(&peer, live, &in_flight));
+        let mut calling = Box::pin(self.rounds(&peer, live, &in_flight, &task));
         let deadline = tokio::time::sleep(settings.call_timeout);
         let mut deadline = std::pin::pin!(deadline);
         let end = loop {
@@ -519,6 +527,16 @@ impl Call {
             }
         };
         drop(calling);
+        // A task of the server's still running is cancelled with
+        // tasks/cancel (cancelling the request that waits for its result
+        // would leave it running).
+        let running = lock(&task).take();
+        if let Some(id) = running
+            && matches!(end, CallEnd::Cancelled | CallEnd::TimedOut(_))
+        {
+            let cancel = request_raw(&peer, "tasks/cancel", json!({"taskId": id}), None);
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, cancel).await;
+        }
         // A request still open is cancelled by name, and the notification
         // is written before the connection closes.
         let open = lock(&in_flight).take();
@@ -537,19 +555,55 @@ impl Call {
         end
     }
 
-    /// `tools/call`, and the MRTR rounds a 2026-07-28 server may ask for.
+    /// `tools/call`, and the MRTR rounds a 2026-07-28 server may ask for;
+    /// or, for a tool a 2025-11-25 server runs only as a task, the call as
+    /// its task ([`Self::as_task_2025`]).
     async fn rounds(
         &self,
         peer: &Peer<RoleClient>,
         live: &LiveCall,
         in_flight: &Mutex<Option<RequestId>>,
+        task: &Mutex<Option<String>>,
     ) -> CallEnd {
         let server = &self.upstream.settings.name;
         let refused = |what: String| CallEnd::Refused(ErrorData::internal_error(what, None));
+        let tasks_2025 = speaks_2025_11_25(peer);
+        if tasks_2025 && lock(&self.upstream.task_only).contains(&self.tool) {
+            return self.as_task_2025(peer, live, in_flight, task, None).await;
+        }
         let mut params =
             CallToolRequestParams::new(self.tool.clone()).with_arguments(self.args.clone());
         for _ in 0..MAX_INPUT_ROUNDS {
             match call_once(peer, params.clone(), in_flight).await {
+                // A 2025-11-25 server refuses a plain call of a tool with
+                // `taskSupport: "required"` as an unknown method, before
+                // running anything (rmcp drops `execution` from the
+                // listing, so this is how it shows): the call is made
+                // again, as a task. A server that runs no tasks refuses
+                // that too, and its first refusal is the answer.
+                Err(ServiceError::McpError(error))
+                    if tasks_2025 && error.code == ErrorCode::METHOD_NOT_FOUND =>
+                {
+                    return self
+                        .as_task_2025(peer, live, in_flight, task, Some(error))
+                        .await;
+                }
+                // The same refusal as the TypeScript SDK's McpServer says
+                // it: a tool error whose text is the JSON-RPC error's.
+                Ok(CallToolResponse::Complete(result))
+                    if tasks_2025 && refused_as_unknown_method(&result) =>
+                {
+                    let message = result
+                        .content
+                        .first()
+                        .and_then(|block| block.as_text())
+                        .map(|text| text.text.clone())
+                        .unwrap_or_default();
+                    let error = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, message, None);
+                    return self
+                        .as_task_2025(peer, live, in_flight, task, Some(error))
+                        .await;
+                }
                 Ok(CallToolResponse::Complete(result)) => return CallEnd::Answered(result),
                 Ok(CallToolResponse::InputRequired(asked)) => {
                     let requests = asked.input_requests.unwrap_or_default();
@@ -611,6 +665,100 @@ impl Call {
             self.tool
         ))
     }
+
+    /// The call as a 2025-11-25 task of the server's, on this connection:
+    /// `tools/call` with `task`, then `tasks/result`, which the server
+    /// answers when the task ends and over which it asks its questions
+    /// (they reach [`CallClient`] like any other), while `tasks/get` reads
+    /// its status message for the task's. The server's task lives in this
+    /// session, so the call is lost with the connection like a plain one.
+    async fn as_task_2025(
+        &self,
+        peer: &Peer<RoleClient>,
+        live: &LiveCall,
+        in_flight: &Mutex<Option<RequestId>>,
+        task: &Mutex<Option<String>>,
+        plain_refusal: Option<ErrorData>,
+    ) -> CallEnd {
+        let server = &self.upstream.settings.name;
+        let refused = |what: String| CallEnd::Refused(ErrorData::internal_error(what, None));
+        let ttl =
+            u64::try_from(self.upstream.settings.call_timeout.as_millis()).unwrap_or(u64::MAX);
+        let params = json!({
+            "name": self.tool,
+            "arguments": self.args,
+            "task": {"ttl": ttl},
+        });
+        let created = match request_raw(peer, "tools/call", params, Some(in_flight)).await {
+            Ok(created) => created,
+            Err(ServiceError::McpError(error)) => {
+                lock(&self.upstream.task_only).remove(&self.tool);
+                return CallEnd::Refused(plain_refusal.unwrap_or(error));
+            }
+            Err(other) => return CallEnd::Lost(describe_lost(&other)),
+        };
+        lock(&self.upstream.task_only).insert(self.tool.clone());
+        let Some(id) = created["task"]["taskId"].as_str().map(str::to_owned) else {
+            // A server that does not run tasks may ignore `task` and answer.
+            if let Ok(result) = serde_json::from_value::<CallToolResult>(created.clone())
+                && created.get("content").is_some()
+            {
+                return CallEnd::Answered(result);
+            }
+            return refused(format!(
+                "MCP server \"{server}\" answered a task-augmented call of `{}` without a task id",
+                self.tool
+            ));
+        };
+        if id.len() > MAX_TASK_ID {
+            return refused(format!(
+                "MCP server \"{server}\" made `{}` a task whose id is over {MAX_TASK_ID} bytes; \
+                 agentgate does not follow it",
+                self.tool
+            ));
+        }
+        *lock(task) = Some(id.clone());
+        let poll = created["task"]["pollInterval"]
+            .as_u64()
+            .map(Duration::from_millis)
+            .unwrap_or(TASK_POLL)
+            .clamp(TASK_POLL_MIN, TASK_POLL);
+        let result = request_raw(peer, "tasks/result", json!({"taskId": id}), Some(in_flight));
+        let status = async {
+            let mut last = None;
+            loop {
+                tokio::time::sleep(poll).await;
+                let Ok(got) = request_raw(peer, "tasks/get", json!({"taskId": id}), None).await
+                else {
+                    continue;
+                };
+                let message = got["statusMessage"].as_str().map(capped);
+                if message.is_some() && message != last {
+                    if let Some(message) = &message {
+                        live.set_progress(message.clone());
+                    }
+                    last = message;
+                }
+            }
+        };
+        let answered = tokio::select! {
+            answered = result => answered,
+            () = status => unreachable!("the status loop never ends"),
+        };
+        *lock(task) = None;
+        match answered {
+            Ok(value) => match serde_json::from_value::<CallToolResult>(value) {
+                Ok(result) => CallEnd::Answered(result),
+                Err(e) => refused(format!(
+                    "MCP server \"{server}\" ended the task of `{}` with something that is not \
+                     a tool result: {e}",
+                    self.tool
+                )),
+            },
+            Err(ServiceError::McpError(error)) => CallEnd::Refused(error),
+            Err(other) => CallEnd::Lost(describe_lost(&other)),
+        }
+    }
 }
 
 /// What an input request of a 2026-07-28 server (an MRTR round, its own
@@ -631,6 +779,52 @@ pub(crate) fn unserved(request: &InputRequest, sampling: Sampling) -> Option<&'s
         InputRequest::ListRoots(_) => Some("roots"),
         _ => Some("an input request of a kind it does not know"),
     }
+}
+
+/// Whether `result` is a refusal of the call as an unknown method, as the
+/// TypeScript SDK's `McpServer` answers one (an `isError` result whose
+/// text is "MCP error -32601: …"), which it sends before running anything.
+fn refused_as_unknown_method(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+        && result.content.len() == 1
+        && result
+            .content
+            .first()
+            .and_then(|block| block.as_text())
+            .is_some_and(|text| text.text.starts_with("MCP error -32601:"))
+}
+
+/// Whether the session speaks 2025-11-25, the protocol of task-augmented
+/// `tools/call` (rmcp keeps no `capabilities.tasks` of that version, so
+/// whether the server runs them shows only when it is asked).
+fn speaks_2025_11_25(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version == ProtocolVersion::V_2025_11_25)
+}
+
+/// A request rmcp has no type for (the 2025-11-25 task methods, a
+/// `tools/call` with `task`), its answer as JSON; its id in `in_flight`
+/// while it is open, when given.
+async fn request_raw(
+    peer: &Peer<RoleClient>,
+    method: &str,
+    params: Value,
+    in_flight: Option<&Mutex<Option<RequestId>>>,
+) -> Result<Value, ServiceError> {
+    let request = ClientRequest::CustomRequest(CustomRequest::new(method.to_owned(), Some(params)));
+    let handle = peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await?;
+    if let Some(slot) = in_flight {
+        *lock(slot) = Some(handle.id.clone());
+    }
+    let answer = handle.await_response().await;
+    if let Some(slot) = in_flight {
+        *lock(slot) = None;
+    }
+    // rmcp reads an answer as the first result type its shape fits; the
+    // JSON it makes again has every field that type knows.
+    serde_json::to_value(answer?).map_err(|_| ServiceError::UnexpectedResponse)
 }
 
 /// One `tools/call` on `peer`, its id in `in_flight` while it is open.

@@ -654,11 +654,10 @@ mod tests {
         .expect("parses");
         let settings = config.resolve(&|_| None).expect("resolves").remove(0);
         UpstreamToolJob {
-            upstream: Arc::new(Upstream {
+            upstream: Arc::new(Upstream::new(
                 settings,
-                metrics: agentgate_backend::UpstreamMetrics::detached("mcp"),
-                legacy: std::sync::Mutex::default(),
-            }),
+                agentgate_backend::UpstreamMetrics::detached("mcp"),
+            )),
             calls: Arc::new(Calls::new()),
             permits: Arc::new(Semaphore::new(4)),
             tool: "write".to_owned(),

@@ -146,11 +146,7 @@ impl McpBackend {
         // All at once: a start waits for the slowest server's connect
         // timeout, not for the sum of them.
         let listings = futures::future::join_all(settings.into_iter().map(|settings| {
-            let upstream = Arc::new(Upstream {
-                settings,
-                metrics: metrics.clone(),
-                legacy: Mutex::default(),
-            });
+            let upstream = Arc::new(Upstream::new(settings, metrics.clone()));
             async move {
                 let listing = list(&upstream).await;
                 (upstream, listing)

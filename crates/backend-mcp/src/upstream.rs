@@ -320,9 +320,22 @@ pub(crate) struct Upstream {
     /// The version before 2026-07-28 this server turned out to speak, once
     /// a connection fell back to `initialize`: later ones start that way.
     pub(crate) legacy: Mutex<Option<ProtocolVersion>>,
+    /// The tools this 2025-11-25 server runs only as tasks (it refused a
+    /// plain call of each): called as tasks from then on.
+    pub(crate) task_only: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Upstream {
+    /// How to reach the server `settings` names, counting into `metrics`.
+    pub(crate) fn new(settings: ServerSettings, metrics: UpstreamMetrics) -> Self {
+        Self {
+            settings,
+            metrics,
+            legacy: Mutex::default(),
+            task_only: Mutex::default(),
+        }
+    }
+
     /// Starts (stdio) or opens (HTTP) a connection with `client` at its end,
     /// within the server's connect timeout. The error says what failed in
     /// the operator's terms, with the end of a stdio server's stderr.

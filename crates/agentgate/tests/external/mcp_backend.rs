@@ -233,6 +233,50 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
         "the answer reached the server: {text}"
     );
 
+    // A tool the server runs only as a 2025-11-25 task (`taskSupport:
+    // "required"`): called as one, its question (asked over `tasks/result`)
+    // answered in ours, its report our result.
+    let task = start_task(
+        &client,
+        "ev_simulate-research-query",
+        json!({"topic": "python", "ambiguous": true}),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    let asked = poll_until(&client, &id, |p| {
+        matches!(p, TaskPayload::InputRequired { .. }) || is_terminal(p)
+    })
+    .await;
+    let TaskPayload::InputRequired { input_requests } = asked else {
+        panic!("expected input_required, got {asked:?}")
+    };
+    let (key, request) = input_requests.iter().next().expect("one request");
+    let request = serde_json::to_value(request).expect("json");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("could have multiple interpretations")),
+        "the server's own question: {request}"
+    );
+    let mut answers = InputResponses::new();
+    answers.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"interpretation": "snake"}}),
+    );
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("tasks/update");
+    let TaskPayload::Completed { result } = poll_until(&client, &id, is_terminal).await else {
+        panic!("expected completed")
+    };
+    let text = text_of(&result);
+    assert!(
+        text.contains("# Research Report: python (snake)"),
+        "the answer reached the server's task: {text}"
+    );
+
     // A cancel while the server works.
     cancel_while_working(
         &client,
@@ -291,7 +335,7 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
     )
     .await;
     let calls =
-        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 4";
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 5";
     assert!(
         metrics.lines().any(|l| l == calls),
         "{calls} in:\n{metrics}"
