@@ -8,7 +8,7 @@
 //!   start:              registry(Strict)  ─▶ a name served twice or a selection
 //!                                             that matches nothing is refused
 //!   Nudge::tools_changed: registry(Lenient) ─▶ Engine::replace_tools ─▶ clients told
-//!                                             (a clash keeps the tool served first)
+//!                                             (a clash keeps the tool offered first)
 //! ```
 
 use std::collections::BTreeMap;
@@ -25,8 +25,10 @@ pub(crate) enum Build {
     /// At start: a clash or a selection that matches nothing is an error
     /// the operator fixes before serving.
     Strict,
-    /// While serving: a clash keeps the tool already served (and is
-    /// logged); a selected name that matches nothing now matches nothing.
+    /// While serving: a clash keeps the tool offered first, in backend
+    /// order (a backend offers its own tools in the order it first served
+    /// them; the MCP backend does), and is logged; a selected name that
+    /// matches nothing now matches nothing.
     Lenient,
 }
 
@@ -92,7 +94,7 @@ impl ToolCatalog {
         let mut tools = self.offered();
         if let Some(names) = &self.selection {
             if build == Build::Strict {
-                check_selection(&tools, names)?;
+                self.check_selection(&tools, names)?;
             }
             tools.retain(|served| names.iter().any(|name| selects(served, name)));
         }
@@ -161,22 +163,43 @@ fn selects(served: &Served, name: &str) -> bool {
     name == &*served.spec.tool.name || served.backend == Some(name)
 }
 
-/// Refuses a selected name that matches nothing offered.
-fn check_selection(tools: &[Served], names: &[String]) -> Result<(), RuntimeError> {
-    for name in names {
-        if !tools.iter().any(|served| selects(served, name)) {
-            let mut backends: Vec<&str> = tools.iter().filter_map(|t| t.backend).collect();
-            backends.dedup();
-            return Err(RuntimeError::UnknownSelection {
-                name: name.clone(),
-                tools: tools
-                    .iter()
-                    .map(|t| &*t.spec.tool.name)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                backends: backends.join(", "),
-            });
+impl ToolCatalog {
+    /// Refuses a selected name that matches nothing offered, nor a backend;
+    /// while a backend's tools may be missing yet, says so instead (the
+    /// name may be one of them).
+    fn check_selection(&self, tools: &[Served], names: &[String]) -> Result<(), RuntimeError> {
+        let pending = self.backends.iter().any(|(_, b)| b.tools_pending());
+        for name in names {
+            let matched = tools.iter().any(|served| selects(served, name))
+                || self.backends.iter().any(|(backend, _)| backend == name);
+            if matched {
+                continue;
+            }
+            if pending {
+                tracing::warn!(
+                    name = %name,
+                    "the tool selection names a tool no backend serves yet; it is served if a \
+                     backend lists it later"
+                );
+                continue;
+            }
+            return Err(unknown_selection(tools, name));
         }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The error for a selected `name` that matches nothing.
+fn unknown_selection(tools: &[Served], name: &str) -> RuntimeError {
+    let mut backends: Vec<&str> = tools.iter().filter_map(|t| t.backend).collect();
+    backends.dedup();
+    RuntimeError::UnknownSelection {
+        name: name.to_owned(),
+        tools: tools
+            .iter()
+            .map(|t| &*t.spec.tool.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+        backends: backends.join(", "),
+    }
 }

@@ -12,6 +12,8 @@ use super::Engine;
 
 /// How long a task of a tool not listed yet waits before it looks again.
 const TOOL_PENDING_RETRY: Duration = Duration::from_secs(5);
+/// How the status of a task waiting for its tool begins.
+const TOOL_PENDING: &str = "waiting for tool ";
 use crate::job::engine_failure;
 use crate::store::StoreError;
 use crate::task::{Outcome, TaskRecord};
@@ -194,17 +196,29 @@ impl Engine {
             if task.cancel_requested {
                 return Some(Outcome::cancelled());
             }
-            if tools.pending() {
-                // A backend has not listed all its tools yet (an upstream
-                // not reached since start): the tool may come back, so the
-                // task waits for it, within its TTL, instead of failing.
+            // A backend has not listed all its tools yet (an upstream not
+            // reached since start): the tool may come back, so the task
+            // waits for it (each look counted as a failure in a row), for
+            // at most the engine's `retry_for`, instead of failing at once.
+            let waited =
+                TOOL_PENDING_RETRY.saturating_mul(u32::try_from(task.failures).unwrap_or(u32::MAX));
+            if tools.pending() && waited < self.inner.config.retry_for {
                 return Some(Outcome::Retry {
                     status_message: Some(format!(
-                        "waiting for tool `{}`: its server has not listed its tools since this \
-                         instance started",
+                        "{TOOL_PENDING}`{}`: its server has not listed its tools since this instance started",
                         task.tool
                     )),
                     due_at: now.saturating_add(TOOL_PENDING_RETRY),
+                });
+            }
+            if tools.pending() {
+                return Some(Outcome::Failed {
+                    error: engine_failure(format!(
+                        "tool `{}` is not served by this instance: its server has not listed \
+                         its tools for {}s",
+                        task.tool,
+                        waited.as_secs()
+                    )),
                 });
             }
             return Some(Outcome::Failed {
@@ -213,6 +227,22 @@ impl Engine {
                     task.tool
                 )),
             });
+        };
+        // Looks for a tool not listed yet are no failures of its job.
+        let waited_for_tool;
+        let task = if task.failures > 0
+            && task
+                .status_message
+                .as_deref()
+                .is_some_and(|m| m.starts_with(TOOL_PENDING))
+        {
+            waited_for_tool = TaskRecord {
+                failures: 0,
+                ..task.clone()
+            };
+            &waited_for_tool
+        } else {
+            task
         };
         let input = match (&task.job_state, task.cancel_requested) {
             (None, true) => return Some(Outcome::cancelled()),

@@ -8,7 +8,7 @@
 //! extension forbids, so the gate is ours).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use agentgate_backend::{Owner, TaskId};
 use rmcp::ServerHandler;
@@ -21,12 +21,14 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::error::GatewayError;
 use super::limits::{self, Guard, Limits};
 use super::render;
 use crate::auth::Principal;
 use crate::engine::{TaskQuota, Tasks};
+use crate::registry::ToolRegistry;
 use crate::store::StoreError;
 use crate::store::seal::{self, SealError};
 use crate::task::TaskRecord;
@@ -57,6 +59,13 @@ pub struct Gateway {
     /// The backends told of each request made with an OAuth access token
     /// (see [`Gateway::enter`]).
     backends: Arc<[Arc<dyn agentgate_backend::Backend>]>,
+    /// A legacy session's view of the tools served, taken at `initialize`
+    /// so a change before `notifications/initialized` is told too. Not
+    /// shared: each session has its own clone of the gateway.
+    session_tools: OnceLock<watch::Receiver<Arc<ToolRegistry>>>,
+    /// Set once the session's tool-change watcher runs (a client may send
+    /// `notifications/initialized` more than once).
+    announcing: OnceLock<()>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -94,6 +103,8 @@ impl Gateway {
             instructions: None,
             guard: None,
             backends: Arc::from(Vec::new()),
+            session_tools: OnceLock::new(),
+            announcing: OnceLock::new(),
         })
     }
 
@@ -470,7 +481,12 @@ impl ServerHandler for Gateway {
         // cannot be sent or, checked every SESSION_CHECK, the session has
         // closed, so there is at most one per open session (and sessions
         // are capped per principal and in all).
-        let mut tools = self.tasks.engine().watch_tools();
+        if self.announcing.set(()).is_err() {
+            return;
+        }
+        let Some(mut tools) = self.session_tools.get().cloned() else {
+            return;
+        };
         let peer = cx.peer;
         tokio::spawn(async move {
             loop {
@@ -497,6 +513,7 @@ impl ServerHandler for Gateway {
     ) -> Result<rmcp::model::InitializeResult, ErrorData> {
         // Each one starts a session: charged like any request.
         self.enter(&cx).await?;
+        let _ = self.session_tools.set(self.tasks.engine().watch_tools());
         cx.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }

@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentgate_backend::{
-    Backend, BoxFuture, ConfiguredBackend, Event, Job, JobContext, Nudge, Owner, Step, StepResult,
-    TaskPhase, ToolPolicy, ToolSpec, UpstreamMetrics,
+    Backend, BoxFuture, ConfiguredBackend, Event, Job, JobContext, JobError, Nudge, Owner, Step,
+    StepResult, TaskPhase, ToolPolicy, ToolSpec, UpstreamMetrics,
 };
+use agentgate_core::clock::Clock as _;
+use agentgate_core::engine::EngineConfig;
 use agentgate_core::store::{SqliteStore, TaskStore};
 use agentgate_testkit::engine::ManualRuntime;
 use agentgate_testkit::eventually;
@@ -18,15 +20,23 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-/// Answers "echoed" at once.
+/// Answers "echoed" at once; fails retryably first while `fail_once`.
 #[derive(Clone)]
-struct Echo;
+struct Echo {
+    fail_once: Arc<AtomicBool>,
+}
 
 impl Job for Echo {
     type Args = Map<String, Value>;
     type State = ();
 
     async fn start(&self, _: Map<String, Value>, _: &JobContext) -> StepResult<()> {
+        if self.fail_once.swap(false, Ordering::SeqCst) {
+            return Err(JobError::Retryable {
+                message: "not yet".to_owned(),
+                retry_after: None,
+            });
+        }
         Ok(Step::Done(CallToolResult::success(vec![
             ContentBlock::text("echoed"),
         ])))
@@ -43,13 +53,17 @@ impl Job for Echo {
 struct Changing {
     serves: Arc<AtomicBool>,
     pending: Arc<AtomicBool>,
+    fail_once: Arc<AtomicBool>,
     nudge: Arc<Mutex<Option<Nudge>>>,
 }
 
 impl Backend for Changing {
     fn tools(&self) -> Vec<ToolSpec> {
         if self.serves.load(Ordering::SeqCst) {
-            vec![ToolSpec::new("echo", "echoes", ToolPolicy::default(), Echo)]
+            let echo = Echo {
+                fail_once: self.fail_once.clone(),
+            };
+            vec![ToolSpec::new("echo", "echoes", ToolPolicy::default(), echo)]
         } else {
             Vec::new()
         }
@@ -150,5 +164,68 @@ async fn a_task_of_a_tool_no_backend_will_serve_fails_at_once() {
     assert!(
         error.contains("tool `echo` is not served by this instance"),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_task_stops_waiting_for_its_tool_after_retry_for() {
+    let owner = Owner::new("alice");
+    let (store, id) = task_left_from_before(&owner).await;
+    let backend = Changing::default();
+    backend.pending.store(true, Ordering::SeqCst);
+    let config = EngineConfig {
+        retry_for: Duration::from_secs(20),
+        ..EngineConfig::default()
+    };
+    let runtime = ManualRuntime::on(store, |builder| builder.config(config).backend(backend));
+    let driven = runtime.drive_to_end(&owner, &id).await;
+    assert_eq!(driven.task.status, TaskPhase::Failed, "{driven:?}");
+    assert_eq!(driven.waits, vec![Duration::from_secs(5); 4]);
+    let error = driven.task.error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        error.contains("tool `echo` is not served by this instance: its server has not listed its tools for 20s"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn looks_for_a_pending_tool_are_not_failures_of_its_job() {
+    let owner = Owner::new("alice");
+    let (store, id) = task_left_from_before(&owner).await;
+    let backend = Changing::default();
+    backend.pending.store(true, Ordering::SeqCst);
+    // Two failures in a row end a task: three looks for the tool would,
+    // were they counted against its job.
+    let config = EngineConfig {
+        max_retries: 2,
+        ..EngineConfig::default()
+    };
+    let runtime = ManualRuntime::on(store, |builder| {
+        builder.config(config).backend(backend.clone())
+    });
+    let tasks = runtime.tasks();
+    let mut watch = tasks.watch(&owner, vec![id.clone()]);
+    loop {
+        let task = watch.read(&id).await.expect("read");
+        if task.failures >= 3 {
+            break;
+        }
+        if let Some(due) = task.due_at.filter(|due| *due > runtime.clock().now()) {
+            runtime.clock().set(due);
+        }
+        watch.changed(Duration::from_secs(30)).await;
+    }
+    // The tool comes back, as a job that fails once, retryably: that is
+    // its first failure, so it is retried and completes.
+    backend.fail_once.store(true, Ordering::SeqCst);
+    backend.serves.store(true, Ordering::SeqCst);
+    backend.pending.store(false, Ordering::SeqCst);
+    let nudge = backend.nudge.lock().expect("lock").clone().expect("nudge");
+    nudge.tools_changed();
+    let driven = runtime.drive_to_end(&owner, &id).await;
+    assert_eq!(driven.task.status, TaskPhase::Completed, "{driven:?}");
+    assert!(
+        !backend.fail_once.load(Ordering::SeqCst),
+        "the job failed once before it completed"
     );
 }
