@@ -13,7 +13,8 @@
 //!   older:      the session's own notification stream     ┘ so no change is missed
 //!   tools/list ─▶ Server::listed ─▶ changed? Nudge::tools_changed
 //!   announces no changes ─▶ close; done
-//!   list_changed ─▶ tools/list again │ connection lost ─▶ backoff, connect again
+//!   list_changed (or, older: 60 s passed) ─▶ tools/list again
+//!   connection lost, or tools/list fails ─▶ backoff, connect again
 //! ```
 //!
 //! A server that stays unreachable keeps the tools it last listed: a call
@@ -39,6 +40,10 @@ const LAST_RETRY: Duration = Duration::from_secs(60);
 /// How often a legacy session's connection is checked for having closed
 /// (its notifications arrive on their own; its end is not announced).
 const CLOSE_CHECK: Duration = Duration::from_secs(5);
+/// How often a legacy session's tools are listed again, announced or not:
+/// over Streamable HTTP a server that restarted (its session gone) is
+/// noticed only by a request, and rmcp's client sends none by itself.
+const RELIST: Duration = Duration::from_secs(60);
 
 /// How one connection ended.
 enum Ended {
@@ -54,14 +59,17 @@ enum Ended {
 pub(crate) async fn follow(server: Arc<Server>, nudge: Nudge, shutdown: CancellationToken) {
     let mut delay = FIRST_RETRY;
     loop {
+        let began = tokio::time::Instant::now();
         let ended = tokio::select! {
             () = shutdown.cancelled() => return,
             ended = follow_once(&server, &nudge) => ended,
         };
         match ended {
             Ended::Done => return,
-            Ended::Lost { listed: true } => delay = FIRST_RETRY,
-            Ended::Lost { listed: false } => {}
+            // Only a connection that lasted starts the backoff over: one
+            // that ends as soon as it is made would be remade each second.
+            Ended::Lost { listed: true } if began.elapsed() >= LAST_RETRY => delay = FIRST_RETRY,
+            Ended::Lost { .. } => {}
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -98,10 +106,19 @@ async fn follow_once(server: &Server, nudge: &Nudge) -> Ended {
     let mut subscription = None;
     if announces && modern {
         let filter = SubscriptionFilter::builder().tools_list_changed().build();
-        match connection.peer().listen(filter).await {
-            Ok(opened) => subscription = Some(opened),
-            Err(e) => {
-                tracing::warn!(server = %name, error = %e, "MCP server refused subscriptions/listen for tool changes");
+        let listen = connection.peer().listen(filter);
+        match tokio::time::timeout(upstream.settings.connect_timeout, listen).await {
+            Ok(Ok(opened)) if opened.acknowledged().tools_list_changed == Some(true) => {
+                subscription = Some(opened);
+            }
+            Ok(Ok(_)) => {
+                tracing::warn!(server = %name, "MCP server declares tools.listChanged but did not accept toolsListChanged on subscriptions/listen; its tools are listed once");
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server = %name, error = %e, "MCP server refused subscriptions/listen for tool changes; its tools are listed once");
+            }
+            Err(_) => {
+                tracing::warn!(server = %name, "MCP server did not acknowledge subscriptions/listen in time; its tools are listed once");
             }
         }
     }
@@ -116,6 +133,7 @@ async fn follow_once(server: &Server, nudge: &Nudge) -> Ended {
         connection.close().await;
         return Ended::Done;
     }
+    let mut listed_at = tokio::time::Instant::now();
     loop {
         let news = match &mut subscription {
             Some(subscription) => match subscription.next().await {
@@ -132,12 +150,15 @@ async fn follow_once(server: &Server, nudge: &Nudge) -> Ended {
                 () = tokio::time::sleep(CLOSE_CHECK) => {
                     if connection.peer().is_transport_closed() {
                         false
+                    } else if listed_at.elapsed() >= RELIST {
+                        true
                     } else {
                         continue;
                     }
                 }
             },
         };
+        listed_at = tokio::time::Instant::now();
         if !news || !list_into(server, &connection, announces, nudge).await {
             tracing::info!(server = %name, "lost the MCP server's connection that follows its tools; reconnecting");
             connection.close().await;

@@ -24,6 +24,7 @@ mod follow;
 mod job;
 mod upstream;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -56,8 +57,16 @@ struct Server {
     upstream: Arc<Upstream>,
     /// Changed by [`follow`] while the gateway runs.
     listing: Mutex<Listing>,
+    /// When it was first listed, in this process's order of listings (0:
+    /// never): its tools are offered in that order, so of two servers that
+    /// serve one name, the one served first keeps it when the other comes
+    /// up late.
+    first_listed: AtomicU64,
     permits: Arc<Semaphore>,
 }
+
+/// The order of servers' first listings in this process.
+static LISTINGS: AtomicU64 = AtomicU64::new(0);
 
 impl Server {
     /// Files a new listing; returns whether the tools changed.
@@ -65,7 +74,11 @@ impl Server {
         let mut listing = upstream::lock(&self.listing);
         let changed = match &*listing {
             Listing::Tools { tools: before, .. } => *before != tools,
-            Listing::Unreachable(_) => true,
+            Listing::Unreachable(_) => {
+                let order = LISTINGS.fetch_add(1, Ordering::Relaxed) + 1;
+                self.first_listed.store(order, Ordering::Relaxed);
+                true
+            }
         };
         if changed {
             tracing::info!(server = %self.upstream.settings.name, tools = tools.len(), "MCP server's tools listed");
@@ -159,10 +172,15 @@ impl McpBackend {
                 if let Listing::Unreachable(why) = &listing {
                     tracing::warn!(server = %upstream.settings.name, problem = %why, "MCP server unreachable at start: its tools are served once it answers");
                 }
+                let first_listed = match &listing {
+                    Listing::Tools { .. } => LISTINGS.fetch_add(1, Ordering::Relaxed) + 1,
+                    Listing::Unreachable(_) => 0,
+                };
                 Arc::new(Server {
                     permits: Arc::new(Semaphore::new(upstream.settings.max_calls)),
                     upstream,
                     listing: Mutex::new(listing),
+                    first_listed: AtomicU64::new(first_listed),
                 })
             })
             .collect();
@@ -274,7 +292,12 @@ impl Backend for McpBackend {
 
     fn tools(&self) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
-        for server in &self.servers {
+        let mut servers: Vec<&Arc<Server>> = self.servers.iter().collect();
+        servers.sort_by_key(|server| match server.first_listed.load(Ordering::Relaxed) {
+            0 => u64::MAX,
+            order => order,
+        });
+        for server in servers {
             let settings = &server.upstream.settings;
             let listing = upstream::lock(&server.listing);
             let Listing::Tools { tools, .. } = &*listing else {
