@@ -25,6 +25,7 @@ mod connect;
 mod gateway;
 mod walkthrough;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -137,7 +138,9 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     let report = tokio::select! {
         report = walkthrough::run(&gateway.url) => report,
         signal = signals.recv() => {
-            println!("{signal}: stopping during the walkthrough");
+            // After SIGHUP the terminal may be gone: a failed write must
+            // not stop the gateway from being stopped.
+            let _ = writeln!(std::io::stdout(), "{signal}: stopping during the walkthrough");
             gateway.stop().await?;
             shutdown.cancel();
             bail!("stopped by {signal} before the walkthrough ended");
@@ -152,7 +155,9 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
             connect::print(&gateway.url, &store_url, &gateway.config, &emulators)?;
             // Ctrl-C reaches the gateway too (one terminal), so either may end first.
             tokio::select! {
-                signal = signals.recv() => println!("{signal}: stopping"),
+                signal = signals.recv() => {
+                    let _ = writeln!(std::io::stdout(), "{signal}: stopping");
+                }
                 exited = gateway.exited() => exited?,
             }
         }
