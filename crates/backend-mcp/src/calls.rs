@@ -535,7 +535,10 @@ impl Call {
             && matches!(end, CallEnd::Cancelled | CallEnd::TimedOut(_))
         {
             let cancel = request_raw(&peer, "tasks/cancel", json!({"taskId": id}), None);
-            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, cancel).await;
+            let cancelled = tokio::time::timeout(NOTIFY_TIMEOUT, cancel).await;
+            self.upstream
+                .metrics
+                .record("tasks/cancel", crate::upstream::outcome_of(&cancelled));
         }
         // A request still open is cancelled by name, and the notification
         // is written before the connection closes.

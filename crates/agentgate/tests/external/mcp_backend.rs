@@ -277,6 +277,27 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
         "the answer reached the server's task: {text}"
     );
 
+    // Cancelled while the server's task works: the server is sent
+    // tasks/cancel (counted below).
+    let task = start_task(
+        &client,
+        "ev_simulate-research-query",
+        json!({"topic": "tides"}),
+    )
+    .await;
+    let id = task.task.task_id.clone();
+    watch_task(&client, &id, Duration::from_secs(30), |got| {
+        status_message(got).ends_with("...")
+    })
+    .await;
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/cancel");
+    let ended = poll_until(&client, &id, is_terminal).await;
+    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+
     // A cancel while the server works.
     cancel_while_working(
         &client,
@@ -334,12 +355,12 @@ async fn through_everything(server: &str, gate_dir: &std::path::Path) {
         },
     )
     .await;
-    let calls =
-        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 5";
-    assert!(
-        metrics.lines().any(|l| l == calls),
-        "{calls} in:\n{metrics}"
-    );
+    for line in [
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\",outcome=\"ok\"} 5",
+        "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/cancel\",outcome=\"ok\"} 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
     client.cancel().await.expect("close");
 }
 
