@@ -6,6 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentgate_backend::ToolSpec;
 
+/// The most names of removed tools a registry keeps.
+const MAX_REMOVED: usize = 10_000;
+
 /// Tools by name.
 #[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
@@ -15,6 +18,11 @@ pub struct ToolRegistry {
     ///
     /// [`Backend::tools_pending`]: agentgate_backend::Backend::tools_pending
     pending: bool,
+    /// Tools this process served before and no longer does (a server
+    /// stopped listing them): a task of one waits for it, as for a pending
+    /// tool, since a server restarting or listing its tools one by one
+    /// drops them only for a while.
+    removed: BTreeSet<String>,
 }
 
 impl ToolRegistry {
@@ -50,6 +58,30 @@ impl ToolRegistry {
         self.pending
     }
 
+    /// Whether a task of `tool`, which is not served, should wait for it:
+    /// some backend's tools may be missing yet, or this process served the
+    /// tool before.
+    pub fn may_come_back(&self, tool: &str) -> bool {
+        self.pending || self.removed.contains(tool)
+    }
+
+    /// Carries over what `before` served that this registry does not, as
+    /// removed (with what `before` had removed and this one does not
+    /// serve).
+    pub(crate) fn after(mut self, before: &ToolRegistry) -> Self {
+        let gone = before
+            .tools
+            .keys()
+            .chain(&before.removed)
+            .filter(|name| !self.tools.contains_key(*name))
+            .cloned();
+        let gone: Vec<String> = gone.collect();
+        // A server may list new names every time: only so many are kept.
+        let room = MAX_REMOVED.saturating_sub(self.removed.len());
+        self.removed.extend(gone.into_iter().take(room));
+        self
+    }
+
     /// The tools `tools/list` shows.
     pub fn listed(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools
@@ -69,7 +101,6 @@ impl ToolRegistry {
     /// the same listing (what a client of `tools/list` would see change).
     pub fn same_tools(&self, other: &ToolRegistry) -> bool {
         self.unlisted == other.unlisted
-            && self.pending == other.pending
             && self.tools.len() == other.tools.len()
             && self
                 .tools

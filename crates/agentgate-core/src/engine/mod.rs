@@ -202,17 +202,20 @@ impl Engine {
         self.inner.tools.borrow().clone()
     }
 
-    /// Serves `tools` from now on, if they differ from the tools served: a
-    /// task of a tool no longer served fails its next step with "unknown
-    /// tool", as after a restart without it. Returns whether they differed
-    /// (and [`Self::watch_tools`] receivers were told).
+    /// Serves `tools` from now on: a
+    /// task of a tool no longer served waits for it to come back (for at
+    /// most `retry_for`), as for a tool not listed yet. Returns whether they
+    /// differ from the tools served before as a client sees them (and so
+    /// [`Self::watch_tools`] receivers were told).
     pub(crate) fn replace_tools(&self, tools: ToolRegistry) -> bool {
         self.inner.tools.send_if_modified(|current| {
-            if current.same_tools(&tools) {
-                return false;
-            }
+            let tools = tools.after(current);
+            // Swapped in even when it looks the same, since its jobs are the
+            // ones made now (a name may have moved to another server with
+            // the same definition); told only when a client could see it.
+            let visible = !current.same_tools(&tools);
             *current = Arc::new(tools);
-            true
+            visible
         })
     }
 

@@ -197,25 +197,28 @@ impl Engine {
                 return Some(Outcome::cancelled());
             }
             // A backend has not listed all its tools yet (an upstream not
-            // reached since start): the tool may come back, so the task
-            // waits for it (each look counted as a failure in a row), for
-            // at most the engine's `retry_for`, instead of failing at once.
+            // reached since start), or this tool was served here before:
+            // it may come back, so the task waits for it (each look
+            // counted as a failure in a row), for at most the engine's
+            // `retry_for`, instead of failing at once.
             let waited =
                 TOOL_PENDING_RETRY.saturating_mul(u32::try_from(task.failures).unwrap_or(u32::MAX));
-            if tools.pending() && waited < self.inner.config.retry_for {
+            let may_come_back = tools.may_come_back(&task.tool);
+            if may_come_back && waited < self.inner.config.retry_for {
+                let why = if tools.pending() {
+                    "its server has not listed its tools since this instance started"
+                } else {
+                    "its server no longer lists it"
+                };
                 return Some(Outcome::Retry {
-                    status_message: Some(format!(
-                        "{TOOL_PENDING}`{}`: its server has not listed its tools since this instance started",
-                        task.tool
-                    )),
+                    status_message: Some(format!("{TOOL_PENDING}`{}`: {why}", task.tool)),
                     due_at: now.saturating_add(TOOL_PENDING_RETRY),
                 });
             }
-            if tools.pending() {
+            if may_come_back {
                 return Some(Outcome::Failed {
                     error: engine_failure(format!(
-                        "tool `{}` is not served by this instance: its server has not listed \
-                         its tools for {}s",
+                        "tool `{}` is not served by this instance: it has not been listed for {}s",
                         task.tool,
                         waited.as_secs()
                     )),

@@ -47,7 +47,30 @@ impl Job for Echo {
     }
 }
 
-/// Serves `echo` while `serves`; its tools may be missing while `pending`;
+/// Waits 10 s, then answers "twice".
+#[derive(Clone)]
+struct Twice;
+
+impl Job for Twice {
+    type Args = Map<String, Value>;
+    type State = ();
+
+    async fn start(&self, _: Map<String, Value>, _: &JobContext) -> StepResult<()> {
+        Ok(Step::Wait {
+            state: (),
+            status: Some("first step done".to_owned()),
+            after: Duration::from_secs(10),
+        })
+    }
+
+    async fn resume(&self, (): (), _: Event, _: &JobContext) -> StepResult<()> {
+        Ok(Step::Done(CallToolResult::success(vec![
+            ContentBlock::text("twice"),
+        ])))
+    }
+}
+
+/// Serves `echo` and `twice` while `serves`; its tools may be missing while `pending`;
 /// hands the test its nudge.
 #[derive(Clone, Default)]
 struct Changing {
@@ -63,7 +86,10 @@ impl Backend for Changing {
             let echo = Echo {
                 fail_once: self.fail_once.clone(),
             };
-            vec![ToolSpec::new("echo", "echoes", ToolPolicy::default(), echo)]
+            vec![
+                ToolSpec::new("echo", "echoes", ToolPolicy::default(), echo),
+                ToolSpec::new("twice", "waits, then answers", ToolPolicy::default(), Twice),
+            ]
         } else {
             Vec::new()
         }
@@ -183,7 +209,8 @@ async fn a_task_stops_waiting_for_its_tool_after_retry_for() {
     assert_eq!(driven.waits, vec![Duration::from_secs(5); 4]);
     let error = driven.task.error.map(|e| e.to_string()).unwrap_or_default();
     assert!(
-        error.contains("tool `echo` is not served by this instance: its server has not listed its tools for 20s"),
+        error
+            .contains("tool `echo` is not served by this instance: it has not been listed for 20s"),
         "{error}"
     );
 }
@@ -228,4 +255,58 @@ async fn looks_for_a_pending_tool_are_not_failures_of_its_job() {
         !backend.fail_once.load(Ordering::SeqCst),
         "the job failed once before it completed"
     );
+}
+
+#[tokio::test]
+async fn a_task_waits_for_a_tool_its_server_stopped_listing_for_a_while() {
+    let owner = Owner::new("alice");
+    let store: Arc<dyn TaskStore> =
+        Arc::new(SqliteStore::open("sqlite::memory:").await.expect("store"));
+    let backend = Changing::default();
+    backend.serves.store(true, Ordering::SeqCst);
+    let runtime = ManualRuntime::on(store, |builder| builder.backend(backend.clone()));
+    let tasks = runtime.tasks();
+    let task = runtime
+        .create(&owner, "twice", Value::Object(Map::new()))
+        .await;
+    let id = task.id;
+    let mut watch = tasks.watch(&owner, vec![id.clone()]);
+    let waiting = loop {
+        let task = watch.read(&id).await.expect("read");
+        if task.steps > 0 {
+            break task;
+        }
+        watch.changed(Duration::from_secs(30)).await;
+    };
+
+    // Its server stops listing it while the task waits for its next step.
+    backend.serves.store(false, Ordering::SeqCst);
+    let nudge = eventually("the backend's nudge", Duration::from_secs(10), || {
+        backend.nudge.lock().expect("lock").clone()
+    })
+    .await;
+    nudge.tools_changed();
+    assert!(tasks.tools().get("twice").is_none());
+    runtime
+        .clock()
+        .set(waiting.due_at.expect("a waiting task is due"));
+    let looked = loop {
+        let task = watch.read(&id).await.expect("read");
+        if task.failures > 0 {
+            break task;
+        }
+        watch.changed(Duration::from_secs(30)).await;
+    };
+    assert_eq!(looked.status, TaskPhase::Working, "{looked:?}");
+    assert_eq!(
+        looked.status_message.as_deref(),
+        Some("waiting for tool `twice`: its server no longer lists it")
+    );
+
+    // It lists it again: the task goes on from its checkpoint.
+    backend.serves.store(true, Ordering::SeqCst);
+    nudge.tools_changed();
+    let driven = runtime.drive_to_end(&owner, &id).await;
+    assert_eq!(driven.task.status, TaskPhase::Completed, "{driven:?}");
+    assert_eq!(driven.task.steps, 2, "{driven:?}");
 }
