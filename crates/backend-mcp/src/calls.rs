@@ -26,6 +26,12 @@
 //! The spawned call never waits on a step: it writes into the entry's shared
 //! state and wakes whoever follows, so its time limit holds even while the
 //! task waits for a person's answer.
+//!
+//! A call a 2025-11-25 server runs as its task lives in the server's
+//! session: the entry then names the session and the task
+//! ([`SessionTask`], saved with the task), and a call that *enters* that
+//! session again ([`Call::enter`]) follows the same task with `tasks/result`
+//! and `tasks/get`, sending nothing that starts work.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -48,6 +54,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Sampling;
+use crate::session::{SavedSession, SessionHandle};
 use crate::upstream::{CallClient, CallEvent, Upstream, capped, lock};
 
 /// An ended call is kept this long for a step that must read it again
@@ -102,6 +109,16 @@ pub(crate) enum CallEnd {
     },
 }
 
+/// A task a 2025-11-25 server runs for a call, in the HTTP session that
+/// made it: the session is entered again to follow it after a restart.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SessionTask {
+    /// The server's `Mcp-Session-Id`.
+    pub(crate) session: String,
+    /// The server's task id.
+    pub(crate) task: String,
+}
+
 /// What a step sees of its call.
 #[derive(Debug)]
 pub(crate) enum Seen {
@@ -153,6 +170,11 @@ struct Shared {
     asked: u32,
     ended: Option<(CallEnd, Instant)>,
     followed: Instant,
+    /// The server's task and session, once the call became one.
+    session_task: Option<SessionTask>,
+    /// Given up by this process (no step followed it): a task of the
+    /// server's is left running in its session, for whoever follows it now.
+    abandoned: bool,
 }
 
 /// One call of this process.
@@ -166,7 +188,7 @@ pub(crate) struct LiveCall {
 }
 
 impl LiveCall {
-    fn new(attempt: u32) -> Self {
+    fn new(prefix: String) -> Self {
         Self {
             shared: Mutex::new(Shared {
                 sent: false,
@@ -175,11 +197,27 @@ impl LiveCall {
                 asked: 0,
                 ended: None,
                 followed: Instant::now(),
+                session_task: None,
+                abandoned: false,
             }),
             changed: Notify::new(),
             cancel: CancellationToken::new(),
-            prefix: format!("a{attempt}"),
+            prefix,
         }
+    }
+
+    /// The server's task and the session it lives in, once the call is a
+    /// 2025-11-25 task of an HTTP server's.
+    pub(crate) fn session_task(&self) -> Option<SessionTask> {
+        lock(&self.shared).session_task.clone()
+    }
+
+    fn set_session_task(&self, task: SessionTask, status: String) {
+        let mut shared = lock(&self.shared);
+        shared.session_task = Some(task);
+        shared.progress = Some(status);
+        drop(shared);
+        self.changed.notify_waiters();
     }
 
     /// Whether a step already started the call.
@@ -303,9 +341,17 @@ impl LiveCall {
         self.changed.notify_waiters();
     }
 
-    /// Stops the call: the server is sent `notifications/cancelled` and the
-    /// connection is closed.
+    /// Stops the call: the server is sent `notifications/cancelled` (or
+    /// `tasks/cancel` for its task) and the connection is closed.
     pub(crate) fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Stops following the call here, which no step followed for long:
+    /// like [`Self::cancel`], except that a task of the server's is left
+    /// running, since another process may follow it in its session.
+    fn abandon(&self) {
+        lock(&self.shared).abandoned = true;
         self.cancel.cancel();
     }
 
@@ -314,7 +360,8 @@ impl LiveCall {
         self.changed.notify_waiters();
     }
 
-    /// Keys unique for the task's life: the attempt's prefix, a counter.
+    /// Keys unique for the task's life: the entry's prefix (by attempt and
+    /// re-entry), a counter.
     fn key(shared: &mut Shared, prefix: &str, name: &str) -> String {
         shared.asked += 1;
         format!("{prefix}q{}-{name}", shared.asked)
@@ -432,12 +479,13 @@ impl Calls {
         Some(call)
     }
 
-    /// An entry for `task`'s call `attempt` that has sent nothing (kept if
-    /// there is one already: the arming step ran again).
-    pub(crate) fn arm(&self, task: &TaskId, attempt: u32) {
+    /// An entry for `task`'s call that has sent nothing (kept if there is
+    /// one already: the arming step ran again); its questions' keys start
+    /// with `prefix`, which no earlier entry of the task used.
+    pub(crate) fn arm(&self, task: &TaskId, prefix: String) {
         lock(&self.live)
             .entry(task.clone())
-            .or_insert_with(|| Arc::new(LiveCall::new(attempt)));
+            .or_insert_with(|| Arc::new(LiveCall::new(prefix)));
     }
 
     /// Drops what this process keeps of `task`'s call (an open one is
@@ -459,7 +507,8 @@ impl Calls {
             }
             let waiting_for_answer = !shared.questions.is_empty();
             if !waiting_for_answer && now.duration_since(shared.followed) >= UNFOLLOWED {
-                call.cancel();
+                drop(shared);
+                call.abandon();
                 return false;
             }
             true
@@ -475,12 +524,19 @@ pub(crate) struct Call {
     pub(crate) owner: Owner,
     pub(crate) tool: String,
     pub(crate) args: JsonObject,
+    /// The server's task to follow in its saved session, instead of a new
+    /// `tools/call`.
+    pub(crate) enter: Option<SessionTask>,
 }
 
 impl Call {
     async fn run(self, live: Arc<LiveCall>, permit: OwnedSemaphorePermit) {
         let end = self.call(&live).await;
         drop(permit);
+        let method = match self.enter {
+            Some(_) => "tasks/result",
+            None => "tools/call",
+        };
         let outcome = match &end {
             CallEnd::Answered(_) | CallEnd::Task { .. } => Some(UpstreamOutcome::Ok),
             CallEnd::Refused(_) => Some(UpstreamOutcome::ClientError),
@@ -488,7 +544,7 @@ impl Call {
             CallEnd::NotSent(_) | CallEnd::Cancelled => None,
         };
         if let Some(outcome) = outcome {
-            self.upstream.metrics.record("tools/call", outcome);
+            self.upstream.metrics.record(method, outcome);
         }
         live.end(end);
     }
@@ -497,9 +553,16 @@ impl Call {
         let settings = &self.upstream.settings;
         let cancel = live.cancel.clone();
         let (events, mut from_server) = mpsc::channel(32);
+        let enter = self.enter.as_ref().map(|saved| SavedSession {
+            id: saved.session.clone(),
+            server: settings.name.clone(),
+        });
+        let connecting =
+            self.upstream
+                .connect_in(CallClient::reporting(events), Some(&self.owner), enter);
         let connection = tokio::select! {
             () = cancel.cancelled() => return CallEnd::Cancelled,
-            connected = self.upstream.connect(CallClient::reporting(events), Some(&self.owner)) => connected,
+            connected = connecting => connected,
         };
         let connection = match connection {
             Ok(connection) => connection,
@@ -510,8 +573,9 @@ impl Call {
         // The server's own task, when the call runs as a 2025-11-25 task.
         let task: Mutex<Option<String>> = Mutex::default();
         let peer = connection.peer().clone();
+        let session = connection.session();
         // Boxed, so it can be dropped before the connection is closed.
-        let mut calling = Box::pin(self.rounds(&peer, live, &in_flight, &task));
+        let mut calling = Box::pin(self.rounds(&peer, live, &in_flight, &task, session));
         let deadline = tokio::time::sleep(settings.call_timeout);
         let mut deadline = std::pin::pin!(deadline);
         let end = loop {
@@ -531,7 +595,9 @@ impl Call {
         // tasks/cancel (cancelling the request that waits for its result
         // would leave it running).
         let running = lock(&task).take();
-        if let Some(id) = running
+        let abandoned = lock(&live.shared).abandoned;
+        if let Some(id) = &running
+            && !abandoned
             && matches!(end, CallEnd::Cancelled | CallEnd::TimedOut(_))
         {
             let cancel = request_raw(&peer, "tasks/cancel", json!({"taskId": id}), None);
@@ -539,6 +605,12 @@ impl Call {
             self.upstream
                 .metrics
                 .record("tasks/cancel", crate::upstream::outcome_of(&cancelled));
+        }
+        // The session is left to a later process only while the server's
+        // task may still run in it and be followed there: the connection
+        // broke, so this one cannot follow it.
+        if let Some(session) = connection.session() {
+            session.keep(matches!(end, CallEnd::Lost(_)) || (abandoned && running.is_some()));
         }
         // A request still open is cancelled by name, and the notification
         // is written before the connection closes.
@@ -567,12 +639,21 @@ impl Call {
         live: &LiveCall,
         in_flight: &Mutex<Option<RequestId>>,
         task: &Mutex<Option<String>>,
+        session: Option<&SessionHandle>,
     ) -> CallEnd {
         let server = &self.upstream.settings.name;
         let refused = |what: String| CallEnd::Refused(ErrorData::internal_error(what, None));
+        if let Some(saved) = &self.enter {
+            *lock(task) = Some(saved.task.clone());
+            return self
+                .task_result_2025(peer, live, in_flight, task, &saved.task, TASK_POLL)
+                .await;
+        }
         let tasks_2025 = speaks_2025_11_25(peer);
         if tasks_2025 && lock(&self.upstream.task_only).contains(&self.tool) {
-            return self.as_task_2025(peer, live, in_flight, task, None).await;
+            return self
+                .as_task_2025(peer, live, in_flight, task, session, None)
+                .await;
         }
         let mut params =
             CallToolRequestParams::new(self.tool.clone()).with_arguments(self.args.clone());
@@ -588,7 +669,7 @@ impl Call {
                     if tasks_2025 && error.code == ErrorCode::METHOD_NOT_FOUND =>
                 {
                     return self
-                        .as_task_2025(peer, live, in_flight, task, Some(error))
+                        .as_task_2025(peer, live, in_flight, task, session, Some(error))
                         .await;
                 }
                 // The same refusal as the TypeScript SDK's McpServer says
@@ -604,7 +685,7 @@ impl Call {
                         .unwrap_or_default();
                     let error = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, message, None);
                     return self
-                        .as_task_2025(peer, live, in_flight, task, Some(error))
+                        .as_task_2025(peer, live, in_flight, task, session, Some(error))
                         .await;
                 }
                 Ok(CallToolResponse::Complete(result)) => return CallEnd::Answered(result),
@@ -674,13 +755,17 @@ impl Call {
     /// answers when the task ends and over which it asks its questions
     /// (they reach [`CallClient`] like any other), while `tasks/get` reads
     /// its status message for the task's. The server's task lives in this
-    /// session, so the call is lost with the connection like a plain one.
+    /// session: over HTTP the entry names both ([`SessionTask`]), so a step
+    /// after a restart can enter the session again and go on following it;
+    /// over stdio the task ends with the process, and the call is lost with
+    /// the connection like a plain one.
     async fn as_task_2025(
         &self,
         peer: &Peer<RoleClient>,
         live: &LiveCall,
         in_flight: &Mutex<Option<RequestId>>,
         task: &Mutex<Option<String>>,
+        session: Option<&SessionHandle>,
         plain_refusal: Option<ErrorData>,
     ) -> CallEnd {
         let server = &self.upstream.settings.name;
@@ -721,11 +806,42 @@ impl Call {
             ));
         }
         *lock(task) = Some(id.clone());
+        if let Some(session) = session
+            && let Some(session_id) = session.id()
+            && session_id.len() <= MAX_TASK_ID
+        {
+            session.keep(true);
+            live.set_session_task(
+                SessionTask {
+                    session: session_id,
+                    task: id.clone(),
+                },
+                format!("MCP server \"{server}\" runs the call as its task {id}"),
+            );
+        }
         let poll = created["task"]["pollInterval"]
             .as_u64()
             .map(Duration::from_millis)
             .unwrap_or(TASK_POLL)
             .clamp(TASK_POLL_MIN, TASK_POLL);
+        self.task_result_2025(peer, live, in_flight, task, &id, poll)
+            .await
+    }
+
+    /// Follows the server's 2025-11-25 task `id` to its end: `tasks/result`
+    /// (answered when it ends; its questions come over it), while
+    /// `tasks/get` reads its status message every `poll`.
+    async fn task_result_2025(
+        &self,
+        peer: &Peer<RoleClient>,
+        live: &LiveCall,
+        in_flight: &Mutex<Option<RequestId>>,
+        task: &Mutex<Option<String>>,
+        id: &str,
+        poll: Duration,
+    ) -> CallEnd {
+        let server = &self.upstream.settings.name;
+        let refused = |what: String| CallEnd::Refused(ErrorData::internal_error(what, None));
         let result = request_raw(peer, "tasks/result", json!({"taskId": id}), Some(in_flight));
         let status = async {
             let mut last = None;
@@ -761,6 +877,42 @@ impl Call {
             Err(ServiceError::McpError(error)) => CallEnd::Refused(error),
             Err(other) => CallEnd::Lost(describe_lost(&other)),
         }
+    }
+}
+
+/// `tasks/cancel` for the server's 2025-11-25 task `saved`, sent in its
+/// session by a process that no longer follows it (the session is ended
+/// after). The error says why it could not be sent, or the server's
+/// refusal.
+pub(crate) async fn cancel_in_session(
+    upstream: &Upstream,
+    owner: &Owner,
+    saved: &SessionTask,
+) -> Result<(), String> {
+    let enter = SavedSession {
+        id: saved.session.clone(),
+        server: upstream.settings.name.clone(),
+    };
+    let connection = upstream
+        .connect_in(CallClient::quiet(), Some(owner), Some(enter))
+        .await
+        .map_err(|error| error.logged(&upstream.settings.name))?;
+    let cancel = request_raw(
+        connection.peer(),
+        "tasks/cancel",
+        json!({"taskId": saved.task}),
+        None,
+    );
+    let cancelled = tokio::time::timeout(NOTIFY_TIMEOUT, cancel).await;
+    upstream
+        .metrics
+        .record("tasks/cancel", crate::upstream::outcome_of(&cancelled));
+    connection.close().await;
+    match cancelled {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(ServiceError::McpError(error))) => Err(capped(&error.message)),
+        Ok(Err(other)) => Err(describe_lost(&other)),
+        Err(_) => Err(format!("no answer within {}s", NOTIFY_TIMEOUT.as_secs())),
     }
 }
 

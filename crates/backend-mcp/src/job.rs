@@ -15,6 +15,12 @@
 //! the server made the call its own task (tasks extension, HTTP servers):
 //! save {upstream_task: id} ─▶ every later step, on any process: tasks/update (answers), tasks/get
 //!       ─▶ working / input_required / the end, as the server says;  cancel ─▶ tasks/cancel
+//!
+//! a 2025-11-25 HTTP server runs the call as its task, in its session:
+//! save {session_task: (session, id)} ─▶ followed on the connection as above;
+//!       the call lost (a restart, a takeover, a broken connection) ─▶ enter the
+//!       session again (Calls::arm, then Call { enter }): tasks/result, tasks/get
+//!       ─▶ the same task, nothing sent twice;  cancel ─▶ tasks/cancel in the session
 //! ```
 //!
 //! The call is sent only by a step that starts from a saved state naming
@@ -35,7 +41,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::calls::unserved;
-use crate::calls::{Call, CallEnd, Calls, Seen};
+use crate::calls::{Call, CallEnd, Calls, Seen, SessionTask};
 use crate::upstream::{TaskAction, TaskRead, Upstream, capped};
 
 /// How long a step follows its call before it saves and lets the next step
@@ -104,6 +110,14 @@ pub struct CallState {
     /// its id from any process, so the call outlives agentgate's restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     upstream_task: Option<String>,
+    /// The server's 2025-11-25 task for the call and the HTTP session it
+    /// lives in: entered again when the call is lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_task: Option<SessionTask>,
+    /// Times the session was entered again since the call last showed
+    /// news (bounded: a session the server forgot fails each time).
+    #[serde(default)]
+    reentered: u32,
 }
 
 impl std::fmt::Debug for UpstreamToolJob {
@@ -140,7 +154,7 @@ impl UpstreamToolJob {
         if !state.issued {
             // Arm, and save `issued` before anything is sent: the module's
             // doc says why.
-            self.calls.arm(&cx.task_id, state.attempt);
+            self.calls.arm(&cx.task_id, format!("a{}", state.attempt));
             state.issued = true;
             return Ok(Step::Wait {
                 status: state.status.clone(),
@@ -149,7 +163,7 @@ impl UpstreamToolJob {
             });
         }
         let Some(live) = self.calls.get(&cx.task_id) else {
-            return self.lost(state, "agentgate no longer holds the call", cx);
+            return self.reenter(state, "agentgate no longer holds the call", answers, cx);
         };
         if !live.sent() {
             let Ok(permit) = self.permits.clone().try_acquire_owned() else {
@@ -168,6 +182,7 @@ impl UpstreamToolJob {
                 owner: cx.owner.clone(),
                 tool: self.tool.clone(),
                 args: state.args.clone(),
+                enter: state.session_task.clone(),
             };
             live.start(call, permit);
         }
@@ -175,7 +190,14 @@ impl UpstreamToolJob {
             live.answer(&answers);
             state.status = Some(format!("answer sent to MCP server \"{}\"", self.server()));
         }
-        match live.next(FOLLOW).await {
+        let seen = live.next(FOLLOW).await;
+        if state.session_task.is_none() {
+            state.session_task = live.session_task();
+        }
+        if matches!(seen, Seen::Progress(_) | Seen::Asked(_)) {
+            state.reentered = 0;
+        }
+        match seen {
             Seen::Quiet => Ok(Step::Wait {
                 status: state.status.clone(),
                 after: Duration::ZERO,
@@ -248,7 +270,7 @@ impl UpstreamToolJob {
                     state,
                 })
             }
-            CallEnd::Lost(why) => self.lost(state, &why, cx),
+            CallEnd::Lost(why) => self.reenter(state, &why, None, cx),
             CallEnd::TimedOut(after) => Ok(Step::Fail(ErrorData::internal_error(
                 format!(
                     "MCP server \"{}\" did not answer `{}` within {}s (call_timeout_seconds); the \
@@ -439,6 +461,59 @@ impl UpstreamToolJob {
         }
     }
 
+    /// The call is gone, but the server's task it became lives on in the
+    /// server's session, if it became one: the session is entered again to
+    /// follow it (by the next step, from a saved state naming this process
+    /// as the holder). Else, or when entering keeps failing, [`Self::lost`].
+    fn reenter(
+        &self,
+        mut state: CallState,
+        why: &str,
+        answers: Option<InputResponses>,
+        cx: &JobContext,
+    ) -> StepResult<CallState> {
+        let Some(saved) = state.session_task.clone() else {
+            return self.lost(state, why, cx);
+        };
+        if state.reentered >= MAX_ATTEMPTS {
+            let why = format!(
+                "{why}; its session was entered again {} times without news of the task",
+                state.reentered
+            );
+            return self.lost(state, &why, cx);
+        }
+        self.calls.forget(&cx.task_id);
+        state.reentered += 1;
+        state.holder = self.calls.holder().to_owned();
+        state.issued = true;
+        state.foreign_since = None;
+        // Each entry's questions have keys of their own: an answer to a
+        // question asked on a lost connection can never answer a new one.
+        self.calls.arm(
+            &cx.task_id,
+            format!("a{}e{}", state.attempt, state.reentered),
+        );
+        let mut status = format!(
+            "following MCP server \"{}\"'s task {} again in its session ({why})",
+            self.server(),
+            saved.task
+        );
+        if answers.or_else(|| state.answers.take()).is_some() {
+            // The server asked on the connection that was lost, and waits
+            // for the answer there: said, not silently dropped.
+            status.push_str(
+                "; the answer given could not be passed on: the server asked on the lost \
+                 connection",
+            );
+        }
+        state.status = Some(status.clone());
+        Ok(Step::Wait {
+            status: Some(status),
+            after: Duration::ZERO,
+            state,
+        })
+    }
+
     /// The call is gone and its outcome unknown: issue it again when that
     /// is safe, else say so.
     fn lost(&self, mut state: CallState, why: &str, cx: &JobContext) -> StepResult<CallState> {
@@ -476,6 +551,8 @@ impl UpstreamToolJob {
         state.holder = self.calls.holder().to_owned();
         state.issued = false;
         state.foreign_since = None;
+        state.session_task = None;
+        state.reentered = 0;
         let status = format!(
             "calling again (attempt {}): the call was lost ({why}) and the tool is marked safe to \
              repeat",
@@ -513,7 +590,12 @@ impl UpstreamToolJob {
                 state,
             });
         }
-        self.lost(state, "the agentgate process that held it stopped", cx)
+        self.reenter(
+            state,
+            "the agentgate process that held it stopped",
+            None,
+            cx,
+        )
     }
 }
 
@@ -527,6 +609,23 @@ impl UpstreamToolJob {
         )
         .into();
         error
+    }
+
+    /// `tasks/cancel` for the server's 2025-11-25 task, sent in the saved
+    /// session it lives in.
+    async fn cancel_in_session(&self, state: &CallState, cx: &JobContext) -> StepResult<CallState> {
+        let Some(saved) = &state.session_task else {
+            return Ok(Step::cancelled());
+        };
+        match crate::calls::cancel_in_session(&self.upstream, &cx.owner, saved).await {
+            Ok(()) => Ok(Step::cancelled()),
+            Err(why) => Ok(Step::cancelled_saying(format!(
+                "cancelled; MCP server \"{}\"'s task {} could not be cancelled in its session: \
+                 {why}",
+                self.server(),
+                saved.task
+            ))),
+        }
     }
 
     /// `tasks/cancel` for the server's task `id`.
@@ -581,6 +680,8 @@ impl Job for UpstreamToolJob {
                 upstream_task: None,
                 upstream_round: 0,
                 answered: Vec::new(),
+                session_task: None,
+                reentered: 0,
             },
         })
     }
@@ -624,6 +725,7 @@ impl Job for UpstreamToolJob {
                 Ok(Step::cancelled())
             }
             _ if here && !state.issued => Ok(Step::cancelled()),
+            _ if state.session_task.is_some() => self.cancel_in_session(&state, cx).await,
             _ => Ok(Step::cancelled_saying(format!(
                 "cancelled; the call at MCP server \"{}\" was started by an agentgate process \
                  that is gone or elsewhere, so it could not be stopped and may have finished there",
@@ -737,6 +839,58 @@ mod tests {
         let next = waited(job.resume(issued, Event::Tick, &cx(1)).await);
         assert_eq!(next.attempt, 2);
         assert!(!next.issued, "the new attempt goes through arming again");
+    }
+
+    #[tokio::test]
+    async fn a_lost_call_in_a_saved_session_is_followed_there_not_repeated() {
+        let job = job(false);
+        let mut lost = waited(job.start(JsonObject::new(), &cx(0)).await);
+        lost.issued = true;
+        lost.holder = "a-process-that-died".to_owned();
+        lost.session_task = Some(SessionTask {
+            session: "session-1".to_owned(),
+            task: "their-task".to_owned(),
+        });
+        let waiting = waited(job.resume(lost, Event::Tick, &cx(1_000)).await);
+        // Taken over after `takeover_after`: the session is entered again
+        // (armed here, sent by the next step), no new attempt is made.
+        let entered = waited(job.resume(waiting, Event::Tick, &cx(6_000)).await);
+        assert_eq!(entered.attempt, 1, "not called again");
+        assert_eq!(entered.reentered, 1);
+        assert!(entered.issued);
+        assert_eq!(entered.holder, job.calls.holder());
+        assert_eq!(
+            entered.session_task.as_ref().map(|t| t.task.as_str()),
+            Some("their-task")
+        );
+        let entry = job.calls.get(&cx(6_000).task_id).expect("armed here");
+        assert!(!entry.sent(), "arming sends nothing");
+
+        // An answer to a question asked on the lost connection is said to
+        // be undeliverable, not silently dropped.
+        job.calls.forget(&cx(6_000).task_id);
+        let mut answers = InputResponses::new();
+        answers.insert("a1q1-elicitation".to_owned(), serde_json::json!({}));
+        let step = job.resume(entered, Event::Input(answers), &cx(7_000)).await;
+        let Ok(Step::Wait { status, state, .. }) = step else {
+            panic!("expected a wait, got {step:?}")
+        };
+        assert!(
+            status.is_some_and(|s| s.contains("could not be passed on")),
+            "the answer's fate is told"
+        );
+
+        // A session entered again and again with no news of the task: the
+        // call is lost, and a tool not marked idempotent is not repeated.
+        let mut state = state;
+        state.reentered = MAX_ATTEMPTS;
+        job.calls.forget(&cx(8_000).task_id);
+        let message = failure(job.resume(state, Event::Tick, &cx(8_000)).await);
+        assert!(
+            message.starts_with("interrupted; not repeated")
+                && message.contains("entered again 3 times"),
+            "{message}"
+        );
     }
 
     #[tokio::test]

@@ -12,8 +12,9 @@
 //!
 //! Modules: [`config`] (the `[mcp]` section), `upstream` (rmcp's client
 //! side: connecting, progress, questions), `follow` (the tool lists while
-//! serving), `calls` (the calls this process has open), `job` (the state
-//! machine and the crash rules).
+//! serving), `calls` (the calls this process has open), `session` (HTTP
+//! sessions saved and entered again), `job` (the state machine and the
+//! crash rules).
 //! `docs/backends/mcp.md` has the config, the crash semantics and the
 //! limits.
 
@@ -22,6 +23,7 @@ pub mod config;
 mod calls;
 mod follow;
 mod job;
+mod session;
 mod upstream;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -48,6 +48,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use agentgate_backend::{Owner, UpstreamMetrics, UpstreamOutcome};
 
 use crate::config::{RootConfig, Sampling, ServerSettings, Transport, UpstreamOAuth};
+use crate::session::{SavedSession, SessionClient, SessionHandle};
 
 /// Lines of a stdio server's stderr kept to explain why it stopped.
 const STDERR_TAIL: usize = 10;
@@ -276,6 +277,8 @@ impl ClientHandler for CallClient {
 pub(crate) struct Connection {
     service: RunningService<RoleClient, CallClient>,
     group: ProcessGroup,
+    /// An HTTP connection's session.
+    session: Option<Arc<SessionHandle>>,
 }
 
 impl Connection {
@@ -283,8 +286,13 @@ impl Connection {
         self.service.peer()
     }
 
+    /// An HTTP connection's session (none over stdio).
+    pub(crate) fn session(&self) -> Option<&SessionHandle> {
+        self.session.as_deref()
+    }
+
     pub(crate) async fn close(self) {
-        let Connection { service, group } = self;
+        let Connection { service, group, .. } = self;
         let _ = service.cancel().await;
         drop(group);
     }
@@ -344,8 +352,20 @@ impl Upstream {
     /// server's; a stdio server gets its own variables (`principal_env`).
     pub(crate) async fn connect(
         &self,
+        client: CallClient,
+        owner: Option<&Owner>,
+    ) -> Result<Connection, ConnectError> {
+        self.connect_in(client, owner, None).await
+    }
+
+    /// [`Self::connect`], into the saved 2025-11-25 session `enter` when
+    /// given (HTTP servers): no handshake reaches the server, whose session
+    /// it is already ([`crate::session`]).
+    pub(crate) async fn connect_in(
+        &self,
         mut client: CallClient,
         owner: Option<&Owner>,
+        enter: Option<SavedSession>,
     ) -> Result<Connection, ConnectError> {
         client.tasks = matches!(self.settings.transport, Transport::Http { .. });
         client.sampling = self.settings.sampling;
@@ -354,8 +374,12 @@ impl Upstream {
         let stderr: Arc<Mutex<VecDeque<String>>> = Arc::default();
         let group: Mutex<Option<u32>> = Mutex::default();
         let reader: Mutex<Option<tokio::task::JoinHandle<()>>> = Mutex::default();
+        let session: Mutex<Option<Arc<SessionHandle>>> = Mutex::default();
         let connecting = async {
-            let known_legacy = lock(&self.legacy).clone();
+            let known_legacy = match &enter {
+                Some(_) => Some(ProtocolVersion::V_2025_11_25),
+                None => lock(&self.legacy).clone(),
+            };
             let mode = match known_legacy {
                 Some(version) => {
                     client.version = version;
@@ -369,15 +393,14 @@ impl Upstream {
                 Some(oauth) => oauth.token(&self.metrics).await.ok(),
                 None => None,
             };
+            let opened = Opened {
+                group: &group,
+                reader: &reader,
+                stderr: &stderr,
+                session: &session,
+            };
             let mut first = self
-                .start(
-                    client.clone(),
-                    owner,
-                    mode.clone(),
-                    &group,
-                    &reader,
-                    &stderr,
-                )
+                .start(client.clone(), owner, mode.clone(), enter.clone(), &opened)
                 .await;
             if let (Some(oauth), Some(sent), Err(Started::Init(error))) = (oauth, &sent, &first)
                 && matches!(**error, ClientInitializeError::TransportError { .. })
@@ -391,9 +414,7 @@ impl Upstream {
                 if unauthorized(error) {
                     kill_group(lock(&group).take());
                     lock(&stderr).clear();
-                    first = self
-                        .start(client.clone(), owner, mode, &group, &reader, &stderr)
-                        .await;
+                    first = self.start(client.clone(), owner, mode, None, &opened).await;
                 }
             }
             // A server that answers `server/discover` with only versions
@@ -416,7 +437,7 @@ impl Upstream {
                     *lock(&self.legacy) = Some(version.clone());
                     client.version = version;
                     let mode = ClientLifecycleMode::Initialize;
-                    self.start(client, owner, mode, &group, &reader, &stderr)
+                    self.start(client, owner, mode, None, &opened)
                         .await
                         .map_err(Started::describe)
                 }
@@ -434,6 +455,7 @@ impl Upstream {
                 return Ok(Connection {
                     service,
                     group: ProcessGroup(group),
+                    session: lock(&session).take(),
                 });
             }
             Ok(Err(error)) => error,
@@ -471,18 +493,23 @@ impl Upstream {
         }
     }
 
-    /// One start of the server's connection, in lifecycle `mode`; a stdio
-    /// server's process group goes to `group`, its stderr's reader to
-    /// `reader`, which keeps its tail in `stderr`.
+    /// One start of the server's connection, in lifecycle `mode` (into
+    /// the saved session `enter`, over HTTP); what it opened goes to
+    /// `opened`.
     async fn start(
         &self,
         client: CallClient,
         owner: Option<&Owner>,
         mode: ClientLifecycleMode,
-        group: &Mutex<Option<u32>>,
-        reader: &Mutex<Option<tokio::task::JoinHandle<()>>>,
-        stderr: &Arc<Mutex<VecDeque<String>>>,
+        enter: Option<SavedSession>,
+        opened: &Opened<'_>,
     ) -> Result<RunningService<RoleClient, CallClient>, Started> {
+        let Opened {
+            group,
+            reader,
+            stderr,
+            session,
+        } = *opened;
         match &self.settings.transport {
             Transport::Stdio {
                 command,
@@ -541,7 +568,13 @@ impl Upstream {
                 if let Some(header) = header {
                     config = config.auth_header(header);
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
+                // A session the server forgot is the end of what lived in it:
+                // a new one (rmcp's default) would hide that.
+                config = config.reinit_on_expired_session(false);
+                let http = SessionClient::new(enter)
+                    .map_err(|e| Started::Spawn(format!("cannot make an HTTP client: {e}")))?;
+                *lock(session) = Some(http.handle());
+                let transport = StreamableHttpClientTransport::with_client(http, config);
                 client
                     .serve_with_lifecycle(transport, mode)
                     .await
@@ -573,6 +606,16 @@ impl ConnectError {
         tracing::warn!(%server, error = %self.for_operator(), "MCP server unreachable");
         self.message
     }
+}
+
+/// Where one start puts what it opened: a stdio server's process group,
+/// the reader of its stderr (which keeps the tail), an HTTP connection's
+/// session.
+struct Opened<'a> {
+    group: &'a Mutex<Option<u32>>,
+    reader: &'a Mutex<Option<tokio::task::JoinHandle<()>>>,
+    stderr: &'a Arc<Mutex<VecDeque<String>>>,
+    session: &'a Mutex<Option<Arc<SessionHandle>>>,
 }
 
 /// Why one start failed.

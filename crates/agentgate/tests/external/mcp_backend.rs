@@ -370,7 +370,8 @@ async fn the_reference_server_over_stdio_through_agentgate() {
     through_everything(&server, dir.path()).await;
 }
 
-async fn the_reference_server_over_http_through_agentgate() {
+/// The reference server over Streamable HTTP, and its `/mcp` URL.
+async fn everything_over_http() -> (tokio::process::Child, String) {
     let script = everything();
     // A port found free can be taken by a parallel test before the server
     // binds it; the server then exits, and connecting would reach the
@@ -404,8 +405,12 @@ async fn the_reference_server_over_http_through_agentgate() {
             break;
         }
     }
-    let (mut upstream, port) = started.expect("the reference server started on one of three ports");
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (upstream, port) = started.expect("the reference server started on one of three ports");
+    (upstream, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+async fn the_reference_server_over_http_through_agentgate() {
+    let (mut upstream, url) = everything_over_http().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let server =
         format!("[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\nprefix = \"ev_\"\n");
@@ -703,6 +708,112 @@ async fn an_upstream_task_is_followed_across_a_restart() {
         "{metrics}"
     );
     client.cancel().await.expect("close");
+}
+
+/// A tool the reference server runs only as a 2025-11-25 task
+/// (`simulate-research-query`, not marked idempotent), over HTTP: the task
+/// lives in the server's session, which agentgate saves with ours. Killed
+/// with SIGKILL while the server works, the restarted gateway enters that
+/// session again and gets the server's report, with no new `tools/call`
+/// (a repeat would have been refused as "interrupted"). A task whose
+/// server asked a question before the kill is cancelled in the session by
+/// the restarted gateway.
+async fn a_2025_11_25_task_is_followed_across_a_restart() {
+    let (mut upstream, url) = everything_over_http().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "[engine]\nlease_seconds = 3\n[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\n\
+         prefix = \"ev_\"\ntakeover_after_seconds = 2\n"
+    );
+    let start = || {
+        GateBuilder::agentgate(BIN, dir.path())
+            .config(&config)
+            .start()
+    };
+    let in_its_task = |got: &rmcp::model::GetTaskResult| {
+        let status = status_message(got);
+        status.contains("runs the call as its task") || status.ends_with("...")
+    };
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let working = start_task(
+        &client,
+        "ev_simulate-research-query",
+        json!({"topic": "tides"}),
+    )
+    .await
+    .task
+    .task_id;
+    watch_task(&client, &working, Duration::from_secs(30), in_its_task).await;
+    let asking = start_task(
+        &client,
+        "ev_simulate-research-query",
+        json!({"topic": "python", "ambiguous": true}),
+    )
+    .await
+    .task
+    .task_id;
+    let asked = poll_until(&client, &asking, |p| {
+        matches!(p, TaskPayload::InputRequired { .. }) || is_terminal(p)
+    })
+    .await;
+    assert!(
+        matches!(asked, TaskPayload::InputRequired { .. }),
+        "{asked:?}"
+    );
+    drop(client);
+    let _ = gate.kill_and_wait().await;
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    client
+        .peer()
+        .cancel_task(CancelTaskParams::new(asking.clone()))
+        .await
+        .expect("tasks/cancel");
+    let ended = poll_until(&client, &asking, is_terminal).await;
+    assert!(matches!(ended, TaskPayload::Cancelled), "{ended:?}");
+    let got = client
+        .peer()
+        .get_task(rmcp::model::GetTaskParams::new(asking.clone()))
+        .await
+        .expect("tasks/get");
+    assert!(
+        !status_message(&got).contains("could not be cancelled"),
+        "cancelled in the server's session: {}",
+        status_message(&got)
+    );
+
+    let TaskPayload::Completed { result } = poll_until(&client, &working, is_terminal).await else {
+        panic!("the server's task, followed again after the restart, completed")
+    };
+    let text = text_of(&result);
+    assert!(
+        text.contains("# Research Report: tides"),
+        "the server's own report: {text}"
+    );
+
+    // The restarted gateway sent no tools/call: it read the task's result
+    // in its session, and cancelled the other one there.
+    let metrics = metrics_of(&gate).await;
+    let mut calls: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("agentgate_upstream_calls_total{backend=\"mcp\""))
+        .filter(|l| !l.contains("operation=\"tools/list\""))
+        .filter(|l| !l.ends_with(" 0"))
+        .collect();
+    calls.sort_unstable();
+    assert_eq!(
+        calls,
+        [
+            "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/cancel\",outcome=\"ok\"} 1",
+            "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/result\",outcome=\"ok\"} 1",
+        ],
+        "{metrics}"
+    );
+    client.cancel().await.expect("close");
+    let _ = upstream.kill().await;
 }
 
 /// Many principals on one gateway, each reaching an upstream server as
@@ -1203,6 +1314,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "an_upstream_task_is_followed_across_a_restart",
             an_upstream_task_is_followed_across_a_restart,
+        )
+        .multi_thread(
+            "a_2025_11_25_task_is_followed_across_a_restart",
+            a_2025_11_25_task_is_followed_across_a_restart,
         )
         .multi_thread(
             "read_only_mode_keeps_the_tools_marked_read_only",

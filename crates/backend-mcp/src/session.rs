@@ -1,0 +1,304 @@
+//! The HTTP client beneath rmcp's Streamable HTTP transport, for sessions
+//! that must outlive this process: a 2025-11-25 server keeps its tasks per
+//! session, so a call it runs as its task can be followed again after
+//! agentgate restarts only in the session that made it.
+//!
+//! ```text
+//! new session:  initialize ─▶ server ─▶ Mcp-Session-Id ─▶ SessionHandle::id (saved with the task)
+//! saved one:    initialize ─▶ answered here from the saved id and version (never sent)
+//!               notifications/initialized ─▶ swallowed (the server had it long ago)
+//!               tasks/result, tasks/get … ─▶ server, under the saved Mcp-Session-Id
+//! close:        DELETE the session, unless a task of the server's still runs in it (kept)
+//! ```
+//!
+//! rmcp's transport has no way into an existing session (it refuses
+//! `Mcp-Session-Id` as a custom header and takes the id from the answer to
+//! its `initialize`), so re-entering one is done beneath it, in the
+//! [`StreamableHttpClient`] it sends through. Everything else is reqwest's
+//! client as rmcp drives it, with its size limits, and no redirects
+//! followed: a token goes only to the URL the operator configured.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::stream::BoxStream;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, Implementation, InitializeResult,
+    ProtocolVersion, ServerCapabilities, ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use rmcp_reqwest::header::{HeaderName, HeaderValue};
+use sse_stream::Sse;
+
+use crate::upstream::lock;
+
+/// A saved session to enter again: what the server said at `initialize`
+/// that the rest of the connection depends on.
+#[derive(Debug, Clone)]
+pub(crate) struct SavedSession {
+    /// The server's `Mcp-Session-Id`.
+    pub(crate) id: String,
+    /// The server's name (for the connection's peer info).
+    pub(crate) server: String,
+}
+
+/// What a connection's HTTP client knows of its session, shared with the
+/// call that uses it.
+#[derive(Debug, Default)]
+pub(crate) struct SessionHandle {
+    id: Mutex<Option<Arc<str>>>,
+    /// Set while a task of the server's runs in the session: closing the
+    /// connection then leaves the session for a later process.
+    keep: AtomicBool,
+}
+
+impl SessionHandle {
+    /// The session's id, once the server gave one.
+    pub(crate) fn id(&self) -> Option<String> {
+        lock(&self.id).as_deref().map(str::to_owned)
+    }
+
+    /// Whether closing the connection ends the session (DELETE).
+    pub(crate) fn keep(&self, keep: bool) {
+        self.keep.store(keep, Ordering::SeqCst);
+    }
+}
+
+/// reqwest's Streamable HTTP client, recording the session's id and able
+/// to enter a saved session.
+#[derive(Clone)]
+pub(crate) struct SessionClient {
+    http: rmcp_reqwest::Client,
+    enter: Option<Arc<SavedSession>>,
+    handle: Arc<SessionHandle>,
+}
+
+impl SessionClient {
+    /// A client for a new session, or for entering `enter`.
+    pub(crate) fn new(enter: Option<SavedSession>) -> Result<Self, rmcp_reqwest::Error> {
+        let http = rmcp_reqwest::Client::builder()
+            // rmcp's own default: a pooled idle connection stalls the next
+            // request by ~40 ms on some servers.
+            .pool_max_idle_per_host(0)
+            .redirect(rmcp_reqwest::redirect::Policy::none())
+            .build()?;
+        let handle = SessionHandle::default();
+        if let Some(saved) = &enter {
+            *lock(&handle.id) = Some(Arc::from(saved.id.as_str()));
+        }
+        Ok(Self {
+            http,
+            enter: enter.map(Arc::new),
+            handle: Arc::new(handle),
+        })
+    }
+
+    pub(crate) fn handle(&self) -> Arc<SessionHandle> {
+        self.handle.clone()
+    }
+
+    /// The answer to `message` when entering a saved session and it is the
+    /// handshake, which the server had when the session began.
+    fn answered_here(&self, message: &ClientJsonRpcMessage) -> Option<StreamableHttpPostResponse> {
+        let saved = self.enter.as_ref()?;
+        match message {
+            ClientJsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::InitializeRequest(_)) =>
+            {
+                // Only 2025-11-25 sessions are saved: the version whose
+                // tasks live in a session.
+                let result = InitializeResult::new(ServerCapabilities::default())
+                    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+                    .with_server_info(Implementation::new(saved.server.clone(), String::new()));
+                let answer = ServerJsonRpcMessage::response(
+                    ServerResult::InitializeResult(result),
+                    request.id.clone(),
+                );
+                Some(StreamableHttpPostResponse::Json(
+                    answer,
+                    Some(saved.id.clone()),
+                ))
+            }
+            ClientJsonRpcMessage::Notification(notification)
+                if matches!(
+                    notification.notification,
+                    ClientNotification::InitializedNotification(_)
+                ) =>
+            {
+                Some(StreamableHttpPostResponse::Accepted)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl StreamableHttpClient for SessionClient {
+    type Error = rmcp_reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        if let Some(answer) = self.answered_here(&message) {
+            return Ok(answer);
+        }
+        if let Some(id) = &session_id {
+            *lock(&self.handle.id) = Some(id.clone());
+        }
+        let answer = self
+            .http
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await?;
+        // The answer to `initialize` names the new session.
+        let given = match &answer {
+            StreamableHttpPostResponse::Json(_, Some(id))
+            | StreamableHttpPostResponse::Sse(_, Some(id)) => Some(id.as_str()),
+            _ => None,
+        };
+        if let Some(id) = given {
+            *lock(&self.handle.id) = Some(Arc::from(id));
+        }
+        Ok(answer)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        if self.handle.keep.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.http
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.http
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.http
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{
+        ClientConfig, InitializeRequest, InitializedNotification, ListToolsRequest, NumberOrString,
+    };
+
+    use super::*;
+
+    fn initialize() -> ClientJsonRpcMessage {
+        ClientJsonRpcMessage::request(
+            ClientRequest::InitializeRequest(InitializeRequest::new(ClientConfig::default())),
+            NumberOrString::Number(0),
+        )
+    }
+
+    #[test]
+    fn entering_a_saved_session_answers_its_handshake_here() {
+        let saved = SavedSession {
+            id: "session-1".to_owned(),
+            server: "everything".to_owned(),
+        };
+        let client = SessionClient::new(Some(saved)).expect("a client");
+        assert_eq!(client.handle().id().as_deref(), Some("session-1"));
+        let Some(StreamableHttpPostResponse::Json(answer, Some(id))) =
+            client.answered_here(&initialize())
+        else {
+            panic!("initialize is answered here, with the saved session's id")
+        };
+        assert_eq!(id, "session-1");
+        let answer = serde_json::to_value(answer).expect("json");
+        assert_eq!(answer["result"]["protocolVersion"], "2025-11-25");
+        assert_eq!(answer["id"], 0);
+        let initialized = ClientJsonRpcMessage::notification(
+            ClientNotification::InitializedNotification(InitializedNotification::default()),
+        );
+        assert!(matches!(
+            client.answered_here(&initialized),
+            Some(StreamableHttpPostResponse::Accepted)
+        ));
+        let list = ClientJsonRpcMessage::request(
+            ClientRequest::ListToolsRequest(ListToolsRequest::default()),
+            NumberOrString::Number(1),
+        );
+        assert!(
+            client.answered_here(&list).is_none(),
+            "everything else goes to the server"
+        );
+    }
+
+    #[test]
+    fn a_new_session_sends_its_handshake() {
+        let client = SessionClient::new(None).expect("a client");
+        assert!(client.answered_here(&initialize()).is_none());
+        assert_eq!(client.handle().id(), None);
+    }
+}
