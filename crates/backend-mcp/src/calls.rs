@@ -531,7 +531,7 @@ pub(crate) struct Call {
 
 impl Call {
     async fn run(self, live: Arc<LiveCall>, permit: OwnedSemaphorePermit) {
-        let end = self.call(&live).await;
+        let (end, kept) = self.call(&live).await;
         drop(permit);
         let method = match self.enter {
             Some(_) => "tasks/result",
@@ -547,9 +547,22 @@ impl Call {
             self.upstream.metrics.record(method, outcome);
         }
         live.end(end);
+        // The session of a server's task that gave its result is ended only
+        // once the result is saved (this call forgotten) or could have been:
+        // a process that dies first enters it again and reads the result
+        // anew, instead of finding the session gone.
+        if let Some(session) = kept {
+            tokio::select! {
+                () = live.cancel.cancelled() => {}
+                () = tokio::time::sleep(KEEP_ENDED) => {}
+            }
+            session.end().await;
+        }
     }
 
-    async fn call(&self, live: &LiveCall) -> CallEnd {
+    /// The call, on a connection of its own; with the end, the session it
+    /// leaves to [`SessionHandle::end`] once the result is safe.
+    async fn call(&self, live: &LiveCall) -> (CallEnd, Option<Arc<SessionHandle>>) {
         let settings = &self.upstream.settings;
         let cancel = live.cancel.clone();
         let (events, mut from_server) = mpsc::channel(32);
@@ -561,26 +574,34 @@ impl Call {
             self.upstream
                 .connect_in(CallClient::reporting(events), Some(&self.owner), enter);
         let connection = tokio::select! {
-            () = cancel.cancelled() => return CallEnd::Cancelled,
+            () = cancel.cancelled() => return (CallEnd::Cancelled, None),
             connected = connecting => connected,
         };
         let connection = match connection {
             Ok(connection) => connection,
-            Err(why) => return CallEnd::NotSent(why.logged(&settings.name)),
+            Err(why) => return (CallEnd::NotSent(why.logged(&settings.name)), None),
         };
         // The request in flight, so a cancel can name it to the server.
         let in_flight: Mutex<Option<RequestId>> = Mutex::default();
         // The server's own task, when the call runs as a 2025-11-25 task.
         let task: Mutex<Option<String>> = Mutex::default();
         let peer = connection.peer().clone();
-        let session = connection.session();
+        let session = connection.session().map(|session| &**session);
         // Boxed, so it can be dropped before the connection is closed.
         let mut calling = Box::pin(self.rounds(&peer, live, &in_flight, &task, session));
         let deadline = tokio::time::sleep(settings.call_timeout);
         let mut deadline = std::pin::pin!(deadline);
+        // Boxed like `calling`, and dropped with it.
+        let mut refused = Box::pin(async {
+            match session {
+                Some(session) => session.refused().await,
+                None => std::future::pending().await,
+            }
+        });
         let end = loop {
             tokio::select! {
                 end = &mut calling => break end,
+                why = &mut refused => break CallEnd::Lost(why),
                 Some(event) = from_server.recv() => match event {
                     CallEvent::Progress(status) => live.set_progress(status),
                     CallEvent::Ask(params, reply) => live.ask_elicitation(params, reply),
@@ -591,6 +612,7 @@ impl Call {
             }
         };
         drop(calling);
+        drop(refused);
         // A task of the server's still running is cancelled with
         // tasks/cancel (cancelling the request that waits for its result
         // would leave it running).
@@ -609,8 +631,15 @@ impl Call {
         // The session is left to a later process only while the server's
         // task may still run in it and be followed there: the connection
         // broke, so this one cannot follow it.
-        if let Some(session) = connection.session() {
-            session.keep(matches!(end, CallEnd::Lost(_)) || (abandoned && running.is_some()));
+        let answered_task = matches!(end, CallEnd::Answered(_))
+            && (self.enter.is_some() || live.session_task().is_some());
+        let session = connection.session().cloned();
+        if let Some(session) = &session {
+            session.keep(
+                matches!(end, CallEnd::Lost(_))
+                    || (abandoned && running.is_some())
+                    || answered_task,
+            );
         }
         // A request still open is cancelled by name, and the notification
         // is written before the connection closes.
@@ -627,7 +656,8 @@ impl Call {
             let _ = tokio::time::timeout(NOTIFY_TIMEOUT, notify).await;
         }
         connection.close().await;
-        end
+        let kept = session.filter(|_| answered_task);
+        (end, kept)
     }
 
     /// `tools/call`, and the MRTR rounds a 2026-07-28 server may ask for;

@@ -9,6 +9,8 @@
 //!               notifications/initialized ─▶ swallowed (the server had it long ago)
 //!               tasks/result, tasks/get … ─▶ server, under the saved Mcp-Session-Id
 //! close:        DELETE the session, unless a task of the server's still runs in it (kept)
+//! a POST refused at the HTTP level (404, or 400: a session the server forgot)
+//!               ─▶ SessionHandle::refused: the call is lost (rmcp would wait for ever)
 //! ```
 //!
 //! rmcp's transport has no way into an existing session (it refuses
@@ -33,6 +35,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp_reqwest::header::{HeaderName, HeaderValue};
 use sse_stream::Sse;
+use tokio_util::sync::CancellationToken;
 
 use crate::upstream::lock;
 
@@ -48,12 +51,40 @@ pub(crate) struct SavedSession {
 
 /// What a connection's HTTP client knows of its session, shared with the
 /// call that uses it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct SessionHandle {
     id: Mutex<Option<Arc<str>>>,
     /// Set while a task of the server's runs in the session: closing the
     /// connection then leaves the session for a later process.
     keep: AtomicBool,
+    /// Why the server refused a request of the session at the HTTP level
+    /// (a session it no longer knows gets 404, or 400 from some servers),
+    /// once it did: rmcp leaves a request whose answer names no request
+    /// waiting for ever.
+    refused: Mutex<Option<String>>,
+    refused_now: CancellationToken,
+    /// The DELETE rmcp asked for while the session was kept, for
+    /// [`SessionHandle::end`].
+    deferred: Mutex<Option<DeferredDelete>>,
+}
+
+impl std::fmt::Debug for SessionHandle {
+    // Not the deferred DELETE: it holds the bearer token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHandle")
+            .field("id", &self.id())
+            .field("keep", &self.keep.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A DELETE of the session, as rmcp would have sent it.
+struct DeferredDelete {
+    http: rmcp_reqwest::Client,
+    uri: Arc<str>,
+    session_id: Arc<str>,
+    auth_header: Option<String>,
+    custom_headers: HashMap<HeaderName, HeaderValue>,
 }
 
 impl SessionHandle {
@@ -65,6 +96,55 @@ impl SessionHandle {
     /// Whether closing the connection ends the session (DELETE).
     pub(crate) fn keep(&self, keep: bool) {
         self.keep.store(keep, Ordering::SeqCst);
+    }
+
+    /// Ends a session that was kept when its connection closed: the DELETE
+    /// rmcp asked for then is sent now (errors ignored: the server ends
+    /// unused sessions on its own terms).
+    pub(crate) async fn end(&self) {
+        let deferred = lock(&self.deferred).take();
+        if let Some(d) = deferred {
+            let _ = d
+                .http
+                .delete_session(d.uri, d.session_id, d.auth_header, d.custom_headers)
+                .await;
+        }
+    }
+
+    /// Resolves, with why, once the server refused a request of the
+    /// session at the HTTP level.
+    pub(crate) async fn refused(&self) -> String {
+        self.refused_now.cancelled().await;
+        lock(&self.refused).clone().unwrap_or_default()
+    }
+
+    /// Notes a request the server refused at the HTTP level: an HTTP
+    /// error, or a JSON-RPC error that names no request (server-everything
+    /// answers a session it does not know with 400 and such an error).
+    fn check(
+        &self,
+        answer: &Result<StreamableHttpPostResponse, StreamableHttpError<rmcp_reqwest::Error>>,
+    ) {
+        let why = match answer {
+            Err(StreamableHttpError::SessionExpired) => {
+                "the server no longer knows the session (it restarted, or ended it)".to_owned()
+            }
+            Err(other) => format!(
+                "the server refused a request of the session: {}",
+                crate::upstream::causes(other)
+            ),
+            Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(error), _))
+                if error.id.is_none() =>
+            {
+                format!(
+                    "the server refused a request of the session: {}",
+                    crate::upstream::capped(&error.error.message)
+                )
+            }
+            Ok(_) => return,
+        };
+        lock(&self.refused).get_or_insert(why);
+        self.refused_now.cancel();
     }
 }
 
@@ -183,7 +263,9 @@ impl StreamableHttpClient for SessionClient {
                 custom_headers,
                 limits,
             )
-            .await?;
+            .await;
+        self.handle.check(&answer);
+        let answer = answer?;
         // The answer to `initialize` names the new session.
         let given = match &answer {
             StreamableHttpPostResponse::Json(_, Some(id))
@@ -204,6 +286,13 @@ impl StreamableHttpClient for SessionClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
         if self.handle.keep.load(Ordering::SeqCst) {
+            *lock(&self.handle.deferred) = Some(DeferredDelete {
+                http: self.http.clone(),
+                uri,
+                session_id,
+                auth_header,
+                custom_headers,
+            });
             return Ok(());
         }
         self.http
@@ -233,6 +322,8 @@ impl StreamableHttpClient for SessionClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        // A server need not offer the session's stream (405), so its
+        // refusal is no news about the session.
         self.http
             .get_stream_with_max_sse_event_size(
                 uri,

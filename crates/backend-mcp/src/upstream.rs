@@ -287,8 +287,8 @@ impl Connection {
     }
 
     /// An HTTP connection's session (none over stdio).
-    pub(crate) fn session(&self) -> Option<&SessionHandle> {
-        self.session.as_deref()
+    pub(crate) fn session(&self) -> Option<&Arc<SessionHandle>> {
+        self.session.as_ref()
     }
 
     pub(crate) async fn close(self) {
@@ -681,6 +681,12 @@ fn describe(error: &ClientInitializeError) -> String {
         ClientInitializeError::JsonRpcError(e) => {
             format!("it refused the handshake: {}", e.message)
         }
+        // rmcp's text for these names the transport's Rust type; what
+        // failed beneath it (the HTTP client's error and its causes) is
+        // what the operator can act on.
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{context}: {}", causes(&*error.error))
+        }
         other => {
             // Display of the remaining kinds may name transport types; keep
             // the first line, which says what happened.
@@ -690,6 +696,35 @@ fn describe(error: &ClientInitializeError) -> String {
                 .unwrap_or("the handshake failed")
                 .to_owned()
         }
+    }
+}
+
+/// An error and its sources, each said once, as "a: b: c" (an HTTP
+/// client's error says little without its causes: "error sending
+/// request …: client error (Connect): tcp connect error: Connection
+/// refused"), cut like a status message.
+pub(crate) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        if !said.iter().any(|earlier| earlier.contains(&text)) {
+            said.push(text);
+        }
+        next = error.source().or_else(|| client_error(error));
+    }
+    capped(&said.join(": "))
+}
+
+/// The HTTP client's error inside rmcp's, which rmcp does not give as its
+/// source.
+fn client_error<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match error.downcast_ref::<StreamableHttpError<rmcp_reqwest::Error>>()? {
+        StreamableHttpError::Client(inner) => Some(inner),
+        _ => None,
     }
 }
 
@@ -852,5 +887,47 @@ pub(crate) fn outcome_of<T>(
         Ok(Ok(_)) => UpstreamOutcome::Ok,
         Ok(Err(rmcp::service::ServiceError::McpError(_))) => UpstreamOutcome::ClientError,
         Ok(Err(_)) | Err(_) => UpstreamOutcome::Transport,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::McpConfig;
+
+    #[tokio::test]
+    async fn an_unreachable_http_server_is_told_in_the_operators_terms() {
+        // A port nothing listens on (bound, then freed).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let config: McpConfig = agentgate_backend::parse_section(
+            "mcp",
+            Some(serde_json::json!({"servers": [{
+                "name": "s", "url": format!("http://127.0.0.1:{port}/mcp")
+            }]})),
+        )
+        .expect("parses");
+        let settings = config.resolve(&|_| None).expect("resolves").remove(0);
+        let upstream = Upstream::new(settings, UpstreamMetrics::detached("mcp"));
+        let Err(error) = upstream.connect(CallClient::quiet(), None).await else {
+            panic!("nothing listens at port {port}")
+        };
+        let message = error.for_operator();
+        assert!(
+            message.starts_with(&format!(
+                "MCP server \"s\" (server at http://127.0.0.1:{port}/mcp) could not be reached: "
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("Connection refused"),
+            "the cause beneath the HTTP client's error: {message}"
+        );
+        assert!(
+            !message.contains("rmcp::") && !message.contains("Worker"),
+            "no Rust type names: {message}"
+        );
     }
 }

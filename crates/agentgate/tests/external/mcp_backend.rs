@@ -372,7 +372,6 @@ async fn the_reference_server_over_stdio_through_agentgate() {
 
 /// The reference server over Streamable HTTP, and its `/mcp` URL.
 async fn everything_over_http() -> (tokio::process::Child, String) {
-    let script = everything();
     // A port found free can be taken by a parallel test before the server
     // binds it; the server then exits, and connecting would reach the
     // other test's process: so the server must still run once it answers.
@@ -382,31 +381,37 @@ async fn everything_over_http() -> (tokio::process::Child, String) {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let mut upstream = Command::new("node")
-            .arg(&script)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the reference server");
-        agentgate_testkit::poll::eventually(
-            "the reference server to listen or exit",
-            Duration::from_secs(30),
-            || {
-                std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-                    || matches!(upstream.try_wait(), Ok(Some(_)))
-            },
-        )
-        .await;
-        if matches!(upstream.try_wait(), Ok(None)) {
+        if let Some(upstream) = everything_at(port).await {
             started = Some((upstream, port));
             break;
         }
     }
     let (upstream, port) = started.expect("the reference server started on one of three ports");
     (upstream, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// The reference server over Streamable HTTP at `port`, once it listens;
+/// none if it exited instead (the port was taken).
+async fn everything_at(port: u16) -> Option<tokio::process::Child> {
+    let mut upstream = Command::new("node")
+        .arg(everything())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the reference server");
+    agentgate_testkit::poll::eventually(
+        "the reference server to listen or exit",
+        Duration::from_secs(30),
+        || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+                || matches!(upstream.try_wait(), Ok(Some(_)))
+        },
+    )
+    .await;
+    matches!(upstream.try_wait(), Ok(None)).then_some(upstream)
 }
 
 async fn the_reference_server_over_http_through_agentgate() {
@@ -730,22 +735,9 @@ async fn a_2025_11_25_task_is_followed_across_a_restart() {
             .config(&config)
             .start()
     };
-    let in_its_task = |got: &rmcp::model::GetTaskResult| {
-        let status = status_message(got);
-        status.contains("runs the call as its task") || status.ends_with("...")
-    };
 
     let gate = start().await;
     let client = tasks_client(&gate).await;
-    let working = start_task(
-        &client,
-        "ev_simulate-research-query",
-        json!({"topic": "tides"}),
-    )
-    .await
-    .task
-    .task_id;
-    watch_task(&client, &working, Duration::from_secs(30), in_its_task).await;
     let asking = start_task(
         &client,
         "ev_simulate-research-query",
@@ -762,6 +754,19 @@ async fn a_2025_11_25_task_is_followed_across_a_restart() {
         matches!(asked, TaskPayload::InputRequired { .. }),
         "{asked:?}"
     );
+    // Killed as soon as the server made its task (which takes seconds).
+    let working = start_task(
+        &client,
+        "ev_simulate-research-query",
+        json!({"topic": "tides"}),
+    )
+    .await
+    .task
+    .task_id;
+    watch_task(&client, &working, Duration::from_secs(30), |got| {
+        status_message(got).contains("runs the call as its task")
+    })
+    .await;
     drop(client);
     let _ = gate.kill_and_wait().await;
 
@@ -811,6 +816,73 @@ async fn a_2025_11_25_task_is_followed_across_a_restart() {
             "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/result\",outcome=\"ok\"} 1",
         ],
         "{metrics}"
+    );
+    client.cancel().await.expect("close");
+    let _ = upstream.kill().await;
+}
+
+/// The same, when the server restarted meanwhile and no longer knows the
+/// session: entering it fails, and after three entries without news of
+/// its task the call is lost, so the crash rules decide: the tool is not
+/// marked idempotent, so it is not called again.
+async fn a_session_the_server_forgot_ends_the_call_under_the_crash_rules() {
+    let (mut upstream, url) = everything_over_http().await;
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("the server's port");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = format!(
+        "[engine]\nlease_seconds = 3\n[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\n\
+         prefix = \"ev_\"\ntakeover_after_seconds = 2\n"
+    );
+    let start = || {
+        GateBuilder::agentgate(BIN, dir.path())
+            .config(&config)
+            .start()
+    };
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let id = start_task(
+        &client,
+        "ev_simulate-research-query",
+        json!({"topic": "tides"}),
+    )
+    .await
+    .task
+    .task_id;
+    watch_task(&client, &id, Duration::from_secs(30), |got| {
+        status_message(got).contains("runs the call as its task")
+    })
+    .await;
+    drop(client);
+    let _ = gate.kill_and_wait().await;
+    let _ = upstream.kill().await;
+    let _ = upstream.wait().await;
+    let mut upstream = everything_at(port)
+        .await
+        .expect("the reference server started again on its port");
+
+    let gate = start().await;
+    let client = tasks_client(&gate).await;
+    let ended = poll_until(&client, &id, is_terminal).await;
+    let TaskPayload::Failed { error } = ended else {
+        panic!("expected failed, got {ended:?}")
+    };
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("interrupted; not repeated because the tool is not marked idempotent")
+            && message.contains("entered again 3 times"),
+        "{message}"
+    );
+    let metrics = metrics_of(&gate).await;
+    assert!(
+        !metrics.lines().any(|l| l.starts_with(
+            "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tools/call\""
+        ) && !l.ends_with(" 0")),
+        "nothing called again: {metrics}"
     );
     client.cancel().await.expect("close");
     let _ = upstream.kill().await;
@@ -1318,6 +1390,10 @@ pub(crate) fn register(tests: harness::Tests) -> harness::Tests {
         .multi_thread(
             "a_2025_11_25_task_is_followed_across_a_restart",
             a_2025_11_25_task_is_followed_across_a_restart,
+        )
+        .multi_thread(
+            "a_session_the_server_forgot_ends_the_call_under_the_crash_rules",
+            a_session_the_server_forgot_ends_the_call_under_the_crash_rules,
         )
         .multi_thread(
             "read_only_mode_keeps_the_tools_marked_read_only",
