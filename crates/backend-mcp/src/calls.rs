@@ -175,6 +175,9 @@ struct Shared {
     /// Given up by this process (no step followed it): a task of the
     /// server's is left running in its session, for whoever follows it now.
     abandoned: bool,
+    /// The server answered a `tasks/get` of its task since a step last
+    /// asked: the task is alive there, status message or not.
+    heard: bool,
 }
 
 /// One call of this process.
@@ -199,6 +202,7 @@ impl LiveCall {
                 followed: Instant::now(),
                 session_task: None,
                 abandoned: false,
+                heard: false,
             }),
             changed: Notify::new(),
             cancel: CancellationToken::new(),
@@ -210,6 +214,12 @@ impl LiveCall {
     /// 2025-11-25 task of an HTTP server's.
     pub(crate) fn session_task(&self) -> Option<SessionTask> {
         lock(&self.shared).session_task.clone()
+    }
+
+    /// Whether the server answered a `tasks/get` of its task since the
+    /// last asking.
+    pub(crate) fn take_heard(&self) -> bool {
+        std::mem::take(&mut lock(&self.shared).heard)
     }
 
     fn set_session_task(&self, task: SessionTask, status: String) {
@@ -496,6 +506,15 @@ impl Calls {
         }
     }
 
+    /// Drops what this process keeps of `task`'s call without cancelling
+    /// a task of the server's it follows: another process may follow it
+    /// now ([`LiveCall::abandon`]).
+    pub(crate) fn abandon(&self, task: &TaskId) {
+        if let Some(call) = lock(&self.live).remove(task) {
+            call.abandon();
+        }
+    }
+
     /// Forgets ended calls kept long enough, and cancels calls no step
     /// followed for long.
     pub(crate) fn sweep(&self) {
@@ -556,7 +575,7 @@ impl Call {
                 () = live.cancel.cancelled() => {}
                 () = tokio::time::sleep(KEEP_ENDED) => {}
             }
-            session.end().await;
+            session.end(NOTIFY_TIMEOUT).await;
         }
     }
 
@@ -881,6 +900,7 @@ impl Call {
                 else {
                     continue;
                 };
+                lock(&live.shared).heard = true;
                 let message = got["statusMessage"].as_str().map(capped);
                 if message.is_some() && message != last {
                     if let Some(message) = &message {

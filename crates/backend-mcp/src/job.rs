@@ -118,6 +118,10 @@ pub struct CallState {
     /// news (bounded: a session the server forgot fails each time).
     #[serde(default)]
     reentered: u32,
+    /// Times the session was entered again in all, never reset: each
+    /// entry's question keys are its own.
+    #[serde(default)]
+    entries: u32,
 }
 
 impl std::fmt::Debug for UpstreamToolJob {
@@ -194,7 +198,7 @@ impl UpstreamToolJob {
         if state.session_task.is_none() {
             state.session_task = live.session_task();
         }
-        if matches!(seen, Seen::Progress(_) | Seen::Asked(_)) {
+        if live.take_heard() || matches!(seen, Seen::Progress(_) | Seen::Asked(_)) {
             state.reentered = 0;
         }
         match seen {
@@ -482,17 +486,19 @@ impl UpstreamToolJob {
             );
             return self.lost(state, &why, cx);
         }
-        self.calls.forget(&cx.task_id);
+        // An entry of this process still following it (a step that came
+        // back after another process took over) is dropped without
+        // cancelling the server's task, which is followed from here on.
+        self.calls.abandon(&cx.task_id);
         state.reentered += 1;
+        state.entries += 1;
         state.holder = self.calls.holder().to_owned();
         state.issued = true;
         state.foreign_since = None;
         // Each entry's questions have keys of their own: an answer to a
         // question asked on a lost connection can never answer a new one.
-        self.calls.arm(
-            &cx.task_id,
-            format!("a{}e{}", state.attempt, state.reentered),
-        );
+        self.calls
+            .arm(&cx.task_id, format!("a{}e{}", state.attempt, state.entries));
         let mut status = format!(
             "following MCP server \"{}\"'s task {} again in its session ({why})",
             self.server(),
@@ -682,6 +688,7 @@ impl Job for UpstreamToolJob {
                 answered: Vec::new(),
                 session_task: None,
                 reentered: 0,
+                entries: 0,
             },
         })
     }
@@ -717,6 +724,16 @@ impl Job for UpstreamToolJob {
             // The server made a task whose id no step saved yet: cancel it
             // there, as a saved one would be.
             return self.cancel_upstream_task(&id, &cx.owner).await;
+        }
+        // An entry that sends nothing (armed to enter the session, or its
+        // connection lost) cannot reach the server's task: the cancel goes
+        // to the session instead.
+        let inert = live
+            .as_ref()
+            .is_some_and(|live| !live.sent() || matches!(live.ended(), Some(CallEnd::Lost(_))));
+        if here && inert && state.session_task.is_some() {
+            self.calls.forget(&cx.task_id);
+            return self.cancel_in_session(&state, cx).await;
         }
         match live {
             Some(live) if here => {
@@ -891,6 +908,33 @@ mod tests {
                 && message.contains("entered again 3 times"),
             "{message}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_cancel_before_the_session_is_entered_again_goes_to_the_session() {
+        let job = job(false);
+        let mut lost = waited(job.start(JsonObject::new(), &cx(0)).await);
+        lost.issued = true;
+        lost.session_task = Some(SessionTask {
+            session: "session-1".to_owned(),
+            task: "their-task".to_owned(),
+        });
+        // This process lost the call and armed an entry to enter the
+        // session again, which has sent nothing.
+        let entered = waited(job.resume(lost, Event::Tick, &cx(1)).await);
+        assert!(!job.calls.get(&cx(1).task_id).expect("armed").sent());
+        let step = job.cancel(entered, &cx(2)).await;
+        let Ok(Step::Cancelled { status }) = step else {
+            panic!("expected cancelled, got {step:?}")
+        };
+        // The server cannot be reached here: the cancel was tried in the
+        // session, and the status says it did not get there.
+        let status = status.unwrap_or_default();
+        assert!(
+            status.contains("could not be cancelled in its session"),
+            "{status}"
+        );
+        assert!(job.calls.get(&cx(2).task_id).is_none(), "the entry is gone");
     }
 
     #[tokio::test]

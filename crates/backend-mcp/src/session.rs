@@ -99,15 +99,15 @@ impl SessionHandle {
     }
 
     /// Ends a session that was kept when its connection closed: the DELETE
-    /// rmcp asked for then is sent now (errors ignored: the server ends
-    /// unused sessions on its own terms).
-    pub(crate) async fn end(&self) {
+    /// rmcp asked for then is sent now, within `within` (errors ignored: the
+    /// server ends unused sessions on its own terms).
+    pub(crate) async fn end(&self, within: std::time::Duration) {
         let deferred = lock(&self.deferred).take();
         if let Some(d) = deferred {
-            let _ = d
-                .http
-                .delete_session(d.uri, d.session_id, d.auth_header, d.custom_headers)
-                .await;
+            let delete =
+                d.http
+                    .delete_session(d.uri, d.session_id, d.auth_header, d.custom_headers);
+            let _ = tokio::time::timeout(within, delete).await;
         }
     }
 
@@ -118,21 +118,35 @@ impl SessionHandle {
         lock(&self.refused).clone().unwrap_or_default()
     }
 
-    /// Notes a request the server refused at the HTTP level: an HTTP
-    /// error, or a JSON-RPC error that names no request (server-everything
-    /// answers a session it does not know with 400 and such an error).
+    /// Notes a request the server refused as one of a session it does not
+    /// know: 404 (the spec's answer), 400, or a JSON-RPC error that names
+    /// no request (server-everything answers an unknown session with 400
+    /// and such an error). Other failures (a reset connection, a 5xx) are
+    /// left to the request that met them.
     fn check(
         &self,
         answer: &Result<StreamableHttpPostResponse, StreamableHttpError<rmcp_reqwest::Error>>,
     ) {
+        let unknown_session = |status: Option<u16>| matches!(status, Some(400 | 404));
         let why = match answer {
             Err(StreamableHttpError::SessionExpired) => {
                 "the server no longer knows the session (it restarted, or ended it)".to_owned()
             }
-            Err(other) => format!(
-                "the server refused a request of the session: {}",
-                crate::upstream::causes(other)
-            ),
+            Err(StreamableHttpError::Client(error))
+                if unknown_session(error.status().map(|status| status.as_u16())) =>
+            {
+                format!(
+                    "the server refused a request of the session: {}",
+                    crate::upstream::causes(error)
+                )
+            }
+            Err(StreamableHttpError::HttpStatus(error)) if unknown_session(Some(error.status)) => {
+                format!(
+                    "the server refused a request of the session with HTTP {}",
+                    error.status
+                )
+            }
+            Err(_) => return,
             Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(error), _))
                 if error.id.is_none() =>
             {
