@@ -715,6 +715,48 @@ async fn an_upstream_task_is_followed_across_a_restart() {
     client.cancel().await.expect("close");
 }
 
+/// A gateway in front of the reference server at `url`, quick to take over
+/// a call after a restart (lease 3 s, takeover 2 s).
+fn restartable_config(url: &str) -> String {
+    format!(
+        "[engine]\nlease_seconds = 3\n[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\n\
+         prefix = \"ev_\"\ntakeover_after_seconds = 2\n"
+    )
+}
+
+/// Starts the reference server's research on `topic` and waits until the
+/// server runs it as its task (our status names the task, or shows the
+/// server's first stage, which replaces that within a second).
+async fn research_in_its_task(client: &Client, topic: &str) -> String {
+    let id = start_task(
+        client,
+        "ev_simulate-research-query",
+        json!({"topic": topic}),
+    )
+    .await
+    .task
+    .task_id;
+    watch_task(client, &id, Duration::from_secs(30), |got| {
+        let status = status_message(got);
+        status.contains("runs the call as its task") || status.ends_with("...")
+    })
+    .await;
+    id
+}
+
+/// The gateway's counts of MCP requests sent upstream, other than tool
+/// listings, that are not zero, sorted.
+fn calls_besides_listing(metrics: &str) -> Vec<&str> {
+    let mut calls: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("agentgate_upstream_calls_total{backend=\"mcp\""))
+        .filter(|l| !l.contains("operation=\"tools/list\""))
+        .filter(|l| !l.ends_with(" 0"))
+        .collect();
+    calls.sort_unstable();
+    calls
+}
+
 /// A tool the reference server runs only as a 2025-11-25 task
 /// (`simulate-research-query`, not marked idempotent), over HTTP: the task
 /// lives in the server's session, which agentgate saves with ours. Killed
@@ -727,10 +769,7 @@ async fn an_upstream_task_is_followed_across_a_restart() {
 async fn a_2025_11_25_task_is_followed_across_a_restart() {
     let (mut upstream, url) = everything_over_http().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = format!(
-        "[engine]\nlease_seconds = 3\n[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\n\
-         prefix = \"ev_\"\ntakeover_after_seconds = 2\n"
-    );
+    let config = restartable_config(&url);
     let start = || {
         GateBuilder::agentgate(BIN, dir.path())
             .config(&config)
@@ -757,19 +796,7 @@ async fn a_2025_11_25_task_is_followed_across_a_restart() {
     );
     // Killed once the server made its task: its result, if it comes
     // before the kill, is read again in the session, which is kept.
-    let working = start_task(
-        &client,
-        "ev_simulate-research-query",
-        json!({"topic": "tides"}),
-    )
-    .await
-    .task
-    .task_id;
-    watch_task(&client, &working, Duration::from_secs(30), |got| {
-        let status = status_message(got);
-        status.contains("runs the call as its task") || status.ends_with("...")
-    })
-    .await;
+    let working = research_in_its_task(&client, "tides").await;
     drop(client);
     let _ = gate.kill_and_wait().await;
 
@@ -805,15 +832,8 @@ async fn a_2025_11_25_task_is_followed_across_a_restart() {
     // The restarted gateway sent no tools/call: it read the task's result
     // in its session, and cancelled the other one there.
     let metrics = metrics_of(&gate).await;
-    let mut calls: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("agentgate_upstream_calls_total{backend=\"mcp\""))
-        .filter(|l| !l.contains("operation=\"tools/list\""))
-        .filter(|l| !l.ends_with(" 0"))
-        .collect();
-    calls.sort_unstable();
     assert_eq!(
-        calls,
+        calls_besides_listing(&metrics),
         [
             "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/cancel\",outcome=\"ok\"} 1",
             "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/result\",outcome=\"ok\"} 1",
@@ -836,10 +856,7 @@ async fn a_session_the_server_forgot_ends_the_call_under_the_crash_rules() {
         .parse()
         .expect("the server's port");
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = format!(
-        "[engine]\nlease_seconds = 3\n[[mcp.servers]]\nname = \"everything\"\nurl = \"{url}\"\n\
-         prefix = \"ev_\"\ntakeover_after_seconds = 2\n"
-    );
+    let config = restartable_config(&url);
     let start = || {
         GateBuilder::agentgate(BIN, dir.path())
             .config(&config)
@@ -848,18 +865,7 @@ async fn a_session_the_server_forgot_ends_the_call_under_the_crash_rules() {
 
     let gate = start().await;
     let client = tasks_client(&gate).await;
-    let id = start_task(
-        &client,
-        "ev_simulate-research-query",
-        json!({"topic": "tides"}),
-    )
-    .await
-    .task
-    .task_id;
-    watch_task(&client, &id, Duration::from_secs(30), |got| {
-        status_message(got).contains("runs the call as its task")
-    })
-    .await;
+    let id = research_in_its_task(&client, "tides").await;
     drop(client);
     let _ = gate.kill_and_wait().await;
     let _ = upstream.kill().await;
@@ -882,15 +888,8 @@ async fn a_session_the_server_forgot_ends_the_call_under_the_crash_rules() {
     );
     // Three entries into the session, each refused, and nothing else.
     let metrics = metrics_of(&gate).await;
-    let mut calls: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("agentgate_upstream_calls_total{backend=\"mcp\""))
-        .filter(|l| !l.contains("operation=\"tools/list\""))
-        .filter(|l| !l.ends_with(" 0"))
-        .collect();
-    calls.sort_unstable();
     assert_eq!(
-        calls,
+        calls_besides_listing(&metrics),
         [
             "agentgate_upstream_calls_total{backend=\"mcp\",operation=\"tasks/result\",outcome=\"transport_error\"} 3"
         ],
